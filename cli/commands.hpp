@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+// The ibqos subcommands and what they share: loading inputs, printing diagnostics, exit codes.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "diagnostics.hpp"
+#include "source.hpp"
+
+namespace ibqos::cli {
+
+// Exit codes of every command (the command-line contract).
+enum ExitCode : int { ExitOk = 0, ExitInputErrors = 1, ExitUsage = 2 };
+
+// An input file that cannot be read: the command prints it and exits 2.
+struct IoError {
+    std::string message;
+};
+
+// The files a command has read, kept for the source excerpts of diagnostics.
+class Inputs {
+public:
+    // Loads a file or throws IoError.
+    const SourceFile& load(const std::string& path);
+    const SourceFile* find(const std::string& name) const;
+
+private:
+    std::map<std::string, std::unique_ptr<SourceFile>> files_;
+};
+
+// Prints diagnostics: as text with source excerpts on stderr (with a count line), or as a
+// JSON array on stdout. Returns the exit code they imply.
+int emitDiagnostics(Diagnostics& diagnostics, const Inputs& inputs, bool json);
+
+int runCheck(const std::vector<std::string>& args);
+
+}  // namespace ibqos::cli

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+// compilePolicy: the pass list, in the order the data flows.
+#include "compile_policy.hpp"
+
+#include <array>
+
+#include "parse.hpp"
+#include "passes.hpp"
+#include "pcc_algorithms.hpp"
+
+namespace ibqos {
+
+Policy compilePolicy(const ast::PolicyFile& file, const SourceFile& source, Diagnostics& diagnostics) {
+    passes::Reporter report{source, diagnostics};
+    Policy policy;
+    policy.file = source.name();
+    std::vector<passes::UlpEntry> ulps;
+    passes::Gaps gaps;
+    gaps.anySyntaxError = diagnostics.hasErrors();
+    passes::elaboratePolicy(file, report, policy, ulps, gaps);
+    passes::lowerUlps(ulps, report, policy);
+    passes::resolveNames(report, gaps, policy);
+    passes::findShadowedRules(report, policy);
+    passes::checkQosSetup(report, policy);
+    passes::checkHostSched(report, policy);
+    return policy;
+}
+
+Policy loadPolicy(const SourceFile& source, Diagnostics& diagnostics) {
+    std::optional<ast::PolicyFile> file = parsePolicy(source, diagnostics);
+    if (!file) {
+        Policy empty;
+        empty.file = source.name();
+        return empty;
+    }
+    return compilePolicy(*file, source, diagnostics);
+}
+
+namespace passes {
+
+bool Reporter::syntaxErrorsIn(const ast::Block& block) const {
+    if (!block.close.located()) return true;
+    uint32_t first = at(block.open).line, last = at(block.close).line;
+    for (uint32_t line = first; line <= last; ++line) {
+        if (diagnostics.hasSyntaxErrorOnLine(source.name(), line)) return true;
+    }
+    return false;
+}
+
+}  // namespace passes
+
+namespace {
+constexpr std::array<std::string_view, 2> pccAlgorithms{"dcqcn", "swift"};
+}  // namespace
+
+bool isKnownPccAlgorithm(std::string_view name) {
+    for (std::string_view a : pccAlgorithms) {
+        if (sameName(a, name)) return true;
+    }
+    return false;
+}
+
+std::string knownPccAlgorithmList() {
+    std::string out;
+    for (std::string_view a : pccAlgorithms) out += (out.empty() ? "" : ", ") + std::string(a);
+    return out;
+}
+
+}  // namespace ibqos

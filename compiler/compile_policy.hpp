@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: MIT
+// compilePolicy: the checks that need no fabric, from syntax tree to Policy.
+#pragma once
+
+#include "ast.hpp"
+#include "diagnostics.hpp"
+#include "policy.hpp"
+#include "source.hpp"
+
+namespace ibqos {
+
+// Gives a parsed policy its meaning and reports every problem found without a fabric:
+// values out of range, missing or repeated fields, unresolved and duplicate names, a missing
+// default level, shadowed rules, the host scheduling tree. The Policy is always consistent.
+Policy compilePolicy(const ast::PolicyFile& file, const SourceFile& source, Diagnostics& diagnostics);
+
+// Parses and compiles a policy file in one step.
+Policy loadPolicy(const SourceFile& source, Diagnostics& diagnostics);
+
+}  // namespace ibqos

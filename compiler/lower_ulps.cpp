@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+// Pass 2: qos-ulps lines become match rules placed after every qos-match-rule, each pointing at
+// one of OpenSM's implicit per-SL levels, exactly as OpenSM's parser builds them.
+#include <string>
+
+#include "passes.hpp"
+
+namespace ibqos::passes {
+
+namespace {
+
+using ast::Ulp;
+using ast::UlpQualifier;
+
+constexpr uint64_t SdpServiceId = 0x10000;
+constexpr uint64_t RdsIserServiceId = 0x1060000;  // RDS and iSER share the prefix
+constexpr uint64_t RdsPort = 0x48ca;
+constexpr uint64_t IserPort = 0x0cbc;
+
+const char* ulpName(Ulp ulp) {
+    static const char* names[] = {"default", "any", "sdp", "srp", "rds", "ipoib", "iser"};
+    return names[static_cast<size_t>(ulp)];
+}
+
+const char* qualifierName(UlpQualifier q) {
+    static const char* names[] = {"",
+                                  "service-id",
+                                  "pkey",
+                                  "target-port-guid",
+                                  "source-port-guid",
+                                  "source-target-port-guid",
+                                  "port-num"};
+    return names[static_cast<size_t>(q)];
+}
+
+// The implicit level OpenSM gives every qos-ulps line with this SL.
+uint32_t simpleLevel(Policy& policy, uint8_t sl) {
+    std::string name = "SimpleQoSLevel_SL" + std::to_string(sl);
+    for (uint32_t i = 0; i < policy.levels.size(); ++i) {
+        if (policy.levels[i].generated && policy.levels[i].name == name) return i;
+    }
+    QosLevel level;
+    level.name = name;
+    level.use = "qos-ulps lines with SL " + std::to_string(sl);
+    level.generated = true;
+    level.sl = sl;
+    policy.levels.push_back(std::move(level));
+    return static_cast<uint32_t>(policy.levels.size() - 1);
+}
+
+uint32_t guidGroup(Policy& policy, const UlpEntry& e, GroupOrigin origin) {
+    static const char* names[] = {"", "_ULP_Targets_", "_ULP_Sources_", "_ULP_Sources_Targets_",
+                                  "_SRP_Targets_"};
+    PortGroup g;
+    g.name = names[static_cast<size_t>(origin)];
+    g.use = "Generated from ULP rules";
+    g.location = e.location;
+    g.origin = origin;
+    g.guids = e.values;
+    g.guidRanges = e.written;
+    policy.groups.push_back(std::move(g));
+    return static_cast<uint32_t>(policy.groups.size() - 1);
+}
+
+RangeSet shifted(const RangeSet& ports, uint64_t base) {
+    std::vector<Range> out;
+    for (const Range& r : ports.ranges()) out.push_back({r.lo + base, r.hi + base});
+    return RangeSet::build(std::move(out));
+}
+
+}  // namespace
+
+void lowerUlps(const std::vector<UlpEntry>& ulps, const Reporter& report, Policy& policy) {
+    policy.firstUlpRule = policy.rules.size();
+    SourceLocation defaultAt;
+    for (const UlpEntry& e : ulps) {
+        if (e.ulp == Ulp::Default) {
+            if (defaultAt.line != 0) {
+                report.warning("duplicate-field", e.location,
+                               "a second 'default' qos-ulps line: this one replaces the one at line " +
+                                   std::to_string(defaultAt.line) + " (as in OpenSM)");
+            }
+            defaultAt = e.location;
+            QosLevel level;
+            level.name = "SimpleQoSLevel_DEFAULT";
+            level.use = "the qos-ulps default";
+            level.location = e.location;
+            level.generated = true;
+            level.sl = e.sl;
+            if (policy.hasDefaultLevel) {
+                policy.levels[policy.defaultLevel] = std::move(level);
+            } else {
+                policy.levels.push_back(std::move(level));
+                policy.defaultLevel = static_cast<uint32_t>(policy.levels.size() - 1);
+                policy.hasDefaultLevel = true;
+            }
+            continue;
+        }
+
+        MatchRule rule;
+        rule.fromUlps = true;
+        rule.location = e.location;
+        rule.use = std::string("qos-ulps: ") + ulpName(e.ulp);
+        if (e.qualifier != UlpQualifier::None) {
+            rule.use += std::string(", ") + qualifierName(e.qualifier) + " " +
+                        e.values.str(e.qualifier != UlpQualifier::PortNum);
+        }
+        rule.use += " : " + std::to_string(e.sl);
+        rule.level = simpleLevel(policy, e.sl);
+        rule.levelName = {policy.levels[rule.level].name, e.location};
+
+        switch (e.qualifier) {
+            case UlpQualifier::None:
+                if (e.ulp == Ulp::Sdp) rule.serviceIds = RangeSet{{SdpServiceId, SdpServiceId + 0xffff}};
+                if (e.ulp == Ulp::Rds) rule.serviceIds = RangeSet{{RdsIserServiceId + RdsPort, RdsIserServiceId + RdsPort}};
+                if (e.ulp == Ulp::Iser) rule.serviceIds = RangeSet{{RdsIserServiceId + IserPort, RdsIserServiceId + IserPort}};
+                if (e.ulp == Ulp::Ipoib) rule.pkeys = RangeSet{{0x7fff, 0x7fff}};
+                break;
+            case UlpQualifier::PortNum:
+                rule.serviceIds = shifted(e.values, e.ulp == Ulp::Sdp ? SdpServiceId : RdsIserServiceId);
+                break;
+            case UlpQualifier::ServiceId:
+                rule.serviceIds = e.values;
+                break;
+            case UlpQualifier::Pkey:
+                rule.pkeys = e.values;
+                break;
+            case UlpQualifier::TargetPortGuid:
+                rule.destinations.push_back(guidGroup(
+                    policy, e, e.ulp == Ulp::Srp ? GroupOrigin::SrpTargets : GroupOrigin::UlpTargets));
+                break;
+            case UlpQualifier::SourcePortGuid:
+                rule.sources.push_back(guidGroup(policy, e, GroupOrigin::UlpSources));
+                break;
+            case UlpQualifier::SourceTargetPortGuid: {
+                uint32_t g = guidGroup(policy, e, GroupOrigin::UlpSourcesTargets);
+                rule.sources.push_back(g);
+                rule.destinations.push_back(g);
+                break;
+            }
+        }
+        rule.ipoib = e.ulp == Ulp::Ipoib;
+        policy.rules.push_back(std::move(rule));
+    }
+}
+
+}  // namespace ibqos::passes

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+// The passes of compilePolicy, in pipeline order. Internal to the compiler.
+#pragma once
+
+#include <vector>
+
+#include "ast.hpp"
+#include "diagnostics.hpp"
+#include "policy.hpp"
+#include "source.hpp"
+
+namespace ibqos::passes {
+
+// Where a diagnostic goes: the sink and the file the policy came from.
+struct Reporter {
+    const SourceFile& source;
+    Diagnostics& diagnostics;
+
+    SourceLocation at(const ast::Node& node) const {
+        return node.located() ? source.locate(static_cast<uint32_t>(node.id_first)) : SourceLocation{};
+    }
+    void error(const char* code, SourceLocation where, std::string message) const {
+        diagnostics.error(code, source.name(), where, std::move(message));
+    }
+    void warning(const char* code, SourceLocation where, std::string message) const {
+        diagnostics.warning(code, source.name(), where, std::move(message));
+    }
+    // True when a syntax error was reported inside the block, or it was never closed: what
+    // the block seems to lack may then only be lost, so a missing field is not reported.
+    bool syntaxErrorsIn(const ast::Block& block) const;
+};
+
+// What syntax errors took away: names that later lines may refer to but that could not be read.
+// Resolution stays quiet about references those names might have satisfied.
+struct Gaps {
+    bool groupName = false;
+    bool levelName = false;
+    bool elementName = false;
+    bool anySyntaxError = false;
+};
+
+// A qos-ulps line, read and checked, waiting to be lowered to a match rule.
+struct UlpEntry {
+    ast::Ulp ulp = ast::Ulp::Default;
+    ast::UlpQualifier qualifier = ast::UlpQualifier::None;
+    RangeSet values;
+    std::vector<WrittenRange> written;
+    uint8_t sl = 0;
+    SourceLocation location;
+};
+
+// 1. Reads every block into the Policy: field values, their ranges, required and repeated fields.
+void elaboratePolicy(const ast::PolicyFile& file, const Reporter& report, Policy& policy,
+                     std::vector<UlpEntry>& ulps, Gaps& gaps);
+// 2. Turns qos-ulps lines into match rules (after all qos-match-rules) and their implicit levels.
+void lowerUlps(const std::vector<UlpEntry>& ulps, const Reporter& report, Policy& policy);
+// 3. Duplicate names, references to levels, groups and scheduling parents, the default level.
+void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy);
+// 4. Warns about match rules that can never match because an earlier rule always wins.
+void findShadowedRules(const Reporter& report, const Policy& policy);
+// 5. The qos-setup section: what OpenSM ignores, and the bandwidth extension's arithmetic.
+void checkQosSetup(const Reporter& report, const Policy& policy);
+// 6. The host-sched tree: SLs on two leaves, bandwidth caps, slots.
+void checkHostSched(const Reporter& report, Policy& policy);
+
+}  // namespace ibqos::passes

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+// Policy: a checked QoS policy with names resolved and qos-ulps lowered, ready to bind to a fabric.
+#pragma once
+
+#include <array>
+#include <bitset>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "diagnostics.hpp"
+#include "range_set.hpp"
+
+namespace ibqos {
+
+// InfiniBand node types, with the values the wire and OpenSM use.
+enum class NodeType : uint8_t { Ca = 1, Switch = 2, Router = 3 };
+// OpenSM's node-type mask bit for a type (1 << type).
+constexpr uint8_t nodeTypeBit(NodeType type) { return static_cast<uint8_t>(1u << static_cast<unsigned>(type)); }
+constexpr uint8_t AllNodeTypes = nodeTypeBit(NodeType::Ca) | nodeTypeBit(NodeType::Switch) | nodeTypeBit(NodeType::Router);
+
+// A name used somewhere in the policy, with where it was written.
+struct NameRef {
+    std::string name;
+    SourceLocation location;
+};
+
+// "NodeDescription/P<n>" from a port-name list.
+struct PortNameRef {
+    std::string nodeDescription;
+    uint32_t port = 0;
+    SourceLocation location;
+};
+
+// One range as written, for warnings that point at it (a GUID range that matches no port).
+struct WrittenRange {
+    Range range;
+    SourceLocation location;
+};
+
+enum class GroupOrigin : uint8_t {
+    Written,            // a port-group of the file
+    UlpTargets,         // "any, target-port-guid" (OpenSM's _ULP_Targets_)
+    UlpSources,         // "any, source-port-guid" (_ULP_Sources_)
+    UlpSourcesTargets,  // "any, source-target-port-guid" (_ULP_Sources_Targets_)
+    SrpTargets,         // "srp, target-port-guid" (_SRP_Targets_)
+};
+
+struct PortGroup {
+    std::string name;
+    std::string use;
+    SourceLocation location;
+    GroupOrigin origin = GroupOrigin::Written;
+    RangeSet guids;
+    std::vector<WrittenRange> guidRanges;
+    std::vector<PortNameRef> portNames;
+    RangeSet pkeys;  // membership bit masked off
+    std::vector<WrittenRange> pkeyRanges;
+    std::vector<NameRef> partitions;
+    uint8_t nodeTypes = 0;  // nodeTypeBit() mask
+    bool self = false;      // node-type SELF: the SM's own port
+};
+
+struct QosLevel {
+    std::string name;
+    std::string use;
+    SourceLocation location;
+    bool generated = false;  // one of OpenSM's implicit levels behind qos-ulps lines
+    uint8_t sl = 0;
+    std::optional<uint8_t> mtuLimit;    // IB MTU enum 1..5
+    std::optional<uint8_t> rateLimit;   // IB rate enum 2..22
+    std::optional<uint8_t> packetLife;  // 0..63
+    RangeSet pathBits;                  // parsed, never used (as in OpenSM)
+    RangeSet pkeys;                     // membership bit masked off
+};
+
+struct MatchRule {
+    std::string use;
+    SourceLocation location;
+    bool fromUlps = false;   // lowered from a qos-ulps line
+    bool ipoib = false;      // an "ipoib" qos-ulps line
+    RangeSet qosClasses;     // empty: the rule does not name qos-class
+    RangeSet serviceIds;
+    RangeSet pkeys;          // membership bit masked off
+    std::vector<NameRef> sourceNames;
+    std::vector<NameRef> destinationNames;
+    std::vector<uint32_t> sources;       // indices into Policy::groups
+    std::vector<uint32_t> destinations;  // indices into Policy::groups
+    NameRef levelName;
+    uint32_t level = 0;  // index into Policy::levels
+};
+
+struct VlWeight {
+    uint8_t vl = 0;
+    uint8_t weight = 0;
+    bool operator==(const VlWeight&) const = default;
+};
+
+struct VlShare {
+    uint8_t vl = 0;
+    uint8_t percent = 0;
+};
+
+// A vlarb-scope: which output ports it selects and what it sets on them.
+struct VlArbScope {
+    SourceLocation location;
+    std::vector<NameRef> groupNames;
+    std::vector<NameRef> acrossNames;
+    std::vector<uint32_t> groups;
+    std::vector<uint32_t> across;
+    std::optional<std::vector<VlWeight>> high;
+    std::optional<std::vector<VlWeight>> low;
+    std::optional<uint8_t> highLimit;
+    std::optional<std::vector<VlShare>> bandwidth;  // extension: fills the low table
+    SourceLocation bandwidthLocation;
+};
+
+// A sl2vl-scope: which (in-port, out-port) pairs it selects and the table it writes there.
+struct Sl2VlScope {
+    SourceLocation location;
+    std::vector<NameRef> groupNames;
+    std::vector<NameRef> acrossFromNames;
+    std::vector<NameRef> acrossToNames;
+    std::vector<uint32_t> groups;
+    std::vector<uint32_t> acrossFrom;
+    std::vector<uint32_t> acrossTo;
+    std::bitset<128> from;  // all set when "from:" is absent or "*"
+    std::bitset<128> to;
+    std::array<uint8_t, 16> table{};
+};
+
+// An element of the host transmit-scheduling tree (extension).
+struct SchedElement {
+    std::string name;
+    std::string use;
+    SourceLocation location;
+    NameRef parentName;                 // empty name: child of the root
+    std::optional<uint32_t> parent;     // index into HostSched::nodes; nullopt: the root
+    uint32_t bwShare = 0;               // relative weight among siblings, 0 = device default
+    uint32_t maxAvgBw = 0;              // Mbit/s, 0 = unlimited
+};
+
+struct SchedLeaf : SchedElement {
+    std::bitset<16> sls;
+    SourceLocation slLocation;
+    std::optional<uint32_t> pccSlot;
+    std::string pccAlgorithm;
+};
+
+// The host-sched section: the tree every host builds and which SL goes to which leaf.
+struct HostSched {
+    bool present = false;
+    SourceLocation location;
+    std::vector<SchedElement> nodes;
+    std::vector<SchedLeaf> leaves;
+    std::array<int16_t, 16> leafOfSl{-1, -1, -1, -1, -1, -1, -1, -1,
+                                     -1, -1, -1, -1, -1, -1, -1, -1};
+};
+
+// The checked policy. Every index it holds is valid, even when diagnostics report errors
+// (an unresolved reference is dropped), so later stages can run and find more problems.
+struct Policy {
+    std::string file;
+    std::vector<PortGroup> groups;
+    std::vector<QosLevel> levels;
+    std::vector<MatchRule> rules;  // qos-match-rules in file order, then qos-ulps lines
+    size_t firstUlpRule = 0;
+    uint32_t defaultLevel = 0;
+    bool hasDefaultLevel = false;
+    bool hasQosSetup = false;
+    SourceLocation qosSetupLocation;
+    std::vector<VlArbScope> vlarbScopes;
+    std::vector<Sl2VlScope> sl2vlScopes;
+    HostSched hostSched;
+};
+
+// Case-insensitive name comparison, as OpenSM's strcasecmp.
+bool sameName(std::string_view a, std::string_view b);
+
+}  // namespace ibqos

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+// Diagnostics collection and rendering (text with source excerpt, JSON).
+#include "diagnostics.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "source.hpp"
+
+namespace ibqos {
+
+namespace {
+
+std::string lineKey(std::string_view file, uint32_t line) {
+    std::string key(file);
+    key.push_back('\0');
+    key += std::to_string(line);
+    return key;
+}
+
+}  // namespace
+
+void Diagnostics::report(Severity severity, std::string code, std::string file,
+                         SourceLocation location, std::string message) {
+    if (severity == Severity::Error) ++errors_;
+    if (severity == Severity::Warning) ++warnings_;
+    items_.push_back(
+        {severity, std::move(code), std::move(file), location, std::move(message)});
+}
+
+bool Diagnostics::syntaxError(std::string code, std::string file, SourceLocation location,
+                              std::string message) {
+    if (!syntaxLines_.insert(lineKey(file, location.line)).second) return false;
+    report(Severity::Error, std::move(code), std::move(file), location, std::move(message));
+    return true;
+}
+
+bool Diagnostics::hasSyntaxErrorOnLine(std::string_view file, uint32_t line) const {
+    return syntaxLines_.count(lineKey(file, line)) != 0;
+}
+
+void Diagnostics::sort() {
+    std::stable_sort(items_.begin(), items_.end(), [](const Diagnostic& a, const Diagnostic& b) {
+        if (a.file != b.file) return a.file < b.file;
+        if (a.location.line != b.location.line) return a.location.line < b.location.line;
+        return a.location.column < b.location.column;
+    });
+}
+
+void Diagnostics::append(const Diagnostics& other) {
+    for (const Diagnostic& d : other.items_) report(d.severity, d.code, d.file, d.location, d.message);
+    for (const std::string& k : other.syntaxLines_) syntaxLines_.insert(k);
+}
+
+std::string_view severityName(Severity severity) {
+    switch (severity) {
+        case Severity::Error:
+            return "error";
+        case Severity::Warning:
+            return "warning";
+        case Severity::Note:
+            return "note";
+    }
+    return "error";
+}
+
+std::string renderText(const Diagnostic& d, const SourceFile* source) {
+    std::string out = d.file;
+    if (d.location.line != 0) {
+        out += ':' + std::to_string(d.location.line) + ':' + std::to_string(d.location.column);
+    }
+    out += ": ";
+    out += severityName(d.severity);
+    out += ": [" + d.code + "] " + d.message + '\n';
+    if (!source || d.location.line == 0 || d.location.line > source->lineCount()) return out;
+
+    std::string_view line = source->line(d.location.line);
+    size_t column = d.location.column == 0 ? 0 : d.location.column - 1;
+    column = std::min(column, line.size());
+    // Show at most 200 characters, centred on the column when the line is longer.
+    constexpr size_t Width = 200;
+    size_t start = 0;
+    if (line.size() > Width && column > Width / 2) start = std::min(column - Width / 2, line.size() - Width);
+    std::string_view shown = line.substr(start, Width);
+    std::string text, caret;
+    for (size_t i = 0; i < shown.size(); ++i) {
+        unsigned char c = static_cast<unsigned char>(shown[i]);
+        bool printable = c == '\t' || (c >= 0x20 && c != 0x7f);
+        text.push_back(printable ? shown[i] : '?');
+        if (start + i < column) caret.push_back(c == '\t' ? '\t' : ' ');
+    }
+    out += "    " + text + '\n';
+    out += "    " + caret + "^\n";
+    return out;
+}
+
+namespace {
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 when the bytes there are not one.
+size_t utf8Length(std::string_view s, size_t i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return 0;
+    for (size_t k = 1; k < n; ++k) {
+        if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
+    }
+    return n;
+}
+
+}  // namespace
+
+void appendJsonString(std::string& out, std::string_view s) {
+    out.push_back('"');
+    for (size_t i = 0; i < s.size();) {
+        unsigned char c = static_cast<unsigned char>(s[i]);
+        if (c >= 0x80) {
+            // Keep valid UTF-8; a stray byte becomes U+FFFD so the output stays valid JSON.
+            size_t n = utf8Length(s, i);
+            if (n == 0) {
+                out += "\\ufffd";
+                ++i;
+            } else {
+                out.append(s.substr(i, n));
+                i += n;
+            }
+            continue;
+        }
+        ++i;
+        switch (c) {
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            default:
+                if (c < 0x20 || c == 0x7f) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
+                    out += buf;
+                } else {
+                    out.push_back(static_cast<char>(c));
+                }
+        }
+    }
+    out.push_back('"');
+}
+
+std::string renderJson(const std::vector<Diagnostic>& diagnostics) {
+    std::string out = "[";
+    bool first = true;
+    for (const Diagnostic& d : diagnostics) {
+        out += first ? "\n  " : ",\n  ";
+        first = false;
+        out += "{\"severity\": ";
+        appendJsonString(out, severityName(d.severity));
+        out += ", \"code\": ";
+        appendJsonString(out, d.code);
+        out += ", \"file\": ";
+        appendJsonString(out, d.file);
+        out += ", \"line\": " + std::to_string(d.location.line);
+        out += ", \"column\": " + std::to_string(d.location.column);
+        out += ", \"message\": ";
+        appendJsonString(out, d.message);
+        out += "}";
+    }
+    out += first ? "]\n" : "\n]\n";
+    return out;
+}
+
+}  // namespace ibqos

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+// Diagnostics: user mistakes as data, collected and reported together.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+namespace ibqos {
+
+class SourceFile;
+
+enum class Severity : uint8_t { Error, Warning, Note };
+
+// A 1-based line and column; line 0 means "no position" (a whole-file problem).
+struct SourceLocation {
+    uint32_t line = 0;
+    uint32_t column = 0;
+};
+
+// One problem found in an input file.
+struct Diagnostic {
+    Severity severity = Severity::Error;
+    std::string code;  // stable, documented in docs/diagnostics.md
+    std::string file;
+    SourceLocation location;
+    std::string message;
+};
+
+// Collects diagnostics from every stage. Syntax errors are limited to one per line per file
+// (recovery resynchronises at the next line, so a second report on a line is a consequence
+// of the first); other diagnostics are all kept.
+class Diagnostics {
+public:
+    void report(Severity severity, std::string code, std::string file, SourceLocation location,
+                std::string message);
+    void error(std::string code, std::string file, SourceLocation location, std::string message) {
+        report(Severity::Error, std::move(code), std::move(file), location, std::move(message));
+    }
+    void warning(std::string code, std::string file, SourceLocation location,
+                 std::string message) {
+        report(Severity::Warning, std::move(code), std::move(file), location,
+               std::move(message));
+    }
+    void note(std::string code, std::string file, SourceLocation location, std::string message) {
+        report(Severity::Note, std::move(code), std::move(file), location, std::move(message));
+    }
+    // Reports a syntax error unless the line already has one; returns whether it was kept.
+    bool syntaxError(std::string code, std::string file, SourceLocation location,
+                     std::string message);
+    bool hasSyntaxErrorOnLine(std::string_view file, uint32_t line) const;
+
+    const std::vector<Diagnostic>& all() const { return items_; }
+    size_t errorCount() const { return errors_; }
+    size_t warningCount() const { return warnings_; }
+    bool hasErrors() const { return errors_ != 0; }
+    // Orders by file, line and column, keeping the report order for equal positions.
+    void sort();
+    void append(const Diagnostics& other);
+
+private:
+    std::vector<Diagnostic> items_;
+    std::unordered_set<std::string> syntaxLines_;  // "file\0line"
+    size_t errors_ = 0;
+    size_t warnings_ = 0;
+};
+
+std::string_view severityName(Severity severity);
+
+// "FILE:LINE:COL: error: [CODE] message", then the source line (at most 200 characters
+// around the column) and a caret under the column when the source is known.
+std::string renderText(const Diagnostic& diagnostic, const SourceFile* source);
+
+// The diagnostics as a JSON array of {"severity","code","file","line","column","message"}.
+std::string renderJson(const std::vector<Diagnostic>& diagnostics);
+
+// Appends s to out as a JSON string literal (quotes included).
+void appendJsonString(std::string& out, std::string_view s);
+
+}  // namespace ibqos

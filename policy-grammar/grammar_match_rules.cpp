@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+// Grammar of the qos-match-rules and qos-ulps sections.
+#include "blocks_def.hpp"
+
+namespace ibqos::grammar {
+
+namespace {
+
+using ast::BlockKind;
+using ast::Key;
+using values::field;
+using x3::attr;
+using x3::lit;
+
+IBQOS_BLOCK_LINES(rules, "qos-match-rules", "end-qos-match-rules")
+IBQOS_BLOCK_LINES(rule, "qos-match-rule", "end-qos-match-rule")
+IBQOS_BLOCK_LINES(ulps, "qos-ulps", "end-qos-ulps")
+IBQOS_FIELD_LINE(rule)
+
+auto const rule_field_def =
+    (field("use", Key::Use, values::description) |
+     field("qos-class", Key::QosClass, values::range_list) |
+     field("source", Key::Source, values::text_list) |
+     field("destination", Key::Destination, values::text_list) |
+     field("service-id", Key::ServiceId, values::range_list) |
+     field("pkey", Key::Pkey, values::range_list) |
+     field("qos-level-name", Key::QosLevelName, values::text)) > values::end_line;
+BOOST_SPIRIT_DEFINE(rule_field)
+
+struct ulp_qualifier_class : Annotate {};
+struct ulp_condition_class : Annotate {};
+struct ulp_line_class : LineErrorHandler {};
+x3::rule<ulp_qualifier_class, ast::UlpQualifierWord> const ulp_qualifier =
+    "service-id, pkey, target-port-guid, source-port-guid, source-target-port-guid or port-num";
+x3::rule<ulp_condition_class, ast::UlpCondition> const ulp_condition = "a qualifier";
+x3::rule<ulp_line_class, ast::UlpLine> const ulp_line = "a ULP line";
+
+auto const ulp_qualifier_def = UlpQualifierToken{};
+auto const ulp_condition_def = ulp_qualifier > values::range_list;
+auto const ulp_line_def = UlpToken{} > -(lit(',') > ulp_condition) > lit(':') > values::number >
+                          values::end_line;
+BOOST_SPIRIT_DEFINE(ulp_qualifier, ulp_condition, ulp_line)
+
+const char* const rules_ends[] = {IBQOS_SECTION_KEYWORDS, "end-qos-match-rules"};
+const char* const rule_ends[] = {IBQOS_SECTION_KEYWORDS, "end-qos-match-rules",
+                                 "end-qos-match-rule", "qos-match-rule"};
+const char* const ulps_ends[] = {IBQOS_SECTION_KEYWORDS, "end-qos-ulps"};
+
+}  // namespace
+
+auto const qos_match_rule_def =
+    rule_open >> attr(BlockKind::QosMatchRule) >>
+    *(values::blank_line | rule_field |
+      (!values::terminators(rule_ends) >> stray<BlockKind::QosMatchRule>)) >
+    rule_close;
+
+auto const qos_match_rules_def =
+    rules_open >> attr(BlockKind::QosMatchRules) >>
+    *(values::blank_line | qos_match_rule |
+      (!values::terminators(rules_ends) >> stray<BlockKind::QosMatchRules>)) >
+    rules_close;
+
+auto const qos_ulps_def = ulps_open >> attr(BlockKind::QosUlps) >>
+                          *(values::blank_line | ulp_line |
+                            (!values::terminators(ulps_ends) >> stray<BlockKind::QosUlps>)) >
+                          ulps_close;
+
+BOOST_SPIRIT_DEFINE(qos_match_rule, qos_match_rules, qos_ulps)
+BOOST_SPIRIT_INSTANTIATE(BlockRule<BlockKind::QosMatchRule>, Iterator, Context)
+BOOST_SPIRIT_INSTANTIATE(BlockRule<BlockKind::QosMatchRules>, Iterator, Context)
+BOOST_SPIRIT_INSTANTIATE(BlockRule<BlockKind::QosUlps>, Iterator, Context)
+
+}  // namespace ibqos::grammar

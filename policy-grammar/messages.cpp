@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: MIT
+// Wording of syntax errors: what a misplaced or unknown line is, and what was expected instead.
+#include <algorithm>
+#include <array>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ast.hpp"
+#include "error_handler.hpp"
+#include "tokens.hpp"
+
+namespace ibqos {
+
+namespace ast {
+
+namespace {
+
+struct BlockWords {
+    const char* open;
+    const char* close;
+    const char* section;  // the section a block must stand in, or nullptr for a section
+};
+
+constexpr BlockWords blockWords[] = {
+    {"port-groups", "end-port-groups", nullptr},
+    {"port-group", "end-port-group", "port-groups"},
+    {"qos-setup", "end-qos-setup", nullptr},
+    {"vlarb-tables", "end-vlarb-tables", "qos-setup"},
+    {"vlarb-scope", "end-vlarb-scope", "vlarb-tables"},
+    {"sl2vl-tables", "end-sl2vl-tables", "qos-setup"},
+    {"sl2vl-scope", "end-sl2vl-scope", "sl2vl-tables"},
+    {"qos-levels", "end-qos-levels", nullptr},
+    {"qos-level", "end-qos-level", "qos-levels"},
+    {"qos-match-rules", "end-qos-match-rules", nullptr},
+    {"qos-match-rule", "end-qos-match-rule", "qos-match-rules"},
+    {"qos-ulps", "end-qos-ulps", nullptr},
+    {"host-sched", "end-host-sched", nullptr},
+    {"sched-node", "end-sched-node", "host-sched"},
+    {"sched-leaf", "end-sched-leaf", "host-sched"},
+};
+
+constexpr const char* keyNames[] = {
+    "name",        "use",        "port-guid",     "port-name",   "partition",  "pkey",
+    "node-type",   "group",      "across",        "across-to",   "across-from", "from",
+    "to",          "sl2vl-table", "vlarb-high",   "vlarb-low",   "vl-high-limit", "bandwidth",
+    "sl",          "mtu-limit",  "rate-limit",    "packet-life", "path-bits",  "qos-class",
+    "source",      "destination", "service-id",   "qos-level-name", "parent",  "bw-share",
+    "max-avg-bw",  "pcc-slot",   "pcc-algorithm",
+};
+
+}  // namespace
+
+const char* openKeyword(BlockKind kind) { return blockWords[static_cast<size_t>(kind)].open; }
+const char* closeKeyword(BlockKind kind) { return blockWords[static_cast<size_t>(kind)].close; }
+const char* keyName(Key key) { return keyNames[static_cast<size_t>(key)]; }
+
+}  // namespace ast
+
+namespace grammar {
+
+namespace {
+
+using ast::BlockKind;
+
+// What a block's body may hold: field keywords, or the blocks nested in it.
+struct BodyWords {
+    std::vector<std::string_view> fields;
+    std::vector<std::string_view> blocks;
+};
+
+BodyWords bodyWords(BlockKind kind) {
+    switch (kind) {
+        case BlockKind::PortGroups:
+            return {{}, {"port-group"}};
+        case BlockKind::PortGroup:
+            return {{"name", "use", "port-guid", "port-name", "partition", "pkey", "node-type"}, {}};
+        case BlockKind::QosSetup:
+            return {{}, {"vlarb-tables", "sl2vl-tables"}};
+        case BlockKind::VlArbTables:
+            return {{}, {"vlarb-scope"}};
+        case BlockKind::VlArbScope:
+            return {{"group", "across", "vlarb-high", "vlarb-low", "vl-high-limit", "bandwidth"}, {}};
+        case BlockKind::Sl2VlTables:
+            return {{}, {"sl2vl-scope"}};
+        case BlockKind::Sl2VlScope:
+            return {{"group", "across", "across-to", "across-from", "from", "to", "sl2vl-table"}, {}};
+        case BlockKind::QosLevels:
+            return {{}, {"qos-level"}};
+        case BlockKind::QosLevel:
+            return {{"name", "use", "sl", "mtu-limit", "rate-limit", "packet-life", "path-bits",
+                     "pkey"},
+                    {}};
+        case BlockKind::QosMatchRules:
+            return {{}, {"qos-match-rule"}};
+        case BlockKind::QosMatchRule:
+            return {{"use", "qos-class", "source", "destination", "service-id", "pkey",
+                     "qos-level-name"},
+                    {}};
+        case BlockKind::QosUlps:
+            return {{}, {}};
+        case BlockKind::HostSched:
+            return {{}, {"sched-node", "sched-leaf"}};
+        case BlockKind::SchedNode:
+            return {{"name", "use", "parent", "bw-share", "max-avg-bw"}, {}};
+        case BlockKind::SchedLeaf:
+            return {{"name", "use", "parent", "sl", "bw-share", "max-avg-bw", "pcc-slot",
+                     "pcc-algorithm"},
+                    {}};
+    }
+    return {};
+}
+
+constexpr BlockKind allKinds[] = {
+    BlockKind::PortGroups,  BlockKind::PortGroup,     BlockKind::QosSetup,
+    BlockKind::VlArbTables, BlockKind::VlArbScope,    BlockKind::Sl2VlTables,
+    BlockKind::Sl2VlScope,  BlockKind::QosLevels,     BlockKind::QosLevel,
+    BlockKind::QosMatchRules, BlockKind::QosMatchRule, BlockKind::QosUlps,
+    BlockKind::HostSched,   BlockKind::SchedNode,     BlockKind::SchedLeaf,
+};
+
+size_t editDistance(std::string_view a, std::string_view b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        size_t diagonal = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1,
+                               diagonal + (lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1)});
+            diagonal = up;
+        }
+    }
+    return row[b.size()];
+}
+
+// The closest candidate within a small edit distance, or "".
+std::string_view closest(std::string_view word, const std::vector<std::string_view>& candidates) {
+    std::string_view best;
+    size_t bestDistance = std::max<size_t>(2, word.size() / 4) + 1;
+    for (std::string_view c : candidates) {
+        size_t d = editDistance(word, c);
+        if (d < bestDistance) {
+            bestDistance = d;
+            best = c;
+        }
+    }
+    return best;
+}
+
+std::string joinWords(const std::vector<std::string_view>& words, std::string_view suffix) {
+    std::string out;
+    for (size_t i = 0; i < words.size(); ++i) {
+        if (i) out += i + 1 == words.size() ? " or " : ", ";
+        out += "'" + std::string(words[i]) + std::string(suffix) + "'";
+    }
+    return out;
+}
+
+std::string article(std::string_view word) {
+    return (word.size() && std::string_view("aeiou").find(word[0]) != std::string_view::npos)
+               ? "an"
+               : "a";
+}
+
+std::string blockName(BlockKind kind) { return ast::openKeyword(kind); }
+
+// The blocks whose body takes this field keyword.
+std::vector<std::string_view> blocksWithField(std::string_view field) {
+    std::vector<std::string_view> found;
+    for (BlockKind k : allKinds) {
+        auto w = bodyWords(k);
+        if (std::find(w.fields.begin(), w.fields.end(), field) != w.fields.end()) {
+            found.push_back(ast::openKeyword(k));
+        }
+    }
+    return found;
+}
+
+const ast::BlockWords* findBlockWord(std::string_view word, bool& isClose) {
+    for (BlockKind k : allKinds) {
+        const auto& w = ast::blockWords[static_cast<size_t>(k)];
+        if (word == w.open) {
+            isClose = false;
+            return &w;
+        }
+        if (word == w.close) {
+            isClose = true;
+            return &w;
+        }
+    }
+    return nullptr;
+}
+
+std::string unknownUlp(std::string_view word) {
+    return "unknown ULP '" + std::string(word) +
+           "' in qos-ulps: a line is '<ulp>[, <qualifier> <values>] : <sl>' with <ulp> one of "
+           "default, any, sdp, srp, rds, ipoib, iser";
+}
+
+}  // namespace
+
+std::string strayLineMessage(LineContext where, std::string_view line) {
+    size_t n = 0;
+    while (n < line.size() && isWordChar(line[n])) ++n;
+    std::string_view word = line.substr(0, n);
+    size_t p = n;
+    while (p < line.size() && (line[p] == ' ' || line[p] == '\t')) ++p;
+    bool hasColon = n > 0 && p < line.size() && line[p] == ':';
+
+    std::string sectionList =
+        "a policy is made of the sections port-groups, qos-setup, qos-levels, qos-match-rules, "
+        "qos-ulps and host-sched";
+    if (n == 0) {
+        std::string shown(line.substr(0, std::min<size_t>(line.size(), 20)));
+        return "unexpected '" + shown + "'" + (where.topLevel ? "; " + sectionList : "");
+    }
+
+    BodyWords body = where.topLevel ? BodyWords{} : bodyWords(where.block);
+    std::string inBlock = where.topLevel ? "outside any section" : "in " + blockName(where.block);
+
+    if (hasColon) {
+        std::string kw(word);
+        auto owners = blocksWithField(word);
+        if (!owners.empty()) {
+            return "'" + kw + ":' does not belong " + inBlock + "; it is a field of " +
+                   joinWords(owners, "");
+        }
+        if (!where.topLevel && where.block == BlockKind::QosUlps) return unknownUlp(word);
+        std::string message = "unknown field '" + kw + ":' " + inBlock;
+        if (!body.fields.empty()) {
+            std::string_view guess = closest(word, body.fields);
+            if (!guess.empty()) return message + "; did you mean '" + std::string(guess) + ":'?";
+            return message + " (" + article(blockName(where.block)) + " " + blockName(where.block) +
+                   " takes " + joinWords(body.fields, ":") + ")";
+        }
+        return message;
+    }
+
+    bool isClose = false;
+    if (const ast::BlockWords* w = findBlockWord(word, isClose)) {
+        if (isClose) {
+            if (where.topLevel) return "'" + std::string(word) + "' closes nothing: no '" + w->open + "' is open";
+            return "'" + std::string(word) + "' does not close " + blockName(where.block) +
+                   "; close it with '" + ast::closeKeyword(where.block) + "' first";
+        }
+        if (where.topLevel) return "'" + std::string(word) + "' must be inside a '" + w->section + "' section";
+        std::string message = "'" + std::string(word) + "' cannot stand " + inBlock;
+        if (w->section) message += "; it belongs in '" + std::string(w->section) + "'";
+        return message;
+    }
+
+    if (!where.topLevel && where.block == BlockKind::QosUlps) {
+        for (std::string_view ulp : {"default", "any", "sdp", "srp", "rds", "ipoib", "iser"}) {
+            if (editDistance(word, ulp) == 0) {
+                return "expected ':' or ',' after '" + std::string(word) + "'";
+            }
+        }
+    }
+    // A known field keyword without its colon ("sl 3").
+    if (std::find(body.fields.begin(), body.fields.end(), word) != body.fields.end() ||
+        !blocksWithField(word).empty()) {
+        return "expected ':' after '" + std::string(word) + "'";
+    }
+    if (!where.topLevel && where.block == BlockKind::QosUlps) return unknownUlp(word);
+    if (where.topLevel) {
+        std::vector<std::string_view> sections{"port-groups", "qos-setup", "qos-levels",
+                                               "qos-match-rules", "qos-ulps", "host-sched"};
+        std::string_view guess = closest(word, sections);
+        if (!guess.empty()) return "unknown section '" + std::string(word) + "'; did you mean '" + std::string(guess) + "'?";
+        return "unexpected '" + std::string(word) + "'; " + sectionList;
+    }
+    std::vector<std::string_view> expected = body.fields;
+    for (std::string_view b : body.blocks) expected.push_back(b);
+    std::string_view guess = closest(word, expected);
+    if (!guess.empty()) return "unknown keyword '" + std::string(word) + "' " + inBlock + "; did you mean '" + std::string(guess) + "'?";
+    std::string message = "unexpected '" + std::string(word) + "' " + inBlock;
+    if (!body.fields.empty()) return message + "; expected " + joinWords(body.fields, ":") + " or '" + ast::closeKeyword(where.block) + "'";
+    if (!body.blocks.empty()) return message + "; expected " + joinWords(body.blocks, "") + " or '" + ast::closeKeyword(where.block) + "'";
+    return message;
+}
+
+std::string orphanBlockMessage(std::string_view line) {
+    size_t n = 0;
+    while (n < line.size() && isWordChar(line[n])) ++n;
+    std::string_view word = line.substr(0, n);
+    bool isClose = false;
+    const ast::BlockWords* w = findBlockWord(word, isClose);
+    if (!w || isClose || !w->section) return "";
+    return "'" + std::string(word) + "' must be inside a '" + w->section +
+           "' section (read as if it were)";
+}
+
+std::string describeFound(const char* where, const char* last) {
+    if (where == last) return "end of file";
+    if (isLineEnd(*where)) return "end of line";
+    const char* end = where;
+    while (end != last && !isLineEnd(*end) && *end != ' ' && *end != '\t' && end - where < 40) ++end;
+    std::string token(where, end);
+    if (end != last && !isLineEnd(*end) && *end != ' ' && *end != '\t') token += "...";
+    for (char& c : token) {
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    }
+    return "'" + token + "'";
+}
+
+std::string leadingWord(const char* first, const char* last) {
+    while (first != last && (*first == ' ' || *first == '\t')) ++first;
+    const char* end = first;
+    while (end != last && isWordChar(*end)) ++end;
+    const char* p = end;
+    while (p != last && (*p == ' ' || *p == '\t')) ++p;
+    std::string word(first, end);
+    if (p != last && *p == ':') {
+        word += ':';
+    } else if (p != last && *p == ',') {
+        // A qos-ulps line: name its qualifier too ("sdp, port-num").
+        ++p;
+        while (p != last && (*p == ' ' || *p == '\t')) ++p;
+        const char* q = p;
+        while (q != last && isWordChar(*q)) ++q;
+        if (q != p) word += ", " + std::string(p, q);
+    }
+    return "'" + word + "'";
+}
+
+}  // namespace grammar
+
+}  // namespace ibqos

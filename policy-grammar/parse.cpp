@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: MIT
+// parsePolicy: runs the X3 grammar over a source file.
+#include "parse.hpp"
+
+#include <cstring>
+
+#include "grammar.hpp"
+
+namespace ibqos {
+
+std::optional<ast::PolicyFile> parsePolicy(const SourceFile& source, Diagnostics& diagnostics) {
+    ast::PolicyFile file;
+    const char* first = source.begin();
+    const char* last = source.end();
+
+    // A NUL byte means this is not a text file: one clear error instead of one per line.
+    if (const void* nul = std::memchr(first, '\0', source.text().size())) {
+        diagnostics.syntaxError("binary-file", source.name(),
+                                source.locate(static_cast<const char*>(nul)),
+                                "this is not a text file (it holds a NUL byte)");
+        return std::nullopt;
+    }
+
+    grammar::ParseState state{source, diagnostics};
+    grammar::Skipper const skipper{};
+    grammar::SkipperContext skipContext(skipper);
+    grammar::Context context(state, skipContext);
+    try {
+        if (!grammar::policy.parse(first, last, context, boost::spirit::x3::unused, file.blocks)) {
+            diagnostics.syntaxError("syntax", source.name(), source.locate(first),
+                                    "this line cannot be read");
+        }
+    } catch (const boost::spirit::x3::expectation_failure<const char*>& x) {
+        // Every line-level failure is recovered inside the grammar; this is the end-of-file
+        // expectation, reached only when a line could not be consumed at all.
+        diagnostics.syntaxError("syntax", source.name(), source.locate(x.where()),
+                                "expected " + x.which());
+    }
+    return file;
+}
+
+}  // namespace ibqos

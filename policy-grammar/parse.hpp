@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: MIT
+// Entry point of the policy grammar: text in, syntax tree and syntax diagnostics out.
+#pragma once
+
+#include <optional>
+
+#include "ast.hpp"
+#include "diagnostics.hpp"
+#include "source.hpp"
+
+namespace ibqos {
+
+// Parses a whole policy file. Every syntax error is reported (at most one per line) and the
+// tree holds everything that could be read; it is never thrown away because of an error.
+// Returns nullopt only when the input is not text at all (it holds a NUL byte).
+std::optional<ast::PolicyFile> parsePolicy(const SourceFile& source, Diagnostics& diagnostics);
+
+}  // namespace ibqos

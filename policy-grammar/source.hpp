@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+// An input file held in memory, with the line index that diagnostics need.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "diagnostics.hpp"
+
+namespace ibqos {
+
+// Owns the text of one input file. Offsets are bytes from the start of the text.
+class SourceFile {
+public:
+    // Files at or above this size are refused: AST positions are 32-bit offsets.
+    static constexpr uint64_t MaxSize = (uint64_t{1} << 31) - 1;
+
+    SourceFile(std::string name, std::string text);
+
+    // Reads a whole file; on failure returns nullopt and sets error to a readable reason.
+    static std::optional<SourceFile> load(const std::string& path, std::string& error);
+
+    const std::string& name() const { return name_; }
+    std::string_view text() const { return text_; }
+    const char* begin() const { return text_.data(); }
+    const char* end() const { return text_.data() + text_.size(); }
+
+    SourceLocation locate(uint32_t offset) const;
+    SourceLocation locate(const char* p) const { return locate(static_cast<uint32_t>(p - begin())); }
+    // The text of a 1-based line, without its line terminator.
+    std::string_view line(uint32_t number) const;
+    uint32_t lineCount() const { return static_cast<uint32_t>(lineStarts_.size()); }
+
+private:
+    std::string name_;
+    std::string text_;
+    std::vector<uint32_t> lineStarts_;
+};
+
+}  // namespace ibqos

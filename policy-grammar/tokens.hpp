@@ -1,0 +1,394 @@
+// SPDX-License-Identifier: MIT
+// The lexical level of the grammar: keywords, numbers, text, line ends, written as X3 primitive
+// parsers so that they are fast and report exactly where a token goes wrong.
+#pragma once
+
+#include <array>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "ast.hpp"
+#include "config.hpp"
+
+namespace ibqos::grammar {
+
+inline bool isWordChar(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_';
+}
+inline bool isLineEnd(char c) { return c == '\n' || c == '\r'; }
+inline char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
+
+// True when [first, last) starts with word (ASCII case folded when noCase) followed by a
+// character that cannot continue a keyword.
+template <typename It>
+bool startsWithWord(It first, It const& last, std::string_view word, bool noCase = false) {
+    if (static_cast<size_t>(last - first) < word.size()) return false;
+    for (char w : word) {
+        char c = *first++;
+        if (noCase ? lower(c) != w : c != w) return false;
+    }
+    return first == last || !isWordChar(*first);
+}
+
+// Advances past the end of the current line (its terminator included).
+template <typename It>
+It skipLine(It p, It const& last) {
+    while (p != last && !isLineEnd(*p)) ++p;
+    if (p != last && *p == '\r') ++p;
+    if (p != last && *p == '\n') ++p;
+    return p;
+}
+
+// A block keyword such as "qos-level" or "end-qos-level". The opening keyword of a block
+// yields an ast::Opening, so that the block is located even if it is never closed.
+template <typename Attribute = x3::unused_type>
+struct BasicKeyword : x3::parser<BasicKeyword<Attribute>> {
+    using attribute_type = Attribute;
+    static bool const has_attribute = !std::is_same_v<Attribute, x3::unused_type>;
+    explicit constexpr BasicKeyword(const char* w) : word(w) {}
+    const char* word;
+
+    template <typename It, typename Ctx, typename RCtx, typename Attr>
+    bool parse(It& first, It const& last, Ctx const& ctx, RCtx&, Attr& attr) const {
+        x3::skip_over(first, last, ctx);
+        if (!startsWithWord(first, last, word)) return false;
+        first += std::strlen(word);
+        if constexpr (has_attribute) x3::traits::move_to(Attribute{}, attr);
+        return true;
+    }
+};
+using Keyword = BasicKeyword<>;
+using OpenKeyword = BasicKeyword<ast::Opening>;
+using CloseKeyword = BasicKeyword<ast::Closing>;
+
+// A field keyword with its colon: "name:", "port-guid :".
+struct FieldKeyword : x3::parser<FieldKeyword> {
+    using attribute_type = x3::unused_type;
+    static bool const has_attribute = false;
+    explicit constexpr FieldKeyword(const char* w) : word(w) {}
+    const char* word;
+
+    template <typename It, typename Ctx, typename RCtx, typename Attr>
+    bool parse(It& first, It const& last, Ctx const& ctx, RCtx&, Attr&) const {
+        x3::skip_over(first, last, ctx);
+        size_t n = std::strlen(word);
+        if (static_cast<size_t>(last - first) < n + 1 || std::memcmp(first, word, n) != 0) return false;
+        It p = first + n;
+        while (p != last && (*p == ' ' || *p == '\t')) ++p;
+        if (p == last || *p != ':') return false;
+        first = p + 1;
+        return true;
+    }
+};
+
+// Any of several block keywords, looked at without being consumed (a body's terminators).
+struct AnyKeyword : x3::parser<AnyKeyword> {
+    using attribute_type = x3::unused_type;
+    static bool const has_attribute = false;
+    constexpr AnyKeyword(const char* const* words, size_t count) : words(words), count(count) {}
+    const char* const* words;
+    size_t count;
+
+    template <typename It, typename Ctx, typename RCtx, typename Attr>
+    bool parse(It& first, It const& last, Ctx const& ctx, RCtx&, Attr&) const {
+        It p = first;
+        x3::skip_over(p, last, ctx);
+        for (size_t i = 0; i < count; ++i) {
+            if (startsWithWord(p, last, words[i])) return true;
+        }
+        return false;
+    }
+};
+
+// A line end, or the end of the input (a last line need not end with a newline).
+struct EndOfLine : x3::parser<EndOfLine> {
+    using attribute_type = x3::unused_type;
+    static bool const has_attribute = false;
+    explicit constexpr EndOfLine(bool allowEnd = true) : allowEnd(allowEnd) {}
+    bool allowEnd;
+
+    template <typename It, typename Ctx, typename RCtx, typename Attr>
+    bool parse(It& first, It const& last, Ctx const& ctx, RCtx&, Attr&) const {
+        x3::skip_over(first, last, ctx);
+        if (first == last) return allowEnd;
+        if (!isLineEnd(*first)) return false;
+        if (*first == '\r') ++first;
+        if (first != last && *first == '\n') ++first;
+        return true;
+    }
+};
+
+// The comma between list elements. A list of numbers may go on on the next line after a
+// comma (OpenSM's lexer allows it); any other list must stay on one line.
+struct ListComma : x3::parser<ListComma> {
+    using attribute_type = x3::unused_type;
+    static bool const has_attribute = false;
+    explicit constexpr ListComma(bool numbersMayContinue = false)
+        : numbersMayContinue(numbersMayContinue) {}
+    bool numbersMayContinue;
+
+    template <typename It, typename Ctx, typename RCtx, typename Attr>
+    bool parse(It& first, It const& last, Ctx const& ctx, RCtx&, Attr&) const {
+        x3::skip_over(first, last, ctx);
+        if (first == last || *first != ',') return false;
+        ++first;
+        if (!numbersMayContinue) return true;
+        It p = first;
+        for (;;) {
+            x3::skip_over(p, last, ctx);
+            if (p == last || !isLineEnd(*p)) break;
+            p = skipLine(p, last);
+        }
+        if (p != last && *p >= '0' && *p <= '9') first = p;
+        return true;
+    }
+};
+
+// A number as OpenSM's strtoull(s, NULL, 0) reads it, with how it was written.
+struct NumberToken : x3::parser<NumberToken> {
+    using attribute_type = ast::Number;
+
+    static int digitValue(char c) {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return 99;
+    }
+
+    template <typename It, typename Ctx, typename RCtx, typename Attr>
+    bool parse(It& first, It const& last, Ctx const& ctx, RCtx&, Attr& attr) const {
+        x3::skip_over(first, last, ctx);
+        It p = first;
+        if (p == last || *p < '0' || *p > '9') return false;
+        ast::Number n;
+        unsigned base = 10;
+        if (*p == '0' && last - p > 2 && (p[1] == 'x' || p[1] == 'X') && digitValue(p[2]) < 16) {
+            base = 16;
+            n.form = ast::NumberForm::Hex;
+            p += 2;
+        } else if (*p == '0' && last - p > 1 && p[1] >= '0' && p[1] <= '9') {
+            base = 8;
+            n.form = ast::NumberForm::Octal;
+        }
+        uint64_t value = 0;
+        bool overflow = false, prefixEnded = false;
+        for (; p != last && digitValue(*p) < static_cast<int>(base == 8 ? 10 : base); ++p) {
+            unsigned d = static_cast<unsigned>(digitValue(*p));
+            if (base == 8 && d >= 8) {
+                // strtoull stops at the first 8 or 9: OpenSM keeps the value read so far.
+                n.form = ast::NumberForm::BadOctal;
+                prefixEnded = true;
+            }
+            if (prefixEnded) continue;
+            if (value > (UINT64_MAX - d) / base) overflow = true;
+            if (!overflow) value = value * base + d;
+        }
+        if (overflow) {
+            n.form = ast::NumberForm::Overflow;
+            value = UINT64_MAX;
+        }
+        n.value = value;
+        first = p;
+        x3::traits::move_to(n, attr);
+        return true;
+    }
+};
+
+// How a text token ends.
+enum class TextMode : uint8_t {
+    Item,       // one name in a comma-separated list: stops at ',', '#' and the line end
+    Remainder,  // a description ("use:"): the rest of the line, commas included
+};
+
+// A string: quoted ("...", no line break inside) or unquoted with its inner blanks kept and
+// its outer blanks trimmed.
+struct TextToken : x3::parser<TextToken> {
+    using attribute_type = ast::Text;
+    explicit constexpr TextToken(TextMode mode) : mode(mode) {}
+    TextMode mode;
+
+    template <typename It, typename Ctx, typename RCtx, typename Attr>
+    bool parse(It& first, It const& last, Ctx const& ctx, RCtx&, Attr& attr) const {
+        x3::skip_over(first, last, ctx);
+        It p = first;
+        if (p == last || isLineEnd(*p) || *p == '#' || (mode == TextMode::Item && *p == ',')) {
+            return false;
+        }
+        ast::Text text;
+        if (*p == '"' && mode == TextMode::Item) {
+            It close = p + 1;
+            while (close != last && *close != '"' && !isLineEnd(*close)) ++close;
+            if (close == last || *close != '"') {
+                auto column = std::to_string(x3::get<ParseStateTag>(ctx).locate(p).column);
+                boost::throw_exception(x3::expectation_failure<It>(
+                    close, "!unterminated string: the '\"' at column " + column +
+                               " is not closed on its line"));
+            }
+            text.value.assign(p + 1, close);
+            first = close + 1;
+            x3::traits::move_to(std::move(text), attr);
+            return true;
+        }
+        bool inQuote = false;
+        It end = p;
+        while (end != last && !isLineEnd(*end)) {
+            if (*end == '"') inQuote = !inQuote;
+            if (!inQuote && (*end == '#' || (mode == TextMode::Item && *end == ','))) break;
+            ++end;
+        }
+        It stop = end;
+        while (stop != p && (stop[-1] == ' ' || stop[-1] == '\t')) --stop;
+        if (mode == TextMode::Remainder && stop - p >= 2 && *p == '"' && stop[-1] == '"') {
+            text.value.assign(p + 1, stop - 1);
+        } else {
+            text.value.assign(p, stop);
+        }
+        first = stop;
+        x3::traits::move_to(std::move(text), attr);
+        return true;
+    }
+};
+
+// A node type word of "node-type:" (CA, SWITCH, ROUTER, ALL, SELF), case-insensitive.
+struct NodeTypeToken : x3::parser<NodeTypeToken> {
+    using attribute_type = ast::NodeType;
+
+    template <typename It, typename Ctx, typename RCtx, typename Attr>
+    bool parse(It& first, It const& last, Ctx const& ctx, RCtx&, Attr& attr) const {
+        static constexpr std::array<std::pair<std::string_view, ast::NodeTypeName>, 5> names{{
+            {"ca", ast::NodeTypeName::Ca},
+            {"switch", ast::NodeTypeName::Switch},
+            {"router", ast::NodeTypeName::Router},
+            {"all", ast::NodeTypeName::All},
+            {"self", ast::NodeTypeName::Self},
+        }};
+        x3::skip_over(first, last, ctx);
+        for (auto& [word, name] : names) {
+            if (startsWithWord(first, last, word, true)) {
+                first += word.size();
+                ast::NodeType t;
+                t.name = name;
+                x3::traits::move_to(t, attr);
+                return true;
+            }
+        }
+        return false;
+    }
+};
+
+// The ULP word that starts a qos-ulps line, case-insensitive.
+struct UlpToken : x3::parser<UlpToken> {
+    using attribute_type = ast::Ulp;
+
+    template <typename It, typename Ctx, typename RCtx, typename Attr>
+    bool parse(It& first, It const& last, Ctx const& ctx, RCtx&, Attr& attr) const {
+        static constexpr std::array<std::pair<std::string_view, ast::Ulp>, 7> names{{
+            {"default", ast::Ulp::Default},
+            {"any", ast::Ulp::Any},
+            {"sdp", ast::Ulp::Sdp},
+            {"srp", ast::Ulp::Srp},
+            {"rds", ast::Ulp::Rds},
+            {"ipoib", ast::Ulp::Ipoib},
+            {"iser", ast::Ulp::Iser},
+        }};
+        x3::skip_over(first, last, ctx);
+        for (auto& [word, ulp] : names) {
+            if (!startsWithWord(first, last, word, true)) continue;
+            // Only a ULP line when ',' or ':' follows: "default" alone is something else.
+            It p = first + word.size();
+            while (p != last && (*p == ' ' || *p == '\t')) ++p;
+            if (p == last || (*p != ',' && *p != ':')) return false;
+            first += word.size();
+            x3::traits::move_to(ulp, attr);
+            return true;
+        }
+        return false;
+    }
+};
+
+// The qualifier of a qos-ulps line ("service-id", "port-num", ...), lower case as in OpenSM.
+struct UlpQualifierToken : x3::parser<UlpQualifierToken> {
+    using attribute_type = ast::UlpQualifierWord;
+
+    template <typename It, typename Ctx, typename RCtx, typename Attr>
+    bool parse(It& first, It const& last, Ctx const& ctx, RCtx&, Attr& attr) const {
+        static constexpr std::array<std::pair<std::string_view, ast::UlpQualifier>, 6> names{{
+            {"service-id", ast::UlpQualifier::ServiceId},
+            {"pkey", ast::UlpQualifier::Pkey},
+            {"target-port-guid", ast::UlpQualifier::TargetPortGuid},
+            {"source-port-guid", ast::UlpQualifier::SourcePortGuid},
+            {"source-target-port-guid", ast::UlpQualifier::SourceTargetPortGuid},
+            {"port-num", ast::UlpQualifier::PortNum},
+        }};
+        x3::skip_over(first, last, ctx);
+        for (auto& [word, kind] : names) {
+            if (startsWithWord(first, last, word)) {
+                first += word.size();
+                ast::UlpQualifierWord w;
+                w.kind = kind;
+                x3::traits::move_to(w, attr);
+                return true;
+            }
+        }
+        return false;
+    }
+};
+
+// Where a line that fits nowhere was found: the enclosing block, or the top level.
+struct LineContext {
+    bool topLevel = false;
+    ast::BlockKind block = ast::BlockKind::PortGroups;
+};
+
+// Explains a line that is not valid where it stands (see messages.cpp).
+std::string strayLineMessage(LineContext where, std::string_view line);
+// Explains a block keyword met outside its section, or "" when the line opens no block that
+// belongs in a section.
+std::string orphanBlockMessage(std::string_view line);
+
+// Consumes a line that is not valid where it stands and reports it: the recovery point.
+struct StrayLine : x3::parser<StrayLine> {
+    using attribute_type = x3::unused_type;
+    static bool const has_attribute = false;
+    explicit constexpr StrayLine(LineContext where) : where(where) {}
+    LineContext where;
+
+    template <typename It, typename Ctx, typename RCtx, typename Attr>
+    bool parse(It& first, It const& last, Ctx const& ctx, RCtx&, Attr&) const {
+        x3::skip_over(first, last, ctx);
+        if (first == last || isLineEnd(*first)) return false;
+        It end = first;
+        while (end != last && !isLineEnd(*end)) ++end;
+        ParseState& state = x3::get<ParseStateTag>(ctx);
+        state.diagnostics.syntaxError("syntax", state.source.name(), state.locate(first),
+                                      strayLineMessage(where, std::string_view(first, end - first)));
+        first = skipLine(end, last);
+        return true;
+    }
+};
+
+// Looks at a line without consuming it: when it opens a block that belongs inside a section
+// (a "qos-level" with no "qos-levels" around it), reports that and lets the block be parsed.
+struct OrphanBlock : x3::parser<OrphanBlock> {
+    using attribute_type = x3::unused_type;
+    static bool const has_attribute = false;
+
+    template <typename It, typename Ctx, typename RCtx, typename Attr>
+    bool parse(It& first, It const& last, Ctx const& ctx, RCtx&, Attr&) const {
+        It p = first;
+        x3::skip_over(p, last, ctx);
+        It end = p;
+        while (end != last && !isLineEnd(*end)) ++end;
+        std::string message = orphanBlockMessage(std::string_view(p, end - p));
+        if (message.empty()) return false;
+        ParseState& state = x3::get<ParseStateTag>(ctx);
+        state.diagnostics.syntaxError("outside-section", state.source.name(), state.locate(p),
+                                      std::move(message));
+        return true;
+    }
+};
+
+}  // namespace ibqos::grammar
