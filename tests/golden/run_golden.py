@@ -24,6 +24,7 @@ def main():
     ap.add_argument("--dir", required=True)
     ap.add_argument("--regenerate", action="store_true")
     args = ap.parse_args()
+    args.ibqos = str(pathlib.Path(args.ibqos).resolve())
     directory = pathlib.Path(args.dir)
     inputs = sorted(directory.glob("*.conf"))
     if not inputs:

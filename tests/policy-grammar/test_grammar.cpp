@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: MIT
+// Unit tests of the policy grammar: lexical rules, lists, quoting, case, positions, recovery.
+#include <catch2/catch.hpp>
+
+#include "parse.hpp"
+
+using namespace ibqos;
+
+namespace {
+
+struct Parsed {
+    SourceFile source;
+    Diagnostics diagnostics;
+    ast::PolicyFile file;
+
+    explicit Parsed(std::string text) : source("test.conf", std::move(text)) {
+        auto f = parsePolicy(source, diagnostics);
+        if (f) file = std::move(*f);
+    }
+    // The fields of the first block of the given kind, depth first.
+    const ast::Block* find(ast::BlockKind kind) const {
+        for (const ast::Block& b : file.blocks) {
+            if (auto* found = find(b, kind)) return found;
+        }
+        return nullptr;
+    }
+    static const ast::Block* find(const ast::Block& b, ast::BlockKind kind) {
+        if (b.kind == kind) return &b;
+        for (const ast::Item& item : b.items) {
+            if (auto* inner = boost::get<ast::x3::forward_ast<ast::Block>>(&item)) {
+                if (auto* found = find(inner->get(), kind)) return found;
+            }
+        }
+        return nullptr;
+    }
+    const ast::Field& field(ast::BlockKind kind, ast::Key key) const {
+        const ast::Block* b = find(kind);
+        REQUIRE(b != nullptr);
+        for (const ast::Item& item : b->items) {
+            if (auto* f = boost::get<ast::Field>(&item); f && f->key == key) return *f;
+        }
+        FAIL("no such field");
+        throw 0;
+    }
+    std::vector<uint32_t> errorLines() const {
+        std::vector<uint32_t> lines;
+        for (const Diagnostic& d : diagnostics.all()) lines.push_back(d.location.line);
+        return lines;
+    }
+};
+
+std::string inGroup(const std::string& fields) {
+    return "port-groups\n  port-group\n    name: g\n" + fields + "  end-port-group\nend-port-groups\n";
+}
+
+template <typename T>
+const T& valueOf(const ast::Field& f) {
+    const T* v = boost::get<T>(&f.value.get());
+    REQUIRE(v != nullptr);
+    return *v;
+}
+
+}  // namespace
+
+TEST_CASE("numbers are read as OpenSM's strtoull with base 0 reads them", "[policy-grammar][lexical]") {
+    Parsed p(inGroup("    port-guid: 10, 0x1F, 0X2a, 010, 08, 18446744073709551615, 18446744073709551616\n"));
+    REQUIRE_FALSE(p.diagnostics.hasErrors());
+    auto& list = valueOf<ast::RangeList>(p.field(ast::BlockKind::PortGroup, ast::Key::PortGuid));
+    REQUIRE(list.size() == 7);
+    CHECK(list[0].lo.value == 10);
+    CHECK(list[0].lo.form == ast::NumberForm::Decimal);
+    CHECK(list[1].lo.value == 0x1f);
+    CHECK(list[1].lo.form == ast::NumberForm::Hex);
+    CHECK(list[2].lo.value == 0x2a);
+    CHECK(list[3].lo.value == 8);  // octal, as OpenSM reads it
+    CHECK(list[3].lo.form == ast::NumberForm::Octal);
+    CHECK(list[4].lo.form == ast::NumberForm::BadOctal);
+    CHECK(list[4].lo.value == 0);  // what OpenSM would silently use
+    CHECK(list[5].lo.value == UINT64_MAX);
+    CHECK(list[5].lo.form == ast::NumberForm::Decimal);
+    CHECK(list[6].lo.form == ast::NumberForm::Overflow);
+}
+
+TEST_CASE("ranges and lists keep every element and its column", "[policy-grammar][lists]") {
+    Parsed p(inGroup("    port-guid: 1-5,7 , 9 - 3\n"));
+    REQUIRE_FALSE(p.diagnostics.hasErrors());
+    auto& list = valueOf<ast::RangeList>(p.field(ast::BlockKind::PortGroup, ast::Key::PortGuid));
+    REQUIRE(list.size() == 3);
+    CHECK(list[0].lo.value == 1);
+    CHECK(list[0].hi->value == 5);
+    CHECK_FALSE(list[1].hi.has_value());
+    CHECK(list[2].lo.value == 9);  // reversed: swapped later, as OpenSM does
+    CHECK(list[2].hi->value == 3);
+    CHECK(p.source.locate(static_cast<uint32_t>(list[1].id_first)).column == 20);
+}
+
+TEST_CASE("a number list may continue on the next line after a comma", "[policy-grammar][lists]") {
+    Parsed p(inGroup("    port-guid: 1,\n      # a comment between\n               2-3\n"));
+    REQUIRE_FALSE(p.diagnostics.hasErrors());
+    CHECK(valueOf<ast::RangeList>(p.field(ast::BlockKind::PortGroup, ast::Key::PortGuid)).size() == 2);
+}
+
+TEST_CASE("unquoted names keep inner blanks; quoted names keep commas and '#'", "[policy-grammar][quoting]") {
+    Parsed p(inGroup("    port-name:   vs1 HCA-1/P1 ,\"a, b # c/P2\",x/P3   # trailing comment\n"
+                     "    use: SRP targets, rack 4   # not part of it\n"));
+    REQUIRE_FALSE(p.diagnostics.hasErrors());
+    auto& names = valueOf<ast::TextList>(p.field(ast::BlockKind::PortGroup, ast::Key::PortName));
+    REQUIRE(names.size() == 3);
+    CHECK(names[0].value == "vs1 HCA-1/P1");
+    CHECK(names[1].value == "a, b # c/P2");
+    CHECK(names[2].value == "x/P3");
+    CHECK(valueOf<ast::Text>(p.field(ast::BlockKind::PortGroup, ast::Key::Use)).value == "SRP targets, rack 4");
+}
+
+TEST_CASE("an unterminated quote is one error at the end of its line", "[policy-grammar][quoting]") {
+    Parsed p(inGroup("    port-name: \"abc/P1\n    port-guid: 0x1\n"));
+    REQUIRE(p.diagnostics.errorCount() == 1);
+    CHECK(p.diagnostics.all()[0].location.line == 4);
+    CHECK(p.diagnostics.all()[0].location.column == 23);
+    CHECK(valueOf<ast::RangeList>(p.field(ast::BlockKind::PortGroup, ast::Key::PortGuid)).size() == 1);
+}
+
+TEST_CASE("node types and ULP names ignore case, keywords do not", "[policy-grammar][case]") {
+    Parsed p(inGroup("    node-type: ca, Switch, ROUTER, sElF, all\n") +
+             "qos-ulps\n  SDP : 1\n  IPoIB, pkey 0x10 : 2\n  Default: 0\nend-qos-ulps\n");
+    REQUIRE_FALSE(p.diagnostics.hasErrors());
+    auto& types = valueOf<ast::NodeTypeList>(p.field(ast::BlockKind::PortGroup, ast::Key::NodeType));
+    REQUIRE(types.size() == 5);
+    CHECK(types[3].name == ast::NodeTypeName::Self);
+    const ast::Block* ulps = p.find(ast::BlockKind::QosUlps);
+    REQUIRE(ulps->items.size() == 3);
+
+    Parsed upper("PORT-GROUPS\nend-port-groups\nqos-ulps\n  default : 0\nend-qos-ulps\n");
+    CHECK(upper.diagnostics.errorCount() == 2);  // PORT-GROUPS unknown, its end closes nothing
+    Parsed field(inGroup("    Port-Guid: 1\n"));
+    CHECK(field.diagnostics.errorCount() == 1);
+}
+
+TEST_CASE("qos-ulps lines keep their ULP, qualifier, values and SL", "[policy-grammar][ulps]") {
+    Parsed p("qos-ulps\n  any, source-target-port-guid 0x10-0x20 : 8\n  sdp, port-num 1,2 : 3\nend-qos-ulps\n");
+    REQUIRE_FALSE(p.diagnostics.hasErrors());
+    const ast::Block* ulps = p.find(ast::BlockKind::QosUlps);
+    auto& first = boost::get<ast::UlpLine>(ulps->items[0]);
+    CHECK(first.ulp == ast::Ulp::Any);
+    CHECK(first.condition->qualifier.kind == ast::UlpQualifier::SourceTargetPortGuid);
+    CHECK(first.condition->ranges[0].hi->value == 0x20);
+    CHECK(first.sl.value == 8);
+    auto& second = boost::get<ast::UlpLine>(ulps->items[1]);
+    CHECK(second.condition->ranges.size() == 2);
+}
+
+TEST_CASE("every later error is still found, at most one per line", "[policy-grammar][recovery]") {
+    Parsed p("qos-levels\n"
+             "  qos-level\n"
+             "    name: a b, c\n"       // 3: ',' in a name
+             "    sl: x y z\n"          // 4: one error, not three
+             "    bogus: 1\n"           // 5: unknown field
+             "  end-qos-level\n"
+             "  qos-level\n"            // 7
+             "    name: ok\n"
+             "    sl: 1\n"
+             "  qos-level\n"            // 10: previous level not closed
+             "    sl: 2 2\n"            // 11
+             "  end-qos-level\n"
+             "end-qos-levels\n"
+             "what\n");                 // 14
+    CHECK(p.errorLines() == std::vector<uint32_t>{3, 4, 5, 10, 11, 14});
+    // Fields on good lines of broken blocks are kept.
+    const ast::Block* levels = p.find(ast::BlockKind::QosLevels);
+    CHECK(levels->items.size() == 3);
+}
+
+TEST_CASE("binary input is one error, not one per line", "[policy-grammar][robustness]") {
+    std::string text = "qos-ulps\n  default : 0\nend-qos-ulps\n";
+    text += std::string("\x00\x01\xff\n\x7f", 5);
+    Parsed p(text);
+    CHECK(p.diagnostics.errorCount() == 1);
+    CHECK(p.diagnostics.all()[0].code == "binary-file");
+}
+
+TEST_CASE("a very long line is read without trouble", "[policy-grammar][robustness]") {
+    std::string guids;
+    for (int i = 0; i < 200000; ++i) guids += (i ? "," : "") + std::to_string(i * 2);
+    Parsed p(inGroup("    port-guid: " + guids + "\n"));
+    REQUIRE_FALSE(p.diagnostics.hasErrors());
+    CHECK(valueOf<ast::RangeList>(p.field(ast::BlockKind::PortGroup, ast::Key::PortGuid)).size() == 200000);
+
+    Parsed junk(std::string(5'000'000, 'x'));
+    CHECK(junk.diagnostics.errorCount() == 1);
+}
+
+TEST_CASE("windows line endings and a missing final newline are accepted", "[policy-grammar][lexical]") {
+    Parsed p("qos-ulps\r\n  default : 0\r\nend-qos-ulps");
+    CHECK_FALSE(p.diagnostics.hasErrors());
+    CHECK(p.find(ast::BlockKind::QosUlps)->items.size() == 1);
+}

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+// Test helpers: policies written inline in a test, parsed or compiled with their diagnostics.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compile_policy.hpp"
+#include "parse.hpp"
+
+namespace ibqos::test {
+
+// A policy and what compiling it reported.
+struct Compiled {
+    SourceFile source;
+    Diagnostics diagnostics;
+    Policy policy;
+
+    explicit Compiled(std::string text) : source("test.conf", std::move(text)) {
+        policy = loadPolicy(source, diagnostics);
+    }
+    // The codes of the errors (or warnings), in report order after sorting by position.
+    std::vector<std::string> codes(Severity severity = Severity::Error) {
+        diagnostics.sort();
+        std::vector<std::string> out;
+        for (const Diagnostic& d : diagnostics.all()) {
+            if (d.severity == severity) out.push_back(d.code);
+        }
+        return out;
+    }
+    std::vector<uint32_t> lines(Severity severity = Severity::Error) {
+        diagnostics.sort();
+        std::vector<uint32_t> out;
+        for (const Diagnostic& d : diagnostics.all()) {
+            if (d.severity == severity) out.push_back(d.location.line);
+        }
+        return out;
+    }
+};
+
+}  // namespace ibqos::test
