@@ -10,14 +10,14 @@
 
 namespace ibqos {
 
-Policy compilePolicy(const ast::PolicyFile& file, const SourceFile& source, Diagnostics& diagnostics) {
+Policy compilePolicy(ast::PolicyFile&& file, const SourceFile& source, Diagnostics& diagnostics) {
     passes::Reporter report{source, diagnostics};
     Policy policy;
     policy.file = source.name();
     std::vector<passes::UlpEntry> ulps;
     passes::Gaps gaps;
     gaps.anySyntaxError = diagnostics.hasErrors();
-    passes::elaboratePolicy(file, report, policy, ulps, gaps);
+    passes::elaboratePolicy(std::move(file), report, policy, ulps, gaps);
     passes::lowerUlps(ulps, report, policy);
     passes::resolveNames(report, gaps, policy);
     passes::findShadowedRules(report, policy);
@@ -33,7 +33,7 @@ Policy loadPolicy(const SourceFile& source, Diagnostics& diagnostics) {
         empty.file = source.name();
         return empty;
     }
-    return compilePolicy(*file, source, diagnostics);
+    return compilePolicy(std::move(*file), source, diagnostics);
 }
 
 namespace passes {

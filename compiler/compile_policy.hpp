@@ -12,7 +12,8 @@ namespace ibqos {
 // Gives a parsed policy its meaning and reports every problem found without a fabric:
 // values out of range, missing or repeated fields, unresolved and duplicate names, a missing
 // default level, shadowed rules, the host scheduling tree. The Policy is always consistent.
-Policy compilePolicy(const ast::PolicyFile& file, const SourceFile& source, Diagnostics& diagnostics);
+// The tree is consumed block by block, so a large file never has both forms in memory at once.
+Policy compilePolicy(ast::PolicyFile&& file, const SourceFile& source, Diagnostics& diagnostics);
 
 // Parses and compiles a policy file in one step.
 Policy loadPolicy(const SourceFile& source, Diagnostics& diagnostics);

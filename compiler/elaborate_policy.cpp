@@ -18,7 +18,7 @@ public:
     Elaborator(const Reporter& report, Policy& policy, std::vector<UlpEntry>& ulps, Gaps& gaps)
         : report_(report), policy_(policy), ulps_(ulps), gaps_(gaps) {}
 
-    void block(const ast::Block& b) {
+    void block(ast::Block& b) {
         switch (b.kind) {
             case BlockKind::PortGroups:
             case BlockKind::QosLevels:
@@ -66,6 +66,7 @@ private:
     bool pathBitsWarned_ = false;
 
     SourceLocation at(const ast::Node& n) const { return report_.at(n); }
+    SourceLocation at(const ast::Number& n) const { return report_.at(n); }
 
     // The value of a field, or nullptr when it was lost to a syntax error (already reported).
     template <typename T>
@@ -147,7 +148,7 @@ private:
             if (pkey) range = {*lo & 0x7fff, *hi & 0x7fff};
             if (range.lo > range.hi) std::swap(range.lo, range.hi);
             out.push_back(range);
-            if (written) written->push_back({range, at(r)});
+            if (written) written->push_back({range, at(r.lo)});
         }
     }
 
@@ -167,11 +168,13 @@ private:
     }
 
     // Blocks nested in a section, checked for OpenSM's "at least one" rules.
-    void section(const ast::Block& b) {
+    void section(ast::Block& b) {
         size_t nested = 0;
-        for (const ast::Item& item : b.items) {
+        for (ast::Item& item : b.items) {
             if (auto* inner = boost::get<ast::x3::forward_ast<ast::Block>>(&item)) {
                 block(inner->get());
+                // Done with it: release its memory now (the tree is owned by elaboratePolicy).
+                inner->get() = ast::Block{};
                 ++nested;
             }
         }
@@ -378,7 +381,7 @@ private:
                         for (const ast::Range& range : *r) {
                             uint64_t top = range.hi ? std::max(range.lo.value, range.hi->value) : range.lo.value;
                             if (top > 0xfff) {
-                                report_.warning("value-range", at(range),
+                                report_.warning("value-range", at(range.lo),
                                                 "a QoS class has 12 bits: values above 4095 never match");
                             }
                         }
@@ -414,9 +417,9 @@ private:
     void qosUlps(const ast::Block& b) {
         size_t lines = 0;
         for (const ast::Item& item : b.items) {
-            if (auto* line = boost::get<ast::UlpLine>(&item)) {
+            if (auto* line = boost::get<ast::x3::forward_ast<ast::UlpLine>>(&item)) {
                 ++lines;
-                if (line->located()) ulpLine(*line);
+                if (line->get().located()) ulpLine(line->get());
             }
         }
         if (lines == 0) {
@@ -491,7 +494,7 @@ private:
         ulps_.push_back(std::move(entry));
     }
 
-    void qosSetup(const ast::Block& b) {
+    void qosSetup(ast::Block& b) {
         if (!policy_.hasQosSetup) {
             policy_.hasQosSetup = true;
             policy_.qosSetupLocation = at(b.open);
@@ -703,12 +706,12 @@ private:
         return ok;
     }
 
-    void hostSched(const ast::Block& b) {
+    void hostSched(ast::Block& b) {
         if (!policy_.hostSched.present) {
             policy_.hostSched.present = true;
             policy_.hostSched.location = at(b.open);
         }
-        for (const ast::Item& item : b.items) {
+        for (ast::Item& item : b.items) {
             if (auto* inner = boost::get<ast::x3::forward_ast<ast::Block>>(&item)) block(inner->get());
         }
     }
@@ -793,10 +796,14 @@ private:
 
 }  // namespace
 
-void elaboratePolicy(const ast::PolicyFile& file, const Reporter& report, Policy& policy,
+void elaboratePolicy(ast::PolicyFile&& file, const Reporter& report, Policy& policy,
                      std::vector<UlpEntry>& ulps, Gaps& gaps) {
     Elaborator elaborator(report, policy, ulps, gaps);
-    for (const ast::Block& b : file.blocks) elaborator.block(b);
+    for (ast::Block& b : file.blocks) {
+        elaborator.block(b);
+        b = ast::Block{};  // free each block once read
+    }
+    file.blocks.clear();
 }
 
 }  // namespace ibqos::passes

@@ -19,6 +19,9 @@ struct Reporter {
     SourceLocation at(const ast::Node& node) const {
         return node.located() ? source.locate(static_cast<uint32_t>(node.id_first)) : SourceLocation{};
     }
+    SourceLocation at(const ast::Number& number) const {
+        return number.located() ? source.locate(number.offset) : SourceLocation{};
+    }
     void error(const char* code, SourceLocation where, std::string message) const {
         diagnostics.error(code, source.name(), where, std::move(message));
     }
@@ -50,7 +53,7 @@ struct UlpEntry {
 };
 
 // 1. Reads every block into the Policy: field values, their ranges, required and repeated fields.
-void elaboratePolicy(const ast::PolicyFile& file, const Reporter& report, Policy& policy,
+void elaboratePolicy(ast::PolicyFile&& file, const Reporter& report, Policy& policy,
                      std::vector<UlpEntry>& ulps, Gaps& gaps);
 // 2. Turns qos-ulps lines into match rules (after all qos-match-rules) and their implicit levels.
 void lowerUlps(const std::vector<UlpEntry>& ulps, const Reporter& report, Policy& policy);

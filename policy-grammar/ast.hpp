@@ -29,13 +29,18 @@ enum class NumberForm : uint8_t {
     Overflow,  // does not fit in 64 bits
 };
 
-struct Number : Node {
+// Numbers are the most frequent token (GUID lists run to millions), so a number carries its
+// byte offset itself, in 16 bytes, instead of a position tag.
+struct Number {
+    static constexpr uint32_t NoOffset = UINT32_MAX;
     uint64_t value = 0;
+    uint32_t offset = NoOffset;
     NumberForm form = NumberForm::Decimal;
+    bool located() const { return offset != NoOffset; }
 };
 
-// "a" or "a-b" (OpenSM swaps a reversed range).
-struct Range : Node {
+// "a" or "a-b" (OpenSM swaps a reversed range); it stands where lo stands.
+struct Range {
     Number lo;
     boost::optional<Number> hi;
 };
@@ -169,7 +174,7 @@ struct Closing : Node {};
 
 struct Block;
 
-struct Item : x3::variant<Field, UlpLine, x3::forward_ast<Block>> {
+struct Item : x3::variant<Field, x3::forward_ast<UlpLine>, x3::forward_ast<Block>> {
     using base_type::base_type;
     using base_type::operator=;
 };

@@ -164,6 +164,7 @@ struct NumberToken : x3::parser<NumberToken> {
         It p = first;
         if (p == last || *p < '0' || *p > '9') return false;
         ast::Number n;
+        n.offset = x3::get<ParseStateTag>(ctx).offset(first);
         unsigned base = 10;
         if (*p == '0' && last - p > 2 && (p[1] == 'x' || p[1] == 'X') && digitValue(p[2]) < 16) {
             base = 16;

@@ -20,8 +20,8 @@ inline constexpr ListComma comma{};
 inline constexpr ListComma number_comma{true};
 
 // Names are what error messages print: "expected a number after 'sl:', found 'x'".
-struct number_class : Annotate {};
-struct range_class : Annotate {};
+struct number_class;
+struct range_class;
 struct text_class : Annotate {};
 struct description_class : Annotate {};
 struct pair_class : Annotate {};

@@ -91,7 +91,7 @@ TEST_CASE("ranges and lists keep every element and its column", "[policy-grammar
     CHECK_FALSE(list[1].hi.has_value());
     CHECK(list[2].lo.value == 9);  // reversed: swapped later, as OpenSM does
     CHECK(list[2].hi->value == 3);
-    CHECK(p.source.locate(static_cast<uint32_t>(list[1].id_first)).column == 20);
+    CHECK(p.source.locate(list[1].lo.offset).column == 20);
 }
 
 TEST_CASE("a number list may continue on the next line after a comma", "[policy-grammar][lists]") {
@@ -140,12 +140,12 @@ TEST_CASE("qos-ulps lines keep their ULP, qualifier, values and SL", "[policy-gr
     Parsed p("qos-ulps\n  any, source-target-port-guid 0x10-0x20 : 8\n  sdp, port-num 1,2 : 3\nend-qos-ulps\n");
     REQUIRE_FALSE(p.diagnostics.hasErrors());
     const ast::Block* ulps = p.find(ast::BlockKind::QosUlps);
-    auto& first = boost::get<ast::UlpLine>(ulps->items[0]);
+    auto& first = boost::get<ast::x3::forward_ast<ast::UlpLine>>(ulps->items[0]).get();
     CHECK(first.ulp == ast::Ulp::Any);
     CHECK(first.condition->qualifier.kind == ast::UlpQualifier::SourceTargetPortGuid);
     CHECK(first.condition->ranges[0].hi->value == 0x20);
     CHECK(first.sl.value == 8);
-    auto& second = boost::get<ast::UlpLine>(ulps->items[1]);
+    auto& second = boost::get<ast::x3::forward_ast<ast::UlpLine>>(ulps->items[1]).get();
     CHECK(second.condition->ranges.size() == 2);
 }
 
