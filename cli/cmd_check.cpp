@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "bind.hpp"
 #include "compile_policy.hpp"
 #include "options.hpp"
 
@@ -10,15 +11,19 @@ namespace ibqos::cli {
 
 namespace {
 
-const char* const checkHelp = R"(Usage: ibqos check POLICY [--json]
+const char* const checkHelp = R"(Usage: ibqos check POLICY [--topology FILE [--partitions FILE] [--sm PORT] [--vls N]] [--json]
 
 Reads an OpenSM QoS policy file (qos-policy.conf, with the ibqos extensions) and reports every
 problem in it, each as FILE:LINE:COL: error|warning: [CODE] message with the source line.
+With a topology it also checks the policy against that fabric: names and GUIDs that match no
+port, IPoIB partitions, and whether the tables it asks for can work.
 
 Options:
-  --json        print the diagnostics on stdout as a JSON array of
-                {"severity", "code", "file", "line", "column", "message"}
-  -h, --help    show this help
+  --json             print the diagnostics on stdout as a JSON array of
+                     {"severity", "code", "file", "line", "column", "message"}
+)";
+
+const char* const checkHelpTail = R"(  -h, --help         show this help
 
 Exit status: 0 no errors (warnings allowed), 1 the policy has errors, 2 usage or I/O error.
 The diagnostic codes are listed in docs/diagnostics.md and in ibqos(1).
@@ -27,16 +32,21 @@ The diagnostic codes are listed in docs/diagnostics.md and in ibqos(1).
 }  // namespace
 
 int runCheck(const std::vector<std::string>& args) {
-    Options options(args, {{"json"}});
+    auto specs = fabricOptions();
+    specs.push_back({"json"});
+    Options options(args, specs);
     if (options.flag("help")) {
-        std::cout << checkHelp;
+        std::cout << checkHelp << fabricOptionsHelp << checkHelpTail;
         return ExitOk;
     }
     if (options.positionals().size() != 1) throw UsageError{"check takes one POLICY file"};
     Inputs inputs;
     const SourceFile& source = inputs.load(options.positionals()[0]);
     Diagnostics diagnostics;
-    loadPolicy(source, diagnostics);
+    Policy policy = loadPolicy(source, diagnostics);
+    if (std::optional<Fabric> fabric = loadFabric(options, inputs, diagnostics)) {
+        bindPolicy(policy, *fabric, diagnostics);
+    }
     return emitDiagnostics(diagnostics, inputs, options.flag("json"));
 }
 

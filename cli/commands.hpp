@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "diagnostics.hpp"
+#include "fabric.hpp"
+#include "options.hpp"
 #include "source.hpp"
 
 namespace ibqos::cli {
@@ -34,6 +36,14 @@ private:
 // Prints diagnostics: as text with source excerpts on stderr (with a count line), or as a
 // JSON array on stdout. Returns the exit code they imply.
 int emitDiagnostics(Diagnostics& diagnostics, const Inputs& inputs, bool json);
+
+// The options that name a fabric: --topology, --partitions, --sm, --vls.
+std::vector<OptionSpec> fabricOptions();
+extern const char* const fabricOptionsHelp;
+
+// Reads the fabric the options name (nullopt without --topology). Problems in the files go to
+// diagnostics; an --sm or --vls that makes no sense is a UsageError.
+std::optional<Fabric> loadFabric(const Options& options, Inputs& inputs, Diagnostics& diagnostics);
 
 int runCheck(const std::vector<std::string>& args);
 

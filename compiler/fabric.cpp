@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+// Fabric: lookup tables, endpoint names, and the IB rate and MTU encodings.
+#include "fabric.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+
+namespace ibqos {
+
+size_t Partition::fullMembers() const {
+    return static_cast<size_t>(std::count_if(members.begin(), members.end(),
+                                             [](const PartitionMember& m) { return m.full; }));
+}
+
+void Fabric::index() {
+    endpoints_.clear();
+    byGuid_.clear();
+    byLid_.clear();
+    byDescription_.clear();
+    for (uint32_t p = 0; p < ports.size(); ++p) {
+        if (!isEndpoint(p)) continue;
+        endpoints_.push_back(p);
+        byGuid_.emplace_back(ports[p].guid, p);
+        if (ports[p].lid != 0) {
+            uint32_t count = 1u << ports[p].lmc;
+            for (uint32_t i = 0; i < count && ports[p].lid + i < 0xc000; ++i) {
+                byLid_.emplace(static_cast<uint16_t>(ports[p].lid + i), p);
+            }
+        }
+    }
+    std::sort(byGuid_.begin(), byGuid_.end());
+    for (uint32_t n = 0; n < nodes.size(); ++n) byDescription_.emplace(nodes[n].description, n);
+}
+
+bool Fabric::isEndpoint(uint32_t port) const {
+    // Switch port 0, or a CA or router port whose link is up (OpenSM knows no other port).
+    const FabricPort& p = ports[port];
+    return nodes[p.node].type == NodeType::Switch ? p.number == 0 : p.peer != NoPort;
+}
+
+uint32_t Fabric::endpointByGuid(uint64_t guid) const {
+    auto it = std::lower_bound(byGuid_.begin(), byGuid_.end(), std::make_pair(guid, uint32_t{0}));
+    return it != byGuid_.end() && it->first == guid ? it->second : NoPort;
+}
+
+uint32_t Fabric::endpointByLid(uint16_t lid) const {
+    auto it = byLid_.find(lid);
+    return it == byLid_.end() ? NoPort : it->second;
+}
+
+uint32_t Fabric::portOf(uint32_t node, unsigned number) const {
+    const FabricNode& n = nodes[node];
+    unsigned lowest = n.lowestPort();
+    if (number < lowest || number > n.portCount) return NoPort;
+    return n.firstPort + (number - lowest);
+}
+
+std::vector<uint32_t> Fabric::nodesByDescription(std::string_view description) const {
+    std::vector<uint32_t> out;
+    auto [first, last] = byDescription_.equal_range(std::string(description));
+    for (auto it = first; it != last; ++it) out.push_back(it->second);
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+uint32_t Fabric::endpointFor(uint32_t port) const {
+    const FabricNode& n = nodeOf(port);
+    uint32_t endpoint = n.type == NodeType::Switch ? n.firstPort : port;
+    return isEndpoint(endpoint) ? endpoint : NoPort;
+}
+
+const Partition* Fabric::partitionByName(std::string_view name) const {
+    for (const Partition& p : partitions) {
+        if (p.name == name) return &p;
+    }
+    return nullptr;
+}
+
+const Partition* Fabric::partitionByPkey(uint16_t pkey) const {
+    for (const Partition& p : partitions) {
+        if (p.pkey == (pkey & 0x7fff)) return &p;
+    }
+    return nullptr;
+}
+
+uint32_t Fabric::findEndpoint(std::string_view spec, std::string& error) const {
+    std::string s(spec);
+    if (s.empty()) {
+        error = "an empty port name";
+        return NoPort;
+    }
+    if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+        errno = 0;
+        char* end = nullptr;
+        unsigned long long guid = std::strtoull(s.c_str(), &end, 16);
+        if (errno != 0 || *end != '\0') {
+            error = "'" + s + "' is not a port GUID";
+            return NoPort;
+        }
+        uint32_t p = endpointByGuid(guid);
+        if (p == NoPort) error = "no port has GUID " + s;
+        return p;
+    }
+    if (std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); })) {
+        unsigned long lid = std::strtoul(s.c_str(), nullptr, 10);
+        if (lid == 0 || lid > 0xffff) {
+            error = "'" + s + "' is not a LID (1..65535)";
+            return NoPort;
+        }
+        uint32_t p = endpointByLid(static_cast<uint16_t>(lid));
+        if (p == NoPort) error = "no port has LID " + s;
+        return p;
+    }
+    size_t slash = s.rfind('/');
+    if (slash == std::string::npos || slash + 2 > s.size() || (s[slash + 1] != 'P' && s[slash + 1] != 'p')) {
+        error = "'" + s + "' is not a port: give a GUID (0x...), a LID, or NodeDescription/P<n>";
+        return NoPort;
+    }
+    char* end = nullptr;
+    unsigned long number = std::strtoul(s.c_str() + slash + 2, &end, 10);
+    if (*end != '\0' || end == s.c_str() + slash + 2) {
+        error = "'" + s + "': the port number after '/P' is not a number";
+        return NoPort;
+    }
+    auto found = nodesByDescription(s.substr(0, slash));
+    if (found.empty()) {
+        error = "no node is described as '" + s.substr(0, slash) + "'";
+        return NoPort;
+    }
+    if (found.size() > 1) {
+        error = "'" + s.substr(0, slash) + "' describes " + std::to_string(found.size()) +
+                " nodes; name the port by GUID or LID";
+        return NoPort;
+    }
+    uint32_t port = portOf(found[0], static_cast<unsigned>(number));
+    if (port == NoPort) {
+        error = "'" + s + "': the node has no port " + std::to_string(number);
+        return NoPort;
+    }
+    uint32_t endpoint = endpointFor(port);
+    if (endpoint == NoPort) error = "'" + s + "' has no link, so it is not part of the subnet";
+    return endpoint;
+}
+
+std::string Fabric::portName(uint32_t port) const {
+    const FabricNode& n = nodeOf(port);
+    if (!n.description.empty()) return n.description + "/P" + std::to_string(ports[port].number);
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "0x%016llx/P%u", static_cast<unsigned long long>(n.guid), ports[port].number);
+    return buf;
+}
+
+double rateGbps(uint8_t rate) {
+    static constexpr double gbps[] = {0,   0,   2.5, 10,  30,  5,   20,  40,  60,  80,  120, 14,
+                                      56,  112, 168, 25,  100, 200, 300, 28,  50,  400, 600};
+    return rate < sizeof gbps / sizeof gbps[0] ? gbps[rate] : 0;
+}
+
+uint8_t rateForLink(unsigned width, std::string_view speed) {
+    double lane = 0;
+    if (speed == "SDR") lane = 2.5;
+    else if (speed == "DDR") lane = 5;
+    else if (speed == "QDR" || speed == "FDR10") lane = 10;
+    else if (speed == "FDR") lane = 14;
+    else if (speed == "EDR") lane = 25;
+    else if (speed == "HDR") lane = 50;
+    else if (speed == "NDR") lane = 100;
+    double total = lane * width;
+    for (uint8_t r = 2; r <= 22; ++r) {
+        if (rateGbps(r) == total) return r;
+    }
+    return 0;
+}
+
+unsigned mtuBytes(uint8_t mtu) { return mtu >= 1 && mtu <= 5 ? 128u << mtu : 0; }
+
+}  // namespace ibqos

@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: MIT
+// Unit tests of the fabric readers (ibnetdiscover, ibsim net, partitions.conf) and of binding.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "bind.hpp"
+#include "policy_text.hpp"
+
+using namespace ibqos;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+const std::string samples = IBQOS_SOURCE_ROOT "/samples/fabrics/";
+
+struct Read {
+    SourceFile source;
+    Diagnostics diagnostics;
+    Fabric fabric;
+    explicit Read(std::string text, std::string name = "fabric")
+        : source(std::move(name), std::move(text)), fabric(readTopology(source, diagnostics)) {}
+};
+
+uint32_t endpoint(const Fabric& f, const std::string& spec) {
+    std::string error;
+    uint32_t p = f.findEndpoint(spec, error);
+    INFO(error);
+    REQUIRE(p != NoPort);
+    return p;
+}
+
+}  // namespace
+
+TEST_CASE("an ibnetdiscover file gives nodes, GUIDs, LIDs, descriptions and links", "[compiler][topology]") {
+    Read r(slurp(samples + "two-switch.ibnetdiscover"));
+    REQUIRE_FALSE(r.diagnostics.hasErrors());
+    const Fabric& f = r.fabric;
+    CHECK(f.nodes.size() == 6);
+    CHECK(f.endpoints().size() == 6);  // 4 linked CA ports and 2 switch ports 0
+    uint32_t hca3 = endpoint(f, "0x100007");
+    CHECK(f.nodeOf(hca3).description == "Hca3");
+    CHECK(f.ports[hca3].lid == 5);
+    CHECK(f.ports[hca3].rate == 3);  // 4xSDR = 10 Gb/s
+    uint32_t peer = f.ports[hca3].peer;
+    REQUIRE(peer != NoPort);
+    CHECK(f.nodeOf(peer).description == "Switch1");
+    CHECK(f.ports[peer].number == 2);
+    CHECK(f.ports[peer].peer == hca3);
+    uint32_t sw2 = endpoint(f, "Switch2/P0");
+    CHECK(f.ports[sw2].guid == 0x200001);
+    CHECK(f.ports[sw2].lid == 3);
+    CHECK(endpoint(f, "3") == sw2);
+    CHECK(endpoint(f, "Switch2/P5") == sw2);  // a switch's ports stand for its port 0
+    CHECK(f.assumedVlCaps);
+}
+
+TEST_CASE("an ibsim net file gets the GUIDs ibsim gives its nodes", "[compiler][topology]") {
+    Read net(slurp(samples + "two-switch.net"));
+    Read disc(slurp(samples + "two-switch.ibnetdiscover"));
+    REQUIRE_FALSE(net.diagnostics.hasErrors());
+    for (const char* name : {"Hca1", "Hca2", "Hca3", "Hca4", "Switch1", "Switch2"}) {
+        auto a = net.fabric.nodesByDescription(name);
+        auto b = disc.fabric.nodesByDescription(name);
+        REQUIRE(a.size() == 1);
+        REQUIRE(b.size() == 1);
+        CHECK(net.fabric.nodes[a[0]].guid == disc.fabric.nodes[b[0]].guid);
+    }
+    // Same links in both readings.
+    for (uint32_t p = 0; p < disc.fabric.ports.size(); ++p) {
+        uint32_t q = disc.fabric.ports[p].peer;
+        if (q == NoPort) continue;
+        std::string error;
+        uint32_t np = net.fabric.portOf(net.fabric.nodesByDescription(disc.fabric.nodeOf(p).description)[0],
+                                        disc.fabric.ports[p].number);
+        REQUIRE(net.fabric.ports[np].peer != NoPort);
+        CHECK(net.fabric.portName(net.fabric.ports[np].peer) == disc.fabric.portName(q));
+    }
+}
+
+TEST_CASE("a topology that lies is reported where it lies", "[compiler][topology]") {
+    Read r("Switch 4 \"S1\"\n[1] \"H1\"[1]\n[2] \"H2\"[1]\n\n"
+           "Hca 1 \"H1\"\n[1] \"S1\"[2]\n\n"   // H1 says S1[2], S1[2] is H2
+           "Hca 1 \"H2\"\n[1] \"S1\"[2]\n\n"
+           "Hca 1 \"H3\"\n[1] \"S9\"[1]\n[2] \"S1\"[3]\n\n"
+           "Switch 300 \"big\"\n"
+           "Hca 1 \"H1\"\n"
+           "frobnicate\n");
+    r.diagnostics.sort();
+    std::vector<uint32_t> lines;
+    for (const Diagnostic& d : r.diagnostics.all()) {
+        if (d.severity == Severity::Error) lines.push_back(d.location.line);
+    }
+    CHECK(lines == std::vector<uint32_t>{6, 12, 13, 15, 16, 17});
+}
+
+TEST_CASE("partitions.conf: members, membership, flags, Default", "[compiler][partitions]") {
+    Read r(slurp(samples + "two-switch.ibnetdiscover"));
+    Fabric& f = r.fabric;
+    f.smPort = endpoint(f, "0x100001");
+    SourceFile conf("partitions.conf",
+                    "Default=0x7fff, ipoib, sl=0, mtu=5, rate=7 : ALL=full ;\n"
+                    "storage = 0x8010 , ipoib, sl=2, defmember=full :\n"
+                    "    0x100001, 0x100004=limited,   # two hosts\n"
+                    "    SELF ;\n"
+                    "switches=0x20 : ALL_SWITCHES ;\n"
+                    "bad=0x30 : 0xzz ;\n"
+                    "mc=0x40, ipoib : ALL_CAS=full, mgid=ff12:401b::1, rate=3 ;\n");
+    Diagnostics d;
+    readPartitions(&conf, f, d);
+    CHECK(d.errorCount() == 1);  // the bad GUID
+    const Partition* def = f.partitionByPkey(0x7fff);
+    REQUIRE(def);
+    CHECK(def->ipoib);
+    CHECK(def->fullMembers() == f.endpoints().size());
+    const Partition* storage = f.partitionByName("storage");
+    REQUIRE(storage);
+    CHECK(storage->pkey == 0x10);
+    CHECK(storage->sl == 2);
+    CHECK(storage->members.size() == 2);
+    CHECK(storage->fullMembers() == 1);  // 0x100001 full (SELF too), 0x100004 limited
+    const Partition* switches = f.partitionByPkey(0x20);
+    REQUIRE(switches);
+    CHECK(switches->members.size() == 2);
+    CHECK(switches->fullMembers() == 0);
+    const Partition* mc = f.partitionByName("mc");
+    REQUIRE(mc);
+    CHECK(mc->members.size() == 4);
+}
+
+TEST_CASE("groups bind by GUID range, name, partition, PKey, node type and SELF", "[compiler][bind]") {
+    Read r(slurp(samples + "two-switch.ibnetdiscover"));
+    Fabric& f = r.fabric;
+    f.smPort = endpoint(f, "Hca1/P1");
+    SourceFile conf("p.conf", "fast=0x10 : 0x100004=full, 0x10000a=full ;\n");
+    Diagnostics pd;
+    readPartitions(&conf, f, pd);
+    test::Compiled c(R"(
+port-groups
+    port-group
+        name: by-guid
+        port-guid: 0x100000-0x100005, 0x999
+    end-port-group
+    port-group
+        name: by-name
+        port-name: Hca3/P1, Switch2/P3, nobody/P1
+    end-port-group
+    port-group
+        name: by-partition
+        partition: fast, slow
+    end-port-group
+    port-group
+        name: by-pkey
+        pkey: 0x8010
+    end-port-group
+    port-group
+        name: by-type
+        node-type: switch, self
+    end-port-group
+end-port-groups
+qos-ulps
+    default : 0
+end-qos-ulps
+)");
+    REQUIRE(c.codes().empty());
+    Diagnostics d;
+    BoundPolicy b = bindPolicy(c.policy, f, d);
+    auto names = [&](size_t g) {
+        std::vector<std::string> out;
+        for (uint32_t p : b.groups[g].all(f)) out.push_back(f.portName(p));
+        std::sort(out.begin(), out.end());
+        return out;
+    };
+    CHECK(names(0) == std::vector<std::string>{"Hca1/P1", "Hca2/P1"});
+    CHECK(names(1) == std::vector<std::string>{"Hca3/P1", "Switch2/P0"});
+    CHECK(names(2) == std::vector<std::string>{"Hca2/P1", "Hca4/P1"});
+    CHECK(names(3) == names(2));
+    CHECK(names(4) == std::vector<std::string>{"Hca1/P1", "Switch1/P0", "Switch2/P0"});
+    CHECK(b.groups[4].contains(f, endpoint(f, "Switch1/P0")));
+    CHECK_FALSE(b.groups[4].contains(f, endpoint(f, "Hca2/P1")));
+    std::vector<std::string> codes;
+    for (const Diagnostic& x : d.all()) codes.push_back(x.code);
+    CHECK(codes == std::vector<std::string>{"unknown-guid", "unknown-node", "unknown-partition"});
+}
+
+TEST_CASE("an IPoIB line needs a partition with two full members", "[compiler][bind]") {
+    Read r(slurp(samples + "two-switch.ibnetdiscover"));
+    SourceFile conf("p.conf", "lonely=0x22, ipoib : 0x100001=full ;\n");
+    Diagnostics pd;
+    readPartitions(&conf, r.fabric, pd);
+    test::Compiled c("qos-ulps\n default : 0\n ipoib : 1\n ipoib, pkey 0x22 : 2\n ipoib, pkey 0x23 : 3\nend-qos-ulps\n");
+    REQUIRE(c.codes().empty());
+    Diagnostics d;
+    bindPolicy(c.policy, r.fabric, d);
+    std::vector<uint32_t> lines;
+    for (const Diagnostic& x : d.all()) {
+        CHECK(x.code == "ipoib-partition");
+        lines.push_back(x.location.line);
+    }
+    // Default (0x7fff) has every port limited but the SM's when a partitions file exists: no SM here.
+    CHECK(lines == std::vector<uint32_t>{3, 4, 5});
+}
