@@ -15,7 +15,8 @@ const char* const mainHelp = R"(Usage: ibqos COMMAND [ARGS...]
 InfiniBand QoS policies, checked and compiled before they reach the fabric.
 
 Commands:
-  check     report every problem in a policy file
+  check     report every problem in a policy file (and, with a topology, in its tables)
+  compile   the tables every port of a fabric receives, VL shares, or a plain OpenSM setup
   help      show this help
 
 Run 'ibqos COMMAND --help' for the options of a command; 'man ibqos' for the whole story.
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
             return ExitOk;
         }
         if (command == "check") return runCheck(args);
+        if (command == "compile") return runCompile(args);
         throw UsageError{"unknown command '" + command + "'"};
     } catch (const UsageError& e) {
         std::cerr << "ibqos " << command << ": " << e.message << "\n"
