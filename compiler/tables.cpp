@@ -118,7 +118,15 @@ private:
     std::vector<uint32_t> draftOfPort_;  // Fabric port -> draft index, or NoPort
     TablePool<Sl2VlTable> raw_;          // unfolded SL2VL tables
 
+    // One origin per place the administrator wrote something, however many classes use it.
     uint16_t origin(TableOrigin o) {
+        for (size_t i = 0; i < out_.origins.size(); ++i) {
+            const TableOrigin& x = out_.origins[i];
+            if (x.kind == o.kind && x.file == o.file && x.location.line == o.location.line &&
+                x.location.column == o.location.column && x.scope == o.scope) {
+                return static_cast<uint16_t>(i);
+            }
+        }
         out_.origins.push_back(std::move(o));
         return static_cast<uint16_t>(out_.origins.size() - 1);
     }
@@ -334,12 +342,19 @@ private:
         uint8_t operVls;
         bool operator<(const FoldKey& o) const { return std::tie(origin, operVls) < std::tie(o.origin, o.operVls); }
     };
-    std::map<FoldKey, std::pair<size_t, std::string>> foldWarnings_;  // ports, description
+    struct FoldNote {
+        size_t ports = 0;
+        uint32_t lastPort = NoPort;
+        std::string what;
+    };
+    std::map<FoldKey, FoldNote> foldWarnings_;
 
-    void noteFold(uint16_t originIndex, uint8_t operVls, const std::string& what) {
+    void noteFold(uint16_t originIndex, uint8_t operVls, uint32_t port, const std::string& what) {
         if (out_.origins[originIndex].kind == TableOrigin::Kind::BuiltIn) return;  // OpenSM's own default relies on it
-        auto& entry = foldWarnings_[{originIndex, operVls}];
-        if (entry.first++ == 0) entry.second = what;
+        FoldNote& note = foldWarnings_[{originIndex, operVls}];
+        if (note.lastPort == port) return;  // one port counts once, whatever its in-ports
+        note.lastPort = port;
+        if (note.ports++ == 0) note.what = what;
     }
 
     void finish() {
@@ -363,8 +378,8 @@ private:
             auto fold = [&](VlArbTable table, unsigned cap, uint16_t from) {
                 for (unsigned i = 0; i < table.size(); ++i) {
                     if (i < cap && table[i].weight && table[i].vl >= dataVls) {
-                        noteFold(from, port.operVls, "VL " + std::to_string(table[i].vl) + " becomes VL " +
-                                                         std::to_string(table[i].vl & mask));
+                        noteFold(from, port.operVls, d.port,
+                                 "VL " + std::to_string(table[i].vl) + " becomes VL " + std::to_string(table[i].vl & mask));
                     }
                     table[i].vl &= mask;
                 }
@@ -394,7 +409,7 @@ private:
                 raws[in] = out_.sl2vls.intern(raw);
                 for (unsigned sl = 0; sl < 16; ++sl) {
                     if (raw[sl] != 15 && raw[sl] >= dataVls) {
-                        noteFold(d.sl2vlOrigin[in], port.operVls, describeSl2VlFold(raw, mask));
+                        noteFold(d.sl2vlOrigin[in], port.operVls, d.port, describeSl2VlFold(raw, mask));
                         break;
                     }
                 }
@@ -409,13 +424,13 @@ private:
             if (!uniform(raws)) t.rawSl2vlByIn = std::move(raws);
             out_.ports.push_back(std::move(t));
         }
-        for (auto& [key, value] : foldWarnings_) {
+        for (auto& [key, note] : foldWarnings_) {
             const TableOrigin& o = out_.origins[key.origin];
             unsigned vls = dataVls(key.operVls);
             diagnostics_.warning("vl-folded", o.file, o.location,
-                                 "on " + std::to_string(value.first) + (value.first == 1 ? " port" : " ports") +
+                                 "on " + std::to_string(note.ports) + (note.ports == 1 ? " port" : " ports") +
                                      " with " + std::to_string(vls) + " data VL" + (vls == 1 ? "" : "s") +
-                                     " this table relies on OpenSM's folding of VLs: " + value.second);
+                                     " this table relies on OpenSM's folding of VLs: " + note.what);
         }
     }
 
