@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "vlarb_sim.hpp"
 
@@ -99,7 +100,7 @@ private:
         uint32_t port;
         PortClass portClass;
         uint8_t highLimit;
-        VlArbTable high, low;
+        uint32_t high, low;  // unfolded tables, indices into out_.vlarbs
         uint16_t highOrigin, lowOrigin, limitOrigin;
         int highScope = -1, lowScope = -1, limitScope = -1;
         std::vector<uint32_t> sl2vl;       // unfolded tables (indices into raw_) per in-port
@@ -165,8 +166,8 @@ private:
 
     void addDraft(uint32_t port, PortClass c, unsigned inPorts) {
         const TableTemplate& t = templates_[static_cast<size_t>(c)];
-        Draft d{port, c, t.highLimit, t.vlarbHigh, t.vlarbLow, t.highOrigin, t.lowOrigin, t.limitOrigin,
-                -1, -1, -1, {}, {}, {}};
+        Draft d{port, c, t.highLimit, out_.vlarbs.intern(t.vlarbHigh), out_.vlarbs.intern(t.vlarbLow),
+                t.highOrigin, t.lowOrigin, t.limitOrigin, -1, -1, -1, {}, {}, {}};
         uint32_t table = raw_.intern(t.sl2vl);
         d.sl2vl.assign(inPorts, table);
         d.sl2vlOrigin.assign(inPorts, t.sl2vlOrigin);
@@ -270,16 +271,18 @@ private:
             for (size_t i = 0; i < list.size() && i < t.size(); ++i) t[i] = {list[i].vl, list[i].weight};
             return t;
         };
-        std::map<unsigned, VlArbTable> bandwidthByCap;  // planned once per low-table size
+        std::map<unsigned, uint32_t> bandwidthByCap;  // planned once per low-table size
+        uint32_t high = scope.high ? out_.vlarbs.intern(toTable(*scope.high)) : 0;
+        uint32_t low = scope.low ? out_.vlarbs.intern(toTable(*scope.low)) : 0;
         for (uint32_t d : selected) {
             Draft& draft = drafts_[d];
             if (scope.high) {
-                draft.high = toTable(*scope.high);
+                draft.high = high;
                 draft.highOrigin = at;
                 draft.highScope = static_cast<int>(s);
             }
             if (scope.low) {
-                draft.low = toTable(*scope.low);
+                draft.low = low;
                 draft.lowOrigin = at;
                 draft.lowScope = static_cast<int>(s);
             }
@@ -290,7 +293,7 @@ private:
                     BandwidthPlan plan = planBandwidth(*scope.bandwidth, std::min(cap, 64u));
                     VlArbTable t{};
                     std::copy(plan.entries.begin(), plan.entries.end(), t.begin());
-                    it = bandwidthByCap.emplace(cap, t).first;
+                    it = bandwidthByCap.emplace(cap, out_.vlarbs.intern(t)).first;
                 }
                 draft.low = it->second;
                 draft.lowOrigin = bandwidthAt;
@@ -349,16 +352,64 @@ private:
     };
     std::map<FoldKey, FoldNote> foldWarnings_;
 
-    void noteFold(uint16_t originIndex, uint8_t operVls, uint32_t port, const std::string& what) {
+    // describe() says what folding does; it is called once per warning.
+    template <typename Describe>
+    void noteFold(uint16_t originIndex, uint8_t operVls, uint32_t port, Describe describe) {
         if (out_.origins[originIndex].kind == TableOrigin::Kind::BuiltIn) return;  // OpenSM's own default relies on it
         FoldNote& note = foldWarnings_[{originIndex, operVls}];
         if (note.lastPort == port) return;  // one port counts once, whatever its in-ports
         note.lastPort = port;
-        if (note.ports++ == 0) note.what = what;
+        if (note.ports++ == 0) note.what = describe();
+    }
+
+    // Per unfolded SL2VL table and OperVLs code: the folded table's index, the unfolded table's
+    // index in the output pool, and whether folding changed it (computed once, used per pair).
+    struct FoldedSl2Vl {
+        uint32_t folded = NoPort;
+        uint32_t raw = NoPort;
+        bool folds = false;
+    };
+    std::vector<std::array<FoldedSl2Vl, 6>> sl2vlFolds_;
+
+    const FoldedSl2Vl& foldSl2Vl(uint32_t rawIndex, uint8_t operVls) {
+        if (sl2vlFolds_.size() < raw_.size()) sl2vlFolds_.resize(raw_.size());
+        FoldedSl2Vl& f = sl2vlFolds_[rawIndex][std::min<uint8_t>(operVls, 5)];
+        if (f.folded == NoPort) {
+            Sl2VlTable table = raw_[rawIndex];
+            uint8_t mask = vlMask(operVls);
+            for (uint8_t& vl : table) {
+                if (vl == 15) continue;
+                f.folds |= vl >= dataVls(operVls);
+                vl &= mask;
+            }
+            f.folded = out_.sl2vls.intern(table);
+            f.raw = out_.sl2vls.intern(raw_[rawIndex]);
+        }
+        return f;
+    }
+
+    // Per unfolded VLArb table, OperVLs code and cap: the folded table and whether folding
+    // changed an entry the port is sent.
+    struct FoldedVlArb {
+        uint32_t folded = NoPort;
+        bool folds = false;
+    };
+    std::map<std::tuple<uint32_t, uint8_t, unsigned>, FoldedVlArb> vlarbFolds_;
+
+    const FoldedVlArb& foldVlArb(uint32_t raw, uint8_t operVls, unsigned cap) {
+        FoldedVlArb& f = vlarbFolds_[{raw, operVls, cap}];
+        if (f.folded == NoPort) {
+            VlArbTable table = out_.vlarbs[raw];
+            for (unsigned i = 0; i < table.size(); ++i) {
+                f.folds |= i < cap && table[i].weight && table[i].vl >= dataVls(operVls);
+                table[i].vl &= vlMask(operVls);
+            }
+            f.folded = out_.vlarbs.intern(table);
+        }
+        return f;
     }
 
     void finish() {
-        std::map<std::pair<uint32_t, uint8_t>, uint32_t> foldedSl2Vl;  // (raw table, mask) -> pool index
         out_.ports.reserve(drafts_.size());
         for (Draft& d : drafts_) {
             const FabricPort& port = fabric_.ports[d.port];
@@ -375,43 +426,36 @@ private:
             t.highOrigin = d.highOrigin;
             t.lowOrigin = d.lowOrigin;
             t.limitOrigin = d.limitOrigin;
-            auto fold = [&](VlArbTable table, unsigned cap, uint16_t from) {
-                for (unsigned i = 0; i < table.size(); ++i) {
-                    if (i < cap && table[i].weight && table[i].vl >= dataVls) {
-                        noteFold(from, port.operVls, d.port,
-                                 "VL " + std::to_string(table[i].vl) + " becomes VL " + std::to_string(table[i].vl & mask));
-                    }
-                    table[i].vl &= mask;
+            auto fold = [&](uint32_t raw, unsigned cap, uint16_t from) {
+                const FoldedVlArb& f = foldVlArb(raw, port.operVls, cap);
+                if (f.folds) {
+                    noteFold(from, port.operVls, d.port, [&] {
+                        const VlArbTable& table = out_.vlarbs[raw];
+                        for (unsigned i = 0; i < cap && i < table.size(); ++i) {
+                            if (table[i].weight && table[i].vl >= dataVls) {
+                                return "VL " + std::to_string(table[i].vl) + " becomes VL " + std::to_string(table[i].vl & mask);
+                            }
+                        }
+                        return std::string();
+                    });
                 }
-                return out_.vlarbs.intern(table);
+                return f.folded;
             };
             t.vlArbHigh = fold(d.high, port.vlArbHighCap, d.highOrigin);
             t.vlArbLow = fold(d.low, port.vlArbLowCap, d.lowOrigin);
-            t.rawHigh = out_.vlarbs.intern(d.high);
-            t.rawLow = out_.vlarbs.intern(d.low);
+            t.rawHigh = d.high;
+            t.rawLow = d.low;
             if (d.highScope >= 0) ++out_.vlarbScopeUse[d.highScope];
             if (d.lowScope >= 0 && d.lowScope != d.highScope) ++out_.vlarbScopeUse[d.lowScope];
             if (d.limitScope >= 0 && d.limitScope != d.highScope && d.limitScope != d.lowScope) ++out_.vlarbScopeUse[d.limitScope];
 
             std::vector<uint32_t> folded(d.sl2vl.size()), raws(d.sl2vl.size());
             for (size_t in = 0; in < d.sl2vl.size(); ++in) {
-                auto key = std::make_pair(d.sl2vl[in], mask);
-                auto it = foldedSl2Vl.find(key);
-                if (it == foldedSl2Vl.end()) {
-                    Sl2VlTable table = raw_[d.sl2vl[in]];
-                    for (uint8_t& vl : table) {
-                        if (vl != 15) vl &= mask;
-                    }
-                    it = foldedSl2Vl.emplace(key, out_.sl2vls.intern(table)).first;
-                }
-                folded[in] = it->second;
-                const Sl2VlTable& raw = raw_[d.sl2vl[in]];
-                raws[in] = out_.sl2vls.intern(raw);
-                for (unsigned sl = 0; sl < 16; ++sl) {
-                    if (raw[sl] != 15 && raw[sl] >= dataVls) {
-                        noteFold(d.sl2vlOrigin[in], port.operVls, d.port, describeSl2VlFold(raw, mask));
-                        break;
-                    }
+                const FoldedSl2Vl& f = foldSl2Vl(d.sl2vl[in], port.operVls);
+                folded[in] = f.folded;
+                raws[in] = f.raw;
+                if (f.folds) {
+                    noteFold(d.sl2vlOrigin[in], port.operVls, d.port, [&] { return describeSl2VlFold(raw_[d.sl2vl[in]], mask); });
                 }
                 if (d.sl2vlScope[in] >= 0) ++out_.sl2vlScopeUse[d.sl2vlScope[in]];
             }

@@ -32,8 +32,7 @@ template <typename Table>
 class TablePool {
 public:
     uint32_t intern(const Table& table) {
-        std::string key(reinterpret_cast<const char*>(table.data()), sizeof(Table));
-        auto [it, fresh] = index_.emplace(std::move(key), static_cast<uint32_t>(tables_.size()));
+        auto [it, fresh] = index_.emplace(table, static_cast<uint32_t>(tables_.size()));
         if (fresh) tables_.push_back(table);
         return it->second;
     }
@@ -41,8 +40,17 @@ public:
     size_t size() const { return tables_.size(); }
 
 private:
+    // FNV-1a over the table's bytes (the tables are arrays of plain bytes).
+    struct Hash {
+        size_t operator()(const Table& t) const {
+            uint64_t h = 1469598103934665603ULL;
+            const auto* bytes = reinterpret_cast<const unsigned char*>(t.data());
+            for (size_t i = 0; i < sizeof(Table); ++i) h = (h ^ bytes[i]) * 1099511628211ULL;
+            return static_cast<size_t>(h);
+        }
+    };
     std::vector<Table> tables_;
-    std::unordered_map<std::string, uint32_t> index_;
+    std::unordered_map<Table, uint32_t, Hash> index_;
 };
 
 // Where a table or value came from, so that warnings can point at what the administrator wrote.
