@@ -46,6 +46,22 @@ struct OpenSmFiles {
 };
 OpenSmFiles emitOpenSm(const BoundPolicy& bound, const FabricTables& tables, Diagnostics& diagnostics);
 
+// What per-class opensm.conf options can express: for each port class, the (unfolded) tables
+// most of its ports receive, and the ports that need other tables (per-port programming).
+struct ClassTemplate {
+    bool present = false;
+    uint32_t high = 0, low = 0, sl2vl = 0;  // indices into FabricTables' pools
+    uint8_t highLimit = 0;
+};
+struct ClassPlan {
+    std::array<ClassTemplate, 4> classes;  // indexed by PortClass
+    std::vector<uint32_t> specialPorts;    // indices into FabricTables::ports
+};
+ClassPlan planClassOptions(const Fabric& fabric, const FabricTables& tables);
+// The option strings OpenSM reads back as these tables ("0:64,1:128", "0,1,2,...").
+std::string vlarbOptionString(const VlArbTable& table);
+std::string sl2vlOptionString(const Sl2VlTable& table);
+
 // The node type as the JSON output names it ("CA", "SWITCH", "ROUTER").
 const char* nodeTypeName(NodeType type);
 

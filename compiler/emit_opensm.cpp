@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "emit.hpp"
 
@@ -57,7 +58,9 @@ private:
     std::set<std::string> taken_;
 };
 
-std::string vlarbOption(const VlArbTable& table) {
+}  // namespace
+
+std::string vlarbOptionString(const VlArbTable& table) {
     size_t last = 0;
     for (size_t i = 0; i < table.size(); ++i) {
         if (table[i].weight || table[i].vl) last = i + 1;
@@ -69,13 +72,46 @@ std::string vlarbOption(const VlArbTable& table) {
     return out;
 }
 
-std::string sl2vlOption(const Sl2VlTable& table) {
+std::string sl2vlOptionString(const Sl2VlTable& table) {
     std::string out;
     for (size_t i = 0; i < table.size(); ++i) out += (i ? "," : "") + std::to_string(table[i]);
     return out;
 }
 
-}  // namespace
+ClassPlan planClassOptions(const Fabric& fabric, const FabricTables& tables) {
+    using Key = std::tuple<uint32_t, uint32_t, uint8_t, uint32_t>;
+    // Switch port 0's pairs (in, 0) for in != 0 use the external-port options; its class
+    // decides only (0, 0).
+    auto keyOf = [](const PortTables& t) { return Key{t.rawHigh, t.rawLow, t.highLimit, t.rawSl2vlFor(0)}; };
+    std::array<std::map<Key, size_t>, 4> counts;
+    for (const PortTables& t : tables.ports) ++counts[static_cast<size_t>(t.portClass)][keyOf(t)];
+    ClassPlan plan;
+    std::array<Key, 4> chosen{};
+    for (size_t c = 0; c < 4; ++c) {
+        size_t best = 0;
+        for (const auto& [key, n] : counts[c]) {
+            if (n <= best) continue;
+            best = n;
+            chosen[c] = key;
+            auto [high, low, limit, sl2vl] = key;
+            plan.classes[c] = {true, high, low, sl2vl, limit};
+        }
+    }
+    uint32_t externalSl2vl = std::get<3>(chosen[static_cast<size_t>(PortClass::SwitchExternal)]);
+    for (uint32_t i = 0; i < tables.ports.size(); ++i) {
+        const PortTables& t = tables.ports[i];
+        size_t c = static_cast<size_t>(t.portClass);
+        bool differs = keyOf(t) != chosen[c];
+        const FabricNode& node = fabric.nodeOf(t.port);
+        if (node.type == NodeType::Switch) {
+            bool port0 = t.portClass == PortClass::SwitchPort0;
+            uint32_t others = port0 ? externalSl2vl : std::get<3>(chosen[c]);
+            for (unsigned in = port0 ? 1 : 0; in <= node.portCount; ++in) differs |= t.rawSl2vlFor(in) != others;
+        }
+        if (differs) plan.specialPorts.push_back(i);
+    }
+    return plan;
+}
 
 OpenSmFiles emitOpenSm(const BoundPolicy& bound, const FabricTables& tables, Diagnostics& diagnostics) {
     const Policy& policy = *bound.policy;
@@ -175,54 +211,20 @@ OpenSmFiles emitOpenSm(const BoundPolicy& bound, const FabricTables& tables, Dia
     std::string& o = files.options;
     o += "# opensm.conf QoS lines written by ibqos from " + policy.file + " for the fabric " + fabric.source + ".\n";
     o += "qos TRUE\n";
-    struct ClassTables {
-        std::map<std::tuple<uint32_t, uint32_t, uint8_t, uint32_t>, size_t> count;
-    };
-    std::array<ClassTables, 4> classes;
-    auto classKey = [&](const PortTables& t) {
-        // Switch port 0's (in, 0) pairs for in != 0 use the external-port options; its class
-        // decides only (0, 0).
-        return std::make_tuple(t.rawHigh, t.rawLow, t.highLimit, t.rawSl2vlFor(0));
-    };
-    for (const PortTables& t : tables.ports) ++classes[static_cast<size_t>(t.portClass)].count[classKey(t)];
-    std::array<std::tuple<uint32_t, uint32_t, uint8_t, uint32_t>, 4> chosen{};
-    std::array<bool, 4> present{};
-    for (size_t c = 0; c < 4; ++c) {
-        size_t best = 0;
-        for (const auto& [key, n] : classes[c].count) {
-            if (n > best) {
-                best = n;
-                chosen[c] = key;
-                present[c] = true;
-            }
-        }
-    }
+    ClassPlan plan = planClassOptions(fabric, tables);
     static const char* classNames[] = {"CA ports", "router ports", "switch ports 0 (enhanced)", "switch external ports"};
     for (PortClass c : {PortClass::Ca, PortClass::Router, PortClass::SwitchPort0, PortClass::SwitchExternal}) {
-        size_t i = static_cast<size_t>(c);
-        if (!present[i]) continue;
-        auto [high, low, limit, sl2vl] = chosen[i];
+        const ClassTemplate& t = plan.classes[static_cast<size_t>(c)];
+        if (!t.present) continue;
         std::string prefix = portClassPrefix(c);
-        o += "\n# " + std::string(classNames[i]) + "\n";
-        o += prefix + "high_limit " + std::to_string(limit) + "\n";
-        o += prefix + "vlarb_high " + vlarbOption(tables.vlarbs[high]) + "\n";
-        o += prefix + "vlarb_low " + vlarbOption(tables.vlarbs[low]) + "\n";
-        o += prefix + "sl2vl " + sl2vlOption(tables.sl2vls[sl2vl]) + "\n";
+        o += "\n# " + std::string(classNames[static_cast<size_t>(c)]) + "\n";
+        o += prefix + "high_limit " + std::to_string(t.highLimit) + "\n";
+        o += prefix + "vlarb_high " + vlarbOptionString(tables.vlarbs[t.high]) + "\n";
+        o += prefix + "vlarb_low " + vlarbOptionString(tables.vlarbs[t.low]) + "\n";
+        o += prefix + "sl2vl " + sl2vlOptionString(tables.sl2vls[t.sl2vl]) + "\n";
     }
     std::vector<std::string> special;
-    const auto& swe = chosen[static_cast<size_t>(PortClass::SwitchExternal)];
-    for (const PortTables& t : tables.ports) {
-        size_t c = static_cast<size_t>(t.portClass);
-        bool differs = classKey(t) != chosen[c];
-        const FabricNode& node = fabric.nodeOf(t.port);
-        if (node.type == NodeType::Switch) {
-            uint32_t expectOthers = t.portClass == PortClass::SwitchPort0 ? std::get<3>(swe) : std::get<3>(chosen[c]);
-            for (unsigned in = t.portClass == PortClass::SwitchPort0 ? 1 : 0; in <= node.portCount; ++in) {
-                differs |= t.rawSl2vlFor(in) != expectOthers;
-            }
-        }
-        if (differs) special.push_back(fabric.portName(t.port));
-    }
+    for (uint32_t i : plan.specialPorts) special.push_back(fabric.portName(tables.ports[i].port));
     if (!special.empty()) {
         o += "\n# " + std::to_string(special.size()) + " ports need tables that these per-class options cannot give;\n";
         o += "# a stock OpenSM gives them their class's tables. The ibqos plugin (event_plugin_name ibqos_osm)\n";
