@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -119,7 +120,7 @@ Plugin::Plugin(osm_opensm_t* osm, PluginOptions options) : osm_(osm), options_(s
 }
 
 Plugin::~Plugin() {
-    installHooks(0);
+    installHooks(false, false, 0);
     log(OSM_LOG_INFO, "0003", "ibqos plugin unloaded");
 }
 
@@ -295,7 +296,7 @@ void Plugin::heavySweepDone() {
 
     cl_plock_excl_acquire(&osm_->lock);
     applyClassOptions(*sweep);
-    installHooks(sweep->overriddenPorts());
+    installHooks(sweep->needsSl2VlHook(), sweep->needsVlArbHook(), sweep->overriddenPorts());
     expectedMads_ = expectedQosMads(osm_->subn, sweep->fabric(), nodes, sweep->tables());
     sweep_ = std::move(sweep);
     hookCalls_ = 0;
@@ -321,50 +322,57 @@ void Plugin::applyClassOptions(const CompiledSweep& sweep) {
     }
 }
 
-void Plugin::installHooks(size_t overriddenPorts) {
-    bool wanted = overriddenPorts > 0;
+Plugin::EngineHooks* Plugin::engineByContext(void* context) {
+    for (EngineHooks& e : engines_) {
+        if (e.engine->context == context) return &e;
+    }
+    return nullptr;
+}
+
+void Plugin::installHooks(bool sl2vl, bool vlarb, size_t overriddenPorts) {
     std::vector<osm_routing_engine_t*> engines;
     for (osm_routing_engine_t* e = osm_->routing_engine_list; e; e = e->next) engines.push_back(e);
     if (osm_->default_routing_engine) engines.push_back(osm_->default_routing_engine);
-    if (!wanted) {
-        if (hooked_.empty()) return;
-        for (osm_routing_engine_t* e : hooked_) {
-            EngineHooks& saved = chained_[e->context];
-            e->update_sl2vl = saved.sl2vl;
-            e->update_vlarb = saved.vlarb;
+    bool changed = false;
+    for (osm_routing_engine_t* engine : engines) {
+        auto it = std::find_if(engines_.begin(), engines_.end(), [&](const EngineHooks& e) { return e.engine == engine; });
+        if (it == engines_.end()) {
+            if (!sl2vl && !vlarb) continue;
+            engines_.push_back({engine, engine->update_sl2vl, engine->update_vlarb, false, false});
+            it = engines_.end() - 1;
+            if (engine->update_sl2vl || engine->update_vlarb) {
+                log(OSM_LOG_INFO, "0032", std::string("routing engine ") + (engine->name ? engine->name : "?") +
+                                              " has table hooks of its own: ibqos calls them first, then gives the "
+                                              "ports the policy's own tables");
+            }
         }
-        hooked_.clear();
-        chained_.clear();
+        EngineHooks& e = *it;
+        if (sl2vl != e.ownSl2Vl) {
+            engine->update_sl2vl = sl2vl ? hookSl2Vl : e.sl2vl;
+            e.ownSl2Vl = sl2vl;
+            changed = true;
+        }
+        if (vlarb != e.ownVlArb) {
+            engine->update_vlarb = vlarb ? hookVlArb : e.vlarb;
+            e.ownVlArb = vlarb;
+            changed = true;
+        }
+    }
+    if (!changed) return;
+    if (sl2vl || vlarb) {
+        log(OSM_LOG_INFO, "0030",
+            std::to_string(overriddenPorts) + " ports need tables their class options cannot give: hooks for " +
+                (sl2vl && vlarb ? "SL2VL and VLArb" : sl2vl ? "SL2VL" : "VLArb") + " installed on " +
+                std::to_string(engines.size()) + " routing engines" +
+                (sl2vl ? " (OpenSM's one-MAD-per-switch SL2VL programming is off while the SL2VL hook is)" : ""));
+    } else {
         log(OSM_LOG_INFO, "0031", "no port needs per-port tables any more: routing-engine hooks removed");
-        return;
-    }
-    size_t added = 0;
-    for (osm_routing_engine_t* e : engines) {
-        if (e->update_sl2vl == hookSl2Vl) continue;
-        chained_[e->context] = {e->update_sl2vl, e->update_vlarb};
-        if (e->update_sl2vl || e->update_vlarb) {
-            log(OSM_LOG_INFO, "0032", std::string("routing engine ") + (e->name ? e->name : "?") +
-                                          " has its own table hooks: ibqos calls them first, then sets the ports "
-                                          "the policy gives their own tables");
-        }
-        e->update_sl2vl = hookSl2Vl;
-        e->update_vlarb = hookVlArb;
-        hooked_.push_back(e);
-        ++added;
-    }
-    if (added) {
-        log(OSM_LOG_INFO, "0030", std::to_string(overriddenPorts) +
-                                      " ports need tables their class options cannot give: routing-engine hooks installed "
-                                      "on " + std::to_string(added) + " engines (OpenSM's one-MAD-per-switch SL2VL "
-                                      "programming is off while they are)");
     }
 }
 
 void Plugin::updateSl2Vl(void* context, osm_physp_t* port, uint8_t in, uint8_t out, ib_slvl_table_t* table) {
     try {
-        if (auto it = chained_.find(context); it != chained_.end() && it->second.sl2vl) {
-            it->second.sl2vl(context, port, in, out, table);
-        }
+        if (EngineHooks* e = engineByContext(context); e && e->sl2vl) e->sl2vl(context, port, in, out, table);
         if (!sweep_ || !port || !port->p_node) return;
         const PortTables* t = sweep_->overrideFor(cl_ntoh64(port->p_node->node_info.node_guid), port->port_num);
         if (!t) return;
@@ -379,8 +387,8 @@ void Plugin::updateSl2Vl(void* context, osm_physp_t* port, uint8_t in, uint8_t o
 void Plugin::updateVlArb(void* context, osm_physp_t* port, uint8_t portNumber, ib_vl_arb_table_t* block,
                          unsigned length, unsigned blockNumber) {
     try {
-        if (auto it = chained_.find(context); it != chained_.end() && it->second.vlarb) {
-            it->second.vlarb(context, port, portNumber, block, length, blockNumber);
+        if (EngineHooks* e = engineByContext(context); e && e->vlarb) {
+            e->vlarb(context, port, portNumber, block, length, blockNumber);
         }
         if (!sweep_ || !port || !port->p_node || blockNumber > 3) return;
         const PortTables* t = sweep_->overrideFor(cl_ntoh64(port->p_node->node_info.node_guid), port->port_num);

@@ -48,10 +48,15 @@ private:
         uint64_t hash = 0;
         unsigned version = 0;
     };
+    // A routing engine's own hooks, kept to be chained and restored.
     struct EngineHooks {
+        osm_routing_engine_t* engine = nullptr;
         decltype(osm_routing_engine_t::update_sl2vl) sl2vl = nullptr;
         decltype(osm_routing_engine_t::update_vlarb) vlarb = nullptr;
+        bool ownSl2Vl = false;  // ibqos's hook is installed in place of sl2vl
+        bool ownVlArb = false;
     };
+    EngineHooks* engineByContext(void* context);
 
     void log(int level, const char* id, const std::string& message);
     void heavySweepDone();
@@ -60,7 +65,7 @@ private:
     void reloadPolicy();
     void writeGeneratedPolicy(const std::string& text);
     void applyClassOptions(const CompiledSweep& sweep);
-    void installHooks(size_t overriddenPorts);
+    void installHooks(bool sl2vl, bool vlarb, size_t overriddenPorts);
 
     osm_opensm_t* osm_;
     PluginOptions options_;
@@ -73,8 +78,7 @@ private:
     std::array<std::optional<ClassOptions>, 4> lastSet_;
     std::unique_ptr<CompiledSweep> sweep_;
     std::string lastGeneratedText_;
-    std::unordered_map<void*, EngineHooks> chained_;  // engine context -> the hooks it had
-    std::vector<osm_routing_engine_t*> hooked_;
+    std::vector<EngineHooks> engines_;
     std::string lastEngineWarned_;
     // Figures for the sweep summary.
     unsigned sweeps_ = 0;

@@ -17,9 +17,19 @@ std::unique_ptr<CompiledSweep> CompiledSweep::compile(const Policy& policy, Fabr
     // The per-port note emitOpenSm would add is the plugin's job, not a warning here.
     Diagnostics emitted;
     sweep->policyText_ = emitOpenSm(sweep->bound_, sweep->tables_, emitted).policy;
+    const ClassTemplate& external = sweep->plan_.classes[static_cast<size_t>(PortClass::SwitchExternal)];
     for (uint32_t i : sweep->plan_.specialPorts) {
-        const FabricPort& port = sweep->fabric_->ports[sweep->tables_.ports[i].port];
-        sweep->overrides_.emplace(portKey(sweep->fabric_->nodes[port.node].guid, port.number), i);
+        const PortTables& t = sweep->tables_.ports[i];
+        const FabricPort& port = sweep->fabric_->ports[t.port];
+        const FabricNode& node = sweep->fabric_->nodes[port.node];
+        sweep->overrides_.emplace(portKey(node.guid, port.number), i);
+        const ClassTemplate& own = sweep->plan_.classes[static_cast<size_t>(t.portClass)];
+        sweep->needsVlArb_ |= t.rawHigh != own.high || t.rawLow != own.low || t.highLimit != own.highLimit;
+        unsigned ins = node.type == NodeType::Switch ? node.portCount + 1u : 1u;
+        for (unsigned in = 0; in < ins; ++in) {
+            uint32_t expected = t.portClass == PortClass::SwitchPort0 && in != 0 ? external.sl2vl : own.sl2vl;
+            sweep->needsSl2Vl_ |= t.rawSl2vlFor(in) != expected;
+        }
     }
     return sweep;
 }
@@ -34,6 +44,40 @@ std::optional<ClassOptions> CompiledSweep::classOptions(PortClass c) const {
 const PortTables* CompiledSweep::overrideFor(uint64_t nodeGuid, unsigned portNumber) const {
     auto it = overrides_.find(portKey(nodeGuid, portNumber));
     return it == overrides_.end() ? nullptr : &tables_.ports[it->second];
+}
+
+QosMadCount countFullProgramming(const Fabric& fabric, const FabricTables& tables, bool sl2vlHook,
+                                 bool switchesOptimize) {
+    QosMadCount count;
+    std::unordered_map<uint32_t, std::array<size_t, 6>> operVlsPerSwitch;  // node -> ports per OperVLs code
+    for (const PortTables& t : tables.ports) {
+        if (t.hasVlArb) {
+            // Block 0 holds min(cap, 32) entries, block 1 cap % 32 when the cap is above 32.
+            for (unsigned cap : {unsigned{t.vlArbLowCap}, unsigned{t.vlArbHighCap}}) {
+                count.vlarb += cap > 0;
+                count.vlarb += cap > 32 && cap % 32 != 0;
+            }
+        }
+        const FabricPort& port = fabric.ports[t.port];
+        const FabricNode& node = fabric.nodes[port.node];
+        if (node.type != NodeType::Switch) {
+            ++count.sl2vl;
+        } else if (switchesOptimize && !sl2vlHook) {
+            if (port.number != 0) ++operVlsPerSwitch[port.node][std::min<uint8_t>(t.operVls, 5)];
+            if (port.number == 0) ++count.sl2vl;  // the enhanced port 0's own (0, 0)
+        } else {
+            count.sl2vl += node.portCount + 1u;
+        }
+    }
+    for (const auto& [node, counts] : operVlsPerSwitch) {
+        size_t ports = 0, common = 0;
+        for (size_t n : counts) {
+            ports += n;
+            common = std::max(common, n);
+        }
+        count.sl2vl += 1 + (ports - common);
+    }
+    return count;
 }
 
 }  // namespace ibqos::osm

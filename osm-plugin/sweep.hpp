@@ -44,6 +44,11 @@ public:
     const Fabric& fabric() const { return *fabric_; }
     const FabricTables& tables() const { return tables_; }
     size_t overriddenPorts() const { return overrides_.size(); }
+    // Whether some overridden port needs its own SL2VL tables (the SL2VL hook turns off OpenSM's
+    // one-MAD-per-switch programming, so it is installed only then), or its own VLArb tables or
+    // high limit.
+    bool needsSl2VlHook() const { return needsSl2Vl_; }
+    bool needsVlArbHook() const { return needsVlArb_; }
 
 private:
     std::unique_ptr<Fabric> fabric_;  // BoundPolicy points into it
@@ -52,7 +57,21 @@ private:
     ClassPlan plan_;
     std::string policyText_;
     std::unordered_map<uint64_t, uint32_t> overrides_;  // (node GUID, port) -> index into tables_.ports
+    bool needsSl2Vl_ = false;
+    bool needsVlArb_ = false;
 };
+
+// How many SL2VL and VLArb MADs OpenSM sends to program every port from scratch (a first sweep,
+// or need_update), by osm_qos.c's rules. On switches that support optimized SL2VL programming
+// OpenSM sends one MAD per switch (plus one per port whose OperVLs differ from the switch's most
+// common) -- unless an update_sl2vl hook is installed, which turns that off.
+struct QosMadCount {
+    size_t vlarb = 0;
+    size_t sl2vl = 0;
+    size_t total() const { return vlarb + sl2vl; }
+};
+QosMadCount countFullProgramming(const Fabric& fabric, const FabricTables& tables, bool sl2vlHook,
+                                 bool switchesOptimize);
 
 // The key the hooks look a port up by.
 constexpr uint64_t portKey(uint64_t nodeGuid, unsigned portNumber) {
