@@ -17,6 +17,7 @@ InfiniBand QoS policies, checked and compiled before they reach the fabric.
 Commands:
   check     report every problem in a policy file (and, with a topology, in its tables)
   compile   the tables every port of a fabric receives, VL shares, or a plain OpenSM setup
+  verify    compare every port's tables on the live fabric with what the policy compiles to
   help      show this help
 
 Run 'ibqos COMMAND --help' for the options of a command; 'man ibqos' for the whole story.
@@ -45,6 +46,9 @@ int main(int argc, char** argv) {
         }
         if (command == "check") return runCheck(args);
         if (command == "compile") return runCompile(args);
+#ifdef IBQOS_HAVE_VERIFY
+        if (command == "verify") return runVerify(args);
+#endif
         throw UsageError{"unknown command '" + command + "'"};
     } catch (const UsageError& e) {
         std::cerr << "ibqos " << command << ": " << e.message << "\n"
