@@ -125,7 +125,9 @@ private:
         if (policy_.hasDefaultLevel) rulesOfLevel[policy_.defaultLevel];
         SlProblems problems = findSlProblems();
 
-        for (const auto& [level, rules] : rulesOfLevel) {
+        for (const auto& entry : rulesOfLevel) {
+            uint32_t level = entry.first;
+            const std::vector<uint32_t>& rules = entry.second;  // a lambda below uses it (no binding capture in clang 14)
             const QosLevel& l = policy_.levels[level];
             bool isDefault = policy_.hasDefaultLevel && level == policy_.defaultLevel;
             auto report = [&](const std::vector<uint32_t>& ports, bool dropped) {
