@@ -56,6 +56,9 @@ class HostPlan {
     std::vector<PlanSlot> slots_;
 };
 
+// Where hosts read the policy unless told otherwise (IBQOS_POLICY, --policy).
+inline constexpr const char* DefaultPolicyPath = "/etc/ibqos/qos-policy.conf";
+
 // Reads and checks a policy file and returns its plan, or nullopt with error holding the
 // first problem (for callers that report one line, as the preload library does).
 std::optional<HostPlan> loadHostPlan(const std::string& path, std::string& error);

@@ -68,8 +68,12 @@ PathResult SaClient::query(PathQuery query) {
                     waiting = false;
                     break;
                 case ReceiveStatus::SendTimedOut:
-                    // The MAD layer gave up on one of our requests; only the current one matters.
-                    waiting = static_cast<uint32_t>(in.transactionId) != static_cast<uint32_t>(tid);
+                    // The MAD layer gave up on a request (a kernel after the timeout; a
+                    // simulator at once when nobody listens). The attempt still lasts its
+                    // whole timeout, so that retries keep their backoff.
+                    if (static_cast<uint32_t>(in.transactionId) == static_cast<uint32_t>(tid)) {
+                        lastProblem = "no answer (" + in.message + ")";
+                    }
                     break;
                 case ReceiveStatus::Error:
                     result.message = "cannot receive from the SA: " + in.message;

@@ -110,6 +110,7 @@ Received UmadTransport::receive(std::chrono::milliseconds timeout) {
                 // The MAD layer returns our own request with an error status (ETIMEDOUT when
                 // no answer came in time).
                 in.status = ReceiveStatus::SendTimedOut;
+                in.message = "the MAD layer reports " + errnoText(status);
                 uint64_t tid = 0;
                 std::memcpy(&tid, mad + 8, sizeof tid);
                 in.transactionId = be64toh(tid);
