@@ -167,6 +167,7 @@ std::optional<AgentMessage> parseAgentMessage(std::string_view bytes, MessageErr
                     "message longer than " + std::to_string(MaxAgentMessage) + " bytes");
     }
     if (!bytes.empty() && bytes.back() == '\n') bytes.remove_suffix(1);
+    if (bytes.empty()) return fail(0, "expected 'ibqos1 KIND ...', got an empty message");
 
     // Tokens separated by single blanks; no other whitespace or control bytes.
     std::vector<std::pair<size_t, std::string_view>> tokens;

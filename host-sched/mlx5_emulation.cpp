@@ -36,9 +36,18 @@ struct EmulatedMlx5Device::State {
 
 namespace {
 
-std::mutex registryMutex;
-std::map<const ibv_context*, EmulatedMlx5Device::State*> devices;
-std::set<const void*> elementPointers;
+// The process-wide table behind the free functions. Never destroyed: devices owned by
+// other static objects may be destroyed after it at exit.
+struct Registry {
+    std::mutex mutex;
+    std::map<const ibv_context*, EmulatedMlx5Device::State*> devices;
+    std::set<const void*> elementPointers;
+};
+
+Registry& registry() {
+    static Registry* r = new Registry;
+    return *r;
+}
 
 // The real library dereferences before it checks: such a call would crash the process.
 [[noreturn]] void crash(const char* call, const char* what) {
@@ -49,14 +58,15 @@ std::set<const void*> elementPointers;
 
 EmulatedMlx5Device::State* deviceOf(const ibv_context* context, const char* call) {
     if (!context) crash(call, "NULL context");
-    auto it = devices.find(context);
-    if (it == devices.end()) crash(call, "a context that is not an emulated device");
+    auto it = registry().devices.find(context);
+    if (it == registry().devices.end()) crash(call, "a context that is not an emulated device");
     return it->second;
 }
 
 Element* elementOf(const void* p, const char* call) {
     if (!p) crash(call, "NULL scheduling element");
-    if (!elementPointers.count(p)) crash(call, "a pointer that is not a scheduling element");
+    if (!registry().elementPointers.count(p))
+        crash(call, "a pointer that is not a scheduling element");
     auto* e = static_cast<Element*>(const_cast<void*>(p));
     if (!e->info.alive) crash(call, "a destroyed scheduling element (freed memory)");
     return e;
@@ -94,7 +104,7 @@ unsigned depthOf(const EmulatedMlx5Device::State& s, const Element* e) {
 }
 
 void* create(ibv_context* context, const mlx5dv_sched_attr* attr, bool node) {
-    std::lock_guard lock(registryMutex);
+    std::lock_guard lock(registry().mutex);
     const char* call = node ? "mlx5dv_sched_node_create" : "mlx5dv_sched_leaf_create";
     auto* s = deviceOf(context, call);
     Element* parent = attr && attr->parent ? elementOf(attr->parent, call) : nullptr;
@@ -127,13 +137,13 @@ void* create(ibv_context* context, const mlx5dv_sched_attr* attr, bool node) {
     }
     Element* p = element.get();
     s->elements.push_back(std::move(element));
-    elementPointers.insert(p);
+    registry().elementPointers.insert(p);
     s->calls.push_back(line + " -> " + std::to_string(p->info.id));
     return p;
 }
 
 int modify(void* target, const mlx5dv_sched_attr* attr, bool node) {
-    std::lock_guard lock(registryMutex);
+    std::lock_guard lock(registry().mutex);
     const char* call = node ? "mlx5dv_sched_node_modify" : "mlx5dv_sched_leaf_modify";
     Element* e = elementOf(target, call);
     auto* s = e->device;
@@ -157,7 +167,7 @@ int modify(void* target, const mlx5dv_sched_attr* attr, bool node) {
 }
 
 int destroy(void* target, bool node) {
-    std::lock_guard lock(registryMutex);
+    std::lock_guard lock(registry().mutex);
     const char* call = node ? "mlx5dv_sched_node_destroy" : "mlx5dv_sched_leaf_destroy";
     Element* e = elementOf(target, call);
     auto* s = e->device;
@@ -199,7 +209,7 @@ int leafDestroy(mlx5dv_sched_leaf* l) { return destroy(l, false); }
 
 int modifyQpSchedElem(ibv_qp* qp, const mlx5dv_sched_leaf* requestor,
                       const mlx5dv_sched_leaf* responder) {
-    std::lock_guard lock(registryMutex);
+    std::lock_guard lock(registry().mutex);
     const char* call = "mlx5dv_modify_qp_sched_elem";
     if (!qp) crash(call, "NULL QP");
     auto* s = deviceOf(qp->context, call);
@@ -256,14 +266,14 @@ EmulatedMlx5Device::EmulatedMlx5Device(std::string name, EmulatedMlx5Caps caps)
     state_->device.node_type = IBV_NODE_CA;
     state_->device.transport_type = IBV_TRANSPORT_IB;
     state_->context.device = &state_->device;
-    std::lock_guard lock(registryMutex);
-    devices[&state_->context] = state_.get();
+    std::lock_guard lock(registry().mutex);
+    registry().devices[&state_->context] = state_.get();
 }
 
 EmulatedMlx5Device::~EmulatedMlx5Device() {
-    std::lock_guard lock(registryMutex);
-    devices.erase(&state_->context);
-    for (const auto& e : state_->elements) elementPointers.erase(e.get());
+    std::lock_guard lock(registry().mutex);
+    registry().devices.erase(&state_->context);
+    for (const auto& e : state_->elements) registry().elementPointers.erase(e.get());
 }
 
 ibv_context* EmulatedMlx5Device::context() { return &state_->context; }
@@ -275,39 +285,39 @@ ibv_qp* EmulatedMlx5Device::createQp(uint32_t qpNum, ibv_qp_type type, ibv_qp_st
     qp->qp_num = qpNum;
     qp->qp_type = type;
     qp->state = state;
-    std::lock_guard lock(registryMutex);
+    std::lock_guard lock(registry().mutex);
     state_->qps.push_back(std::move(qp));
     return state_->qps.back().get();
 }
 
 std::vector<EmulatedElement> EmulatedMlx5Device::elements() const {
-    std::lock_guard lock(registryMutex);
+    std::lock_guard lock(registry().mutex);
     std::vector<EmulatedElement> out;
     for (const auto& e : state_->elements) out.push_back(e->info);
     return out;
 }
 
 size_t EmulatedMlx5Device::liveElements() const {
-    std::lock_guard lock(registryMutex);
+    std::lock_guard lock(registry().mutex);
     size_t n = 0;
     for (const auto& e : state_->elements) n += e->info.alive;
     return n;
 }
 
 std::map<uint32_t, EmulatedAttachment> EmulatedMlx5Device::attachments() const {
-    std::lock_guard lock(registryMutex);
+    std::lock_guard lock(registry().mutex);
     return state_->attachments;
 }
 
 std::vector<std::string> EmulatedMlx5Device::calls() const {
-    std::lock_guard lock(registryMutex);
+    std::lock_guard lock(registry().mutex);
     return state_->calls;
 }
 
 unsigned EmulatedMlx5Device::idOf(const void* element) const {
     if (!element) return 0;
-    std::lock_guard lock(registryMutex);
-    if (!elementPointers.count(element)) return 0;
+    std::lock_guard lock(registry().mutex);
+    if (!registry().elementPointers.count(element)) return 0;
     return static_cast<const Element*>(element)->info.id;
 }
 

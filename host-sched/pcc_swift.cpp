@@ -74,11 +74,13 @@ mango_pcc_result_t swiftEvent(void* params, const mango_pcc_context_t* ctx) {
     result.new_window = ctx->current_window;
     double mtu = std::max(p.mtuBytes, 1u);
     if (!p.started) {
+        // Algorithm 1 starts with t_last_decrease = 0: the first decrease is allowed at once.
         p.started = 1;
         p.cwnd = std::clamp(ctx->current_window / mtu, p.minCwnd, p.maxCwnd);
+        p.sinceDecreaseNs = UINT64_MAX / 2;
     }
     uint64_t dtNs = uint64_t{p.intervalUs} * 1000;
-    p.sinceDecreaseNs += dtNs;
+    if (p.sinceDecreaseNs < UINT64_MAX / 2) p.sinceDecreaseNs += dtNs;
     if (ctx->latest_rtt_ns == 0) {
         result.request_rtt_probe = 1;  // no delay signal yet
         return result;
