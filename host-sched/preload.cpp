@@ -109,7 +109,7 @@ class Preload {
     void configure();
     SchedBackend* treeOf(ibv_context* context);
     bool connectAgent();
-    void send(const QpRecord& record, MessageKind kind);
+    void send(QpRecord& record, MessageKind kind);
     void logOnce(const std::string& key, const std::string& message);
 
     std::mutex mutex_;
@@ -246,7 +246,7 @@ bool Preload::connectAgent() {
     return fd_ >= 0;
 }
 
-void Preload::send(const QpRecord& record, MessageKind kind) {
+void Preload::send(QpRecord& record, MessageKind kind) {
     if (fd_ < 0) return;
     AgentMessage m;
     m.kind = kind;
@@ -272,11 +272,7 @@ void Preload::send(const QpRecord& record, MessageKind kind) {
         fd_ = -1;
         return;
     }
-    if (kind == MessageKind::Rtr) {
-        for (auto& [qp, r] : qps_) {
-            if (&r == &record) r.reported = true;
-        }
-    }
+    if (kind == MessageKind::Rtr) record.reported = true;
 }
 
 void Preload::afterRtr(ibv_qp* qp) {

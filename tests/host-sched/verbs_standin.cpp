@@ -2,7 +2,8 @@
 // A recording stand-in below the preload library: the verbs calls it interposes, and libmlx5's
 // scheduling calls served by the emulated device. Each call is printed on stdout, in order.
 //
-// STANDIN_FAIL_RTR=1 makes ibv_modify_qp fail RTR transitions with EINVAL (errno EINVAL).
+// STANDIN_FAIL_RTR=1 makes ibv_modify_qp fail RTR transitions with EINVAL (errno EINVAL);
+// STANDIN_QUIET=1 records nothing (for benchmarks).
 #include "verbs_standin.hpp"
 
 #include <cerrno>
@@ -31,6 +32,8 @@ EmulatedMlx5Device* deviceOf(ibv_context* context) {
 }
 
 void record(const std::string& line) {
+    static const bool quiet = std::getenv("STANDIN_QUIET") != nullptr;
+    if (quiet) return;
     std::printf("standin: %s\n", line.c_str());
     std::fflush(stdout);
 }
@@ -70,8 +73,11 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
         "ibv_modify_qp qpn=" + std::to_string(qp->qp_num) + " mask=" + std::to_string(mask);
     if (mask & IBV_QP_STATE) line += std::string(" state=") + stateName(attr->qp_state);
     if (mask & IBV_QP_AV) line += " sl=" + std::to_string(attr->ah_attr.sl);
-    const char* fail = std::getenv("STANDIN_FAIL_RTR");
-    if (fail && *fail == '1' && (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RTR) {
+    static const bool failRtr = [] {
+        const char* fail = std::getenv("STANDIN_FAIL_RTR");
+        return fail && *fail == '1';
+    }();
+    if (failRtr && (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RTR) {
         record(line + " -> EINVAL");
         errno = EINVAL;
         return EINVAL;
