@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -27,35 +26,8 @@ using namespace ibqos;
 
 namespace {
 
-const char* const policy = R"(
-qos-levels
- qos-level
-  name: default
-  sl: 0
- end-qos-level
-end-qos-levels
-host-sched
- sched-node
-  name: jobs
-  bw-share: 80
- end-sched-node
- sched-leaf
-  name: rpc
-  parent: jobs
-  sl: 3
-  bw-share: 50
-  pcc-slot: 2
-  pcc-algorithm: swift
- end-sched-leaf
- sched-leaf
-  name: bulk
-  sl: 0-2
-  bw-share: 20
- end-sched-leaf
-end-host-sched
-)";
-
-// The measuring child: N QPs through INIT, then RTR (timed), then destroy (timed).
+// The measuring child: N QPs through INIT, then RTR (timed), then destroy (timed). The policy
+// is samples/policies/host-sched.conf: SLs 0-3 are on leaves, three of them under a node.
 int measure(unsigned qps) {
     // An agent that reads every report, as the real one would.
     std::thread agent;
@@ -167,19 +139,17 @@ int main(int argc, char** argv) {
     if (qps == 0) qps = 1;
     std::string dir = "/tmp/ibqos-bench-preload-" + std::to_string(getpid());
     mkdir(dir.c_str(), 0700);
-    std::string policyPath = dir + "/policy.conf", socketPath = dir + "/agent.sock";
-    std::ofstream(policyPath) << policy;
+    std::string socketPath = dir + "/agent.sock";
     // The output goes to stderr of the child (stdout carries the stand-in's record).
     setenv("STANDIN_QUIET", "1", 1);
     std::map<std::string, double> base = runChild(argv[0], qps, {{"LD_PRELOAD", ""}});
     std::map<std::string, std::string> preload{{"LD_PRELOAD", PRELOAD_LIB},
-                                               {"IBQOS_POLICY", policyPath},
+                                               {"IBQOS_POLICY", SAMPLE_POLICY},
                                                {"IBQOS_AGENT_SOCKET", socketPath}};
     preload["IBQOS_SCHED_BACKEND"] = "simulated";
     std::map<std::string, double> simulated = runChild(argv[0], qps, preload);
     preload["IBQOS_SCHED_BACKEND"] = "mlx5";
     std::map<std::string, double> mlx5 = runChild(argv[0], qps, preload);
-    unlink(policyPath.c_str());
     unlink(socketPath.c_str());
     rmdir(dir.c_str());
     if (base.size() != 3 || simulated.size() != 3 || mlx5.size() != 3) return 1;

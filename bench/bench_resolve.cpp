@@ -3,7 +3,6 @@
 // Run it on a fabric: bench/run_bench_resolve.py starts OpenSM on ibsim and runs it there.
 //   ibqos-bench-resolve --policy POLICY --dst LID [--count N] [--service-id N] [--qos-class N]
 //                       [--hca NAME] [--port N] [--json]
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -15,15 +14,6 @@
 
 using namespace ibqos;
 
-namespace {
-
-double percentile(std::vector<double> v, double p) {
-    std::sort(v.begin(), v.end());
-    return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
     std::string policyPath, hca;
     unsigned count = 1000;
@@ -32,13 +22,7 @@ int main(int argc, char** argv) {
     host::PathQuery query;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
-        auto next = [&]() -> std::string {
-            if (i + 1 >= argc) {
-                std::fprintf(stderr, "%s needs a value\n", a.c_str());
-                std::exit(2);
-            }
-            return argv[++i];
-        };
+        auto next = [&] { return std::string(bench::optionValue(argc, argv, i)); };
         if (a == "--policy")
             policyPath = next();
         else if (a == "--dst")
@@ -97,8 +81,8 @@ int main(int argc, char** argv) {
     std::vector<std::pair<std::string, std::string>> params{{"count", std::to_string(count)},
                                                             {"retried", std::to_string(retried)},
                                                             {"with_leaf", std::to_string(leaves)}};
-    report.add({"resolve_median", percentile(times, 0.5), "us", params});
-    report.add({"resolve_p99", percentile(times, 0.99), "us", params});
-    report.add({"resolve_max", percentile(times, 1.0), "us", params});
+    report.add({"resolve_median", bench::percentile(times, 0.5), "us", params});
+    report.add({"resolve_p99", bench::percentile(times, 0.99), "us", params});
+    report.add({"resolve_max", bench::percentile(times, 1.0), "us", params});
     return 0;
 }

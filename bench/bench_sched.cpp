@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Benchmark: the simulated scheduler's time to compute the rates of every leaf of a tree.
 //   ibqos-bench-sched [--leaves N] [--nodes N] [--repeat N] [--json]
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -38,11 +37,6 @@ std::string generate(unsigned leaves, unsigned nodes) {
     return text + "end-host-sched\n";
 }
 
-double percentile(std::vector<double> v, double p) {
-    std::sort(v.begin(), v.end());
-    return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -50,12 +44,9 @@ int main(int argc, char** argv) {
     bool json = false;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
-        auto next = [&]() -> unsigned {
-            if (i + 1 >= argc) {
-                std::fprintf(stderr, "%s needs a value\n", a.c_str());
-                std::exit(2);
-            }
-            return static_cast<unsigned>(std::strtoul(argv[++i], nullptr, 10));
+        auto next = [&] {
+            return static_cast<unsigned>(
+                std::strtoul(bench::optionValue(argc, argv, i), nullptr, 10));
         };
         if (a == "--leaves")
             leaves = next();
@@ -102,7 +93,7 @@ int main(int argc, char** argv) {
     std::vector<std::pair<std::string, std::string>> params{{"leaves", std::to_string(leaves)},
                                                             {"nodes", std::to_string(nodes)},
                                                             {"repeat", std::to_string(repeat)}};
-    report.add({"sched_rates_median", percentile(times, 0.5), "us", params});
-    report.add({"sched_rates_p99", percentile(times, 0.99), "us", params});
+    report.add({"sched_rates_median", bench::percentile(times, 0.5), "us", params});
+    report.add({"sched_rates_p99", bench::percentile(times, 0.99), "us", params});
     return 0;
 }

@@ -8,7 +8,6 @@
 #include <string_view>
 
 #include "agent_state.hpp"
-#include "compile_policy.hpp"
 #include "pcc_simulated.hpp"
 
 using namespace ibqos;
@@ -16,33 +15,12 @@ using namespace ibqos::host;
 
 namespace {
 
+// The plan of samples/policies/host-sched.conf: SLs 0-4 on leaves, slots 1 and 2.
 HostPlan fuzzPlan() {
-    SourceFile source("fuzz.conf", R"(
-qos-levels
- qos-level
-  name: default
-  sl: 0
- end-qos-level
-end-qos-levels
-host-sched
- sched-leaf
-  name: bulk
-  sl: 0-2
-  pcc-slot: 1
-  pcc-algorithm: dcqcn
- end-sched-leaf
- sched-leaf
-  name: rpc
-  sl: 3
-  pcc-slot: 2
-  pcc-algorithm: swift
- end-sched-leaf
-end-host-sched
-)");
-    Diagnostics diagnostics;
-    Policy policy = loadPolicy(source, diagnostics);
-    if (diagnostics.hasErrors()) std::abort();
-    return HostPlan::fromPolicy(policy.hostSched);
+    std::string error;
+    auto plan = loadHostPlan(SAMPLE_POLICY, error);
+    if (!plan) std::abort();
+    return *plan;
 }
 
 }  // namespace

@@ -12,22 +12,15 @@
 #include <thread>
 
 #include "agent_server.hpp"
+#include "host_policies.hpp"
 #include "pcc_simulated.hpp"
-#include "policy_text.hpp"
 
 using namespace ibqos;
 using namespace ibqos::host;
 
 namespace {
 
-const char* const policy = R"(
-qos-levels
- qos-level
-  name: default
-  sl: 0
- end-qos-level
-end-qos-levels
-host-sched
+const char* const hostSched = R"(
  sched-leaf
   name: bulk data
   sl: 2
@@ -44,14 +37,9 @@ host-sched
   name: plain
   sl: 4
  end-sched-leaf
-end-host-sched
 )";
 
-HostPlan agentPlan(const char* text = policy) {
-    test::Compiled c(text);
-    REQUIRE(c.codes().empty());
-    return HostPlan::fromPolicy(c.policy.hostSched);
-}
+HostPlan agentPlan(std::string_view body = hostSched) { return test::planOf(body); }
 
 AgentMessage rtr(uint32_t pid, uint32_t qpn, std::optional<uint8_t> sl,
                  std::string device = "mlx5_0") {
@@ -273,10 +261,10 @@ TEST_CASE("a device without a PCC engine is reported once and its QPs are still 
 TEST_CASE("a new plan moves the known QPs to their new slots", "[host-sched][agent]") {
     Agent a;
     a.send(1, 100, rtr(100, 0x20, 2));
-    std::string swapped = policy;
+    std::string swapped = hostSched;
     swapped.replace(swapped.find("sl: 2"), 5, "sl: 9");
     swapped.replace(swapped.find("sl: 3"), 5, "sl: 2");
-    a.state.replacePlan(agentPlan(swapped.c_str()));
+    a.state.replacePlan(agentPlan(swapped));
     CHECK(a.find(0x20)->slot == 2u);
     CHECK(a.engines.at("mlx5_0")->slotOf(0x20) == 2u);
 }

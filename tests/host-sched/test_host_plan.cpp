@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "host_plan.hpp"
-#include "policy_text.hpp"
+#include "host_policies.hpp"
 
 using namespace ibqos;
 using namespace ibqos::host;
@@ -14,14 +14,7 @@ using namespace ibqos::host;
 namespace {
 
 // Nodes written child before parent: the plan must still create parents first.
-const char* const tree = R"(
-qos-levels
-    qos-level
-        name: default
-        sl: 0
-    end-qos-level
-end-qos-levels
-host-sched
+const std::string tree = test::withHostSched(R"(
     sched-node
         name: inner
         parent: outer
@@ -53,8 +46,7 @@ host-sched
         pcc-slot: 4
         pcc-algorithm: swift
     end-sched-leaf
-end-host-sched
-)";
+)");
 
 }  // namespace
 

@@ -12,11 +12,11 @@
 #include <string>
 
 #include "fluid_link.hpp"
+#include "host_policies.hpp"
 #include "pcc_algorithms.hpp"
 #include "pcc_mango.hpp"
 #include "pcc_simulated.hpp"
 #include "pcc_slots.hpp"
-#include "policy_text.hpp"
 
 using namespace ibqos;
 using namespace ibqos::host;
@@ -103,14 +103,8 @@ const PccAlgorithm probeCnp{"probe", "",        probeEvent, MANGO_PCC_METRIC_CNP
 const PccAlgorithm probeRtt{"probe", "",        probeEvent, MANGO_PCC_METRIC_RTT,
                             4,       probeInit, probeParams};
 
-const char* const twoSlots = R"(
-qos-levels
- qos-level
-  name: default
-  sl: 0
- end-qos-level
-end-qos-levels
-host-sched
+HostPlan twoSlotPlan() {
+    return test::planOf(R"(
  sched-leaf
   name: a
   sl: 1
@@ -123,13 +117,7 @@ host-sched
   pcc-slot: 3
   pcc-algorithm: swift
  end-sched-leaf
-end-host-sched
-)";
-
-HostPlan twoSlotPlan() {
-    test::Compiled c(twoSlots);
-    REQUIRE(c.codes().empty());
-    return HostPlan::fromPolicy(c.policy.hostSched);
+)");
 }
 
 }  // namespace
@@ -348,29 +336,22 @@ TEST_CASE("the libmango backend drives the library it loads, through the documen
     unsetenv("IBQOS_LIBMANGO");
 }
 
-TEST_CASE("two Swift flows reach fairness within 10 ms and then keep within 10 % of their share",
+TEST_CASE("2 and 8 flows reach fairness within 10 ms and then keep within 10 % of their share",
           "[host-sched][pcc][fairness]") {
-    // The second flow joins after the first has had the link to itself for a millisecond.
-    FairnessResult r = shareLink("swift", 2, 1000);
-    CHECK(r.firstFairMs > 0);
-    CHECK(r.firstFairMs <= 10);
-    CHECK(r.worstDeviationAfter <= 0.10);
-}
-
-TEST_CASE("eight Swift flows reach fairness within 10 ms and then keep within 10 % of their share",
-          "[host-sched][pcc][fairness]") {
-    FairnessResult r = shareLink("swift", 8, 100);
-    CHECK(r.firstFairMs > 0);
-    CHECK(r.firstFairMs <= 10);
-    CHECK(r.worstDeviationAfter <= 0.10);
-}
-
-TEST_CASE("two DCQCN flows reach fairness within 10 ms and then keep within 10 % of their share",
-          "[host-sched][pcc][fairness]") {
-    FairnessResult r = shareLink("dcqcn", 2, 1000);
-    CHECK(r.firstFairMs > 0);
-    CHECK(r.firstFairMs <= 10);
-    CHECK(r.worstDeviationAfter <= 0.10);
+    // Two flows: the second joins after the first has had the link to itself for 1 ms.
+    // Eight flows: one joins every 100 us.
+    struct Case {
+        const char* algorithm;
+        int flows;
+        double staggerUs;
+    };
+    for (Case c : {Case{"swift", 2, 1000}, Case{"swift", 8, 100}, Case{"dcqcn", 2, 1000}}) {
+        INFO(c.flows << " " << c.algorithm << " flows");
+        FairnessResult r = shareLink(c.algorithm, c.flows, c.staggerUs);
+        CHECK(r.firstFairMs > 0);
+        CHECK(r.firstFairMs <= 10);
+        CHECK(r.worstDeviationAfter <= 0.10);
+    }
 }
 
 TEST_CASE("eight DCQCN flows with the paper's parameters converge, but slower than 10 ms",

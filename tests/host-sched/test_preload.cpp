@@ -20,18 +20,13 @@
 #include <string>
 #include <vector>
 
+#include "host_policies.hpp"
+
 extern char** environ;
 
 namespace {
 
-const char* const policy = R"(
-qos-levels
- qos-level
-  name: default
-  sl: 0
- end-qos-level
-end-qos-levels
-host-sched
+const std::string policy = ibqos::test::withHostSched(R"(
  sched-node
   name: jobs
   bw-share: 70
@@ -49,8 +44,7 @@ host-sched
   sl: 2
   bw-share: 20
  end-sched-leaf
-end-host-sched
-)";
+)");
 
 struct Run {
     int status = -1;

@@ -10,8 +10,8 @@
 #include <cstring>
 #include <numeric>
 
+#include "host_policies.hpp"
 #include "mlx5_emulation.hpp"
-#include "policy_text.hpp"
 #include "sched_mlx5.hpp"
 #include "sched_simulated.hpp"
 
@@ -20,14 +20,7 @@ using namespace ibqos::host;
 
 namespace {
 
-const char* const levels =
-    "qos-levels\n qos-level\n  name: default\n  sl: 0\n end-qos-level\nend-qos-levels\n";
-
-HostPlan planOf(const std::string& hostSched) {
-    test::Compiled c(std::string(levels) + "host-sched\n" + hostSched + "end-host-sched\n");
-    REQUIRE(c.codes().empty());
-    return HostPlan::fromPolicy(c.policy.hostSched);
-}
+using test::planOf;
 
 std::string leaf(const std::string& name, int bw, int max = 0, const std::string& parent = "",
                  int sl = -1) {
