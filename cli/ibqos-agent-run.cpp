@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "ibqos-agent-commands.hpp"
 #include "options.hpp"
+#include "pcc_mango.hpp"
 
 namespace ibqos::cli {
 
@@ -88,6 +89,8 @@ int runDaemon(const std::vector<std::string>& args) {
     int exitCode = ExitOk;
     auto plan = loadPlanOrReport(policyPath, false, exitCode);
     if (!plan) return exitCode;
+    std::string error;
+    if (engine == "mango" && !host::libmangoAvailable(error)) throw IoError{error};
 
     // Signals arrive through a file descriptor the server polls, never in the middle of work.
     sigset_t signals;
@@ -108,7 +111,6 @@ int runDaemon(const std::vector<std::string>& args) {
     size_t slots = plan->slots().size();
     host::AgentState state(std::move(*plan), opener, interval, threads, log);
     host::AgentServer server(state, socketPath);
-    std::string error;
     if (!server.listen(error)) {
         close(signalFd);
         throw IoError{error};

@@ -55,9 +55,10 @@ int main(int argc, char** argv) {
         if (command == "status") return runStatus(args);
         throw UsageError{"unknown command '" + command + "'"};
     } catch (const UsageError& e) {
+        bool known = command == "resolve" || command == "plan" || command == "simulate" ||
+                     command == "run" || command == "status";
         std::cerr << "ibqos-agent " << command << ": " << e.message << "\n"
-                  << "Try 'ibqos-agent "
-                  << (command.empty() || command[0] == '-' ? "" : command + " ") << "--help'.\n";
+                  << "Try 'ibqos-agent " << (known ? command + " " : "") << "--help'.\n";
         return ExitUsage;
     } catch (const IoError& e) {
         std::cerr << "ibqos-agent " << command << ": " << e.message << "\n";

@@ -140,12 +140,14 @@ bool AgentServer::serve(uint64_t id, Client& client) {
         ssize_t n = recvmsg(client.fd, &header, MSG_DONTWAIT);
         if (n == 0) return false;
         if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+        // A client that keeps asking without reading what it was sent is dropped; one large
+        // answer (the status of a host with many QPs) is fine.
+        if (client.outbox.size() > MaxOutbox) return false;
         // A datagram longer than the buffer arrives cut (MSG_TRUNC): the size check rejects it.
         size_t size = (header.msg_flags & MSG_TRUNC) ? sizeof buffer : static_cast<size_t>(n);
         for (std::string& reply : state_.handle(id, client.peer, std::string_view(buffer, size))) {
             client.outbox.push_back(std::move(reply));
         }
-        if (client.outbox.size() > MaxOutbox) return false;  // a client that never reads
         if (!flush(client)) return false;
     }
     return true;

@@ -47,34 +47,51 @@ std::string libmangoPath() {
     return path && *path ? path : "libmango.so";
 }
 
-std::unique_ptr<MangoPccEngine> MangoPccEngine::open(const std::string& device,
-                                                     std::string& error) {
+namespace {
+
+// Loads the library and looks up every call; false with error set when one is missing.
+bool loadApi(MangoPccEngine::Api& api, std::string& error) {
     std::string path = libmangoPath();
-    auto api = std::make_unique<Api>();
-    api->handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!api->handle) {
+    api.handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!api.handle) {
         const char* reason = dlerror();
         error = path + " cannot be loaded: " + (reason ? reason : "unknown reason");
-        return nullptr;
+        return false;
     }
     std::string missing;
-    void* h = api->handle;
-    lookUp(h, "mango_pcc_create", api->create, missing);
-    lookUp(h, "mango_pcc_destroy", api->destroy, missing);
-    lookUp(h, "mango_pcc_ctrl_config", api->config, missing);
-    lookUp(h, "mango_pcc_ctrl_reg_algo_event", api->registerEvent, missing);
-    lookUp(h, "mango_pcc_ctrl_unreg_algo", api->unregister, missing);
-    lookUp(h, "mango_pcc_ctrl_apply_algo", api->apply, missing);
-    lookUp(h, "mango_pcc_ctrl_run", api->run, missing);
-    lookUp(h, "mango_pcc_ctrl_stop", api->stop, missing);
-    lookUp(h, "mango_pcc_params_register", api->paramsRegister, missing);
-    lookUp(h, "mango_pcc_walk_params", api->walkParams, missing);
-    lookUp(h, "mango_pcc_window_current_by_qp", api->window, missing);
+    void* h = api.handle;
+    lookUp(h, "mango_pcc_create", api.create, missing);
+    lookUp(h, "mango_pcc_destroy", api.destroy, missing);
+    lookUp(h, "mango_pcc_ctrl_config", api.config, missing);
+    lookUp(h, "mango_pcc_ctrl_reg_algo_event", api.registerEvent, missing);
+    lookUp(h, "mango_pcc_ctrl_unreg_algo", api.unregister, missing);
+    lookUp(h, "mango_pcc_ctrl_apply_algo", api.apply, missing);
+    lookUp(h, "mango_pcc_ctrl_run", api.run, missing);
+    lookUp(h, "mango_pcc_ctrl_stop", api.stop, missing);
+    lookUp(h, "mango_pcc_params_register", api.paramsRegister, missing);
+    lookUp(h, "mango_pcc_walk_params", api.walkParams, missing);
+    lookUp(h, "mango_pcc_window_current_by_qp", api.window, missing);
     if (!missing.empty()) {
         error = path + " has no " + missing + " (not the documented PCC API)";
         dlclose(h);
-        return nullptr;
+        api.handle = nullptr;
+        return false;
     }
+    return true;
+}
+
+}  // namespace
+
+bool libmangoAvailable(std::string& error) {
+    MangoPccEngine::Api api;
+    return loadApi(api, error);  // the library stays loaded, as an engine would keep it
+}
+
+std::unique_ptr<MangoPccEngine> MangoPccEngine::open(const std::string& device,
+                                                     std::string& error) {
+    auto api = std::make_unique<Api>();
+    if (!loadApi(*api, error)) return nullptr;
+    void* h = api->handle;
     mango_pcc_h pcc = nullptr;
     if (mango_status_e rc = api->create(device.c_str(), &pcc); rc != 0 || !pcc) {
         error = "mango_pcc_create(" + device + ") failed with status " + std::to_string(rc);

@@ -13,6 +13,8 @@ namespace ibqos::host {
 
 // The library's file name: IBQOS_LIBMANGO if set, else "libmango.so" on the loader path.
 std::string libmangoPath();
+// Whether the library loads and has the documented calls; error says why not.
+bool libmangoAvailable(std::string& error);
 
 // One mango_pcc handle on one RoCE device. Nothing of libmango is linked: every call is
 // looked up with dlsym, so hosts without it run the simulated engine instead.
