@@ -22,16 +22,15 @@ SaClient::SaClient(SaTransport& transport, RetryPolicy policy, uint64_t firstTra
 
 uint64_t randomTransactionIdSeed() {
     std::random_device device;
-    return (uint64_t{device()} << 32 | device()) & 0x00000000ffff0000ull;
+    // The low 16 bits count this process's queries; the kernel owns the high 32.
+    return uint64_t{device()} & 0xffff0000u;
 }
 
 PathResult SaClient::query(PathQuery query) {
     const LocalPort& port = transport_.localPort();
-    if (query.byGid) {
-        query.sgid = port.gid;
-    } else {
-        query.slid = port.lid;
-    }
+    // Sent by GID or by LID, the answer must come back with both of the port's own.
+    query.sgid = port.gid;
+    query.slid = port.lid;
     PathResult result;
     if (port.smLid == 0) {
         result.message = "port " + port.caName + "/" + std::to_string(port.port) +

@@ -126,6 +126,11 @@ std::optional<WireError> checkRecord(const PathRecord& r, const PathQuery& q, si
                              q.dgid.toString() + ")");
         }
     } else {
+        if (!q.sgid.isZero() && r.sgid != q.sgid) {
+            return error(
+                PrSgid, "sgid",
+                "source GID " + r.sgid.toString() + " is not ours (" + q.sgid.toString() + ")");
+        }
         if (r.slid != q.slid) {
             return error(PrSlid, "slid",
                          "source LID " + std::to_string(r.slid) + " is not ours (" +

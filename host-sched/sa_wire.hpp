@@ -39,9 +39,9 @@ struct Gid {
 struct PathQuery {
     SaMethod method = SaMethod::GetTable;
     bool byGid = false;  // false: SLID/DLID; true: SGID/DGID
-    uint16_t slid = 0;
+    uint16_t slid = 0;   // by GID: not checked (with LMC any of the port's LIDs may come back)
     uint16_t dlid = 0;
-    Gid sgid;
+    Gid sgid;  // by LID: checked in the answer when not zero
     Gid dgid;
     std::optional<uint64_t> serviceId;
     std::optional<uint16_t> qosClass;  // 12 bits

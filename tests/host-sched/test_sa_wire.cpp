@@ -202,6 +202,11 @@ TEST_CASE("a record that does not answer the query is refused at its field",
     r = goodRecord();
     r.dlid = 3;
     check(r, "dlid", 40);
+    q.sgid = goodRecord().sgid;  // a LID query that knows its own GID checks it too
+    r = goodRecord();
+    r.sgid = Gid::fromParts(0xfe80000000000000ull, 0x100003);
+    check(r, "sgid", 24);
+    q.sgid = {};
     r = goodRecord();
     r.reversible = false;
     check(r, "reversible", 49);
