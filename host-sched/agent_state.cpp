@@ -7,6 +7,7 @@ namespace ibqos::host {
 namespace {
 
 constexpr size_t LoggedRejectsPerClient = 3;
+constexpr size_t MaxLoggedKeys = 4096;
 
 }  // namespace
 
@@ -21,6 +22,8 @@ AgentState::AgentState(HostPlan plan, PccEngineOpener opener, uint32_t intervalU
 AgentState::~AgentState() { shutdown(); }
 
 void AgentState::logOnce(const std::string& key, const std::string& message) {
+    // Keys can come from clients (pids): past a bound, stay quiet rather than grow.
+    if (logged_.size() >= MaxLoggedKeys) return;
     if (logged_.insert(key).second) log_(message);
 }
 

@@ -200,20 +200,27 @@ void Preload::beforeRtr(ibv_qp* qp, const ibv_qp_attr* attr, int mask) {
     record.type = qpTypeOf(qp);
     // The SL the application got from the SA is in the address vector of the RTR transition
     // (RC and UC carry one; UD QPs take theirs per address handle, so they have none here).
-    if (mask & IBV_QP_AV) {
-        record.sl = static_cast<uint8_t>(attr->ah_attr.sl & 0x0f);
+    if ((mask & IBV_QP_AV) && attr->ah_attr.sl < 16) {
+        record.sl = attr->ah_attr.sl;
         record.port = attr->ah_attr.port_num;
     }
     if (plan_ && record.sl) record.leaf = plan_->leafForSl(*record.sl);
     // The device accepts an attachment only in INIT or RTS: before the transition, the QP is
     // still in INIT.
+    QpRef ref{qp, record.qpNum, record.type};
     if (record.leaf && backend_ != "none") {
         if (SchedBackend* tree = treeOf(qp->context)) {
-            SchedStatus s = tree->attach(QpRef{qp, record.qpNum, record.type}, *record.leaf);
+            SchedStatus s = tree->attach(ref, *record.leaf);
             record.attached = s.ok();
             if (!s.ok())
                 logOnce("attach:" + record.device + ":" + std::to_string(s.error), s.message);
         }
+    }
+    // A QP reset and brought up again on an SL without a leaf leaves its old leaf.
+    auto old = qps_.find(qp);
+    if (old != qps_.end() && old->second.attached && !record.attached) {
+        auto tree = trees_.find(qp->context);
+        if (tree != trees_.end() && tree->second) (void)tree->second->detach(ref);
     }
     qps_[qp] = std::move(record);
 }
