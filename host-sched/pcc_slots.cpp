@@ -72,13 +72,14 @@ PccStatus PccSlots::uninstall() {
     return first;
 }
 
-PccStatus PccSlots::applyToQp(uint32_t slot, uint32_t qpNum) {
+PccStatus PccSlots::apply(uint32_t slot, std::span<const uint32_t> qpNums) {
     if (!registered_.count(slot)) {
         return {-ENOENT, "pcc-slot " + std::to_string(slot) + " holds no algorithm"};
     }
-    uint32_t list[] = {qpNum};
-    PccStatus s = engine_->apply(slot, list);
-    if (s.ok()) qpSlot_[qpNum] = slot;
+    PccStatus s = engine_->apply(slot, qpNums);
+    if (s.ok()) {
+        for (uint32_t qpNum : qpNums) qpSlot_[qpNum] = slot;
+    }
     return s;
 }
 

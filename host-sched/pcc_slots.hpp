@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,7 +30,9 @@ class PccSlots {
     // Stops the engine and unregisters every slot (also done by the destructor).
     PccStatus uninstall();
 
-    PccStatus applyToQp(uint32_t slot, uint32_t qpNum);
+    // Applies a slot's algorithm to a list of QPs (one engine call), or to one.
+    PccStatus apply(uint32_t slot, std::span<const uint32_t> qpNums);
+    PccStatus applyToQp(uint32_t slot, uint32_t qpNum) { return apply(slot, {&qpNum, 1}); }
     // The QP is gone: stop tracking it (the device forgets destroyed QPs by itself).
     void forgetQp(uint32_t qpNum);
     std::optional<uint32_t> slotOfQp(uint32_t qpNum) const;

@@ -268,6 +268,10 @@ TEST_CASE("slots are installed from the plan, applied to QPs and tuned by name",
     REQUIRE(slots.applyToQp(3, 9).ok());
     CHECK(slots.slotOfQp(9) == 3u);
     CHECK(engine.slotOf(9) == 3u);
+    uint32_t list[] = {10, 11};
+    REQUIRE(slots.apply(1, list).ok());
+    CHECK(engine.slotOf(11) == 1u);
+    CHECK(slots.qps().size() == 3);
 
     std::vector<std::pair<std::string, std::string>> params;
     REQUIRE(slots.params(1, params).ok());
