@@ -3,8 +3,11 @@
 // people, one JSON object per line with --json).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -35,6 +38,23 @@ inline uint64_t peakRss() {
 // Resets the peak so that a later peakRss() measures only what follows (Linux clear_refs).
 inline void resetPeakRss() {
     std::ofstream("/proc/self/clear_refs") << "5";
+}
+
+// The p-quantile (0..1) of a set of samples.
+inline double percentile(std::vector<double> samples, double p) {
+    if (samples.empty()) return 0;
+    std::sort(samples.begin(), samples.end());
+    size_t at = static_cast<size_t>(p * static_cast<double>(samples.size()));
+    return samples[std::min(samples.size() - 1, at)];
+}
+
+// The value after option argv[i] (i moves past it); a missing value ends the program (2).
+inline const char* optionValue(int argc, char** argv, int& i) {
+    if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", argv[i]);
+        std::exit(2);
+    }
+    return argv[++i];
 }
 
 // One measured figure with the parameters that produced it.
