@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: MIT
+// Classifier: building the rule sets, and the match loop.
+//
+// A request matches rule r when r's endpoint condition and each of its field conditions hold.
+// The endpoint condition splits the rules four ways: sources only (the source must be in one
+// of them), destinations only, both, neither. For a source port s and destination port d the
+// rules whose endpoint condition holds are
+//     sourceOnly(s) | destinationOnly(d) | (sourceBoth(s) & destinationBoth(d)) | neither,
+// each a precomputed set. A field condition holds when the rule does not name the field, or
+// names it and accepts the request's value: unnamed(field) | accepts(field, value), where the
+// value's set comes from its interval between the sorted boundaries of every rule's ranges.
+// A request without the field gets only unnamed(field): a rule naming a field never matches a
+// request that lacks it.
+//
+// Sets are two-level bitsets. The summaries of the four endpoint sets say which 64-rule words
+// can hold a candidate at all; for those words, in rule order, the endpoint words are ANDed
+// with the field words and the first bit set is the answer. With group-based policies only a
+// handful of words are visited; the cost is bounded by the number of words (rules / 64).
+#include "classifier.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <map>
+#include <unordered_map>
+
+namespace ibqos {
+
+namespace {
+
+constexpr uint64_t QosClassValues = 4096;  // 12 bits
+constexpr uint64_t PkeyValues = 0x8000;    // 15 bits once the membership bit is masked off
+
+void setBit(std::vector<uint64_t>& dense, uint32_t index) {
+    dense[index >> 6] |= uint64_t{1} << (index & 63);
+}
+void clearBit(std::vector<uint64_t>& dense, uint32_t index) {
+    dense[index >> 6] &= ~(uint64_t{1} << (index & 63));
+}
+
+}  // namespace
+
+class Classifier::Builder {
+  public:
+    Builder(Classifier& c, const BoundPolicy& bound)
+        : c_(c), bound_(bound), policy_(*bound.policy) {}
+
+    void build() {
+        const size_t rules = policy_.rules.size();
+        c_.words_ = static_cast<uint32_t>((rules + 63) / 64);
+        c_.summaryWords_ = (c_.words_ + 63) / 64;
+        dense_.assign(c_.words_, 0);
+        c_.empty_ = intern(dense_);
+        for (uint32_t r = 0; r < rules; ++r) {
+            const MatchRule& rule = policy_.rules[r];
+            c_.ruleLevel_.push_back(rule.level);
+            if (rule.sources.empty() && rule.destinations.empty()) setBit(dense_, r);
+        }
+        c_.neither_ = intern(dense_);
+        c_.defaultLevel_ = policy_.defaultLevel;
+        buildClasses();
+        buildField(c_.qosClass_, QosClassValues - 1, true,
+                   [](const MatchRule& r) -> const RangeSet& { return r.qosClasses; });
+        buildField(c_.serviceId_, UINT64_MAX, false,
+                   [](const MatchRule& r) -> const RangeSet& { return r.serviceIds; });
+        buildField(c_.pkey_, PkeyValues - 1, true,
+                   [](const MatchRule& r) -> const RangeSet& { return r.pkeys; });
+        c_.pool_.shrink_to_fit();
+    }
+
+  private:
+    Classifier& c_;
+    const BoundPolicy& bound_;
+    const Policy& policy_;
+    std::vector<uint64_t> dense_;  // scratch: one bit per rule
+    std::unordered_map<uint64_t, std::vector<SetRef>> interned_;
+
+    // Stores a set given as a dense bitset, or finds the identical one stored before.
+    SetRef intern(const std::vector<uint64_t>& dense) {
+        uint64_t hash = 0xcbf29ce484222325ULL;
+        for (uint32_t w = 0; w < dense.size(); ++w) {
+            if (dense[w]) hash = (hash ^ (dense[w] * 0x9e3779b97f4a7c15ULL + w)) * 0x100000001b3ULL;
+        }
+        auto& candidates = interned_[hash];
+        for (SetRef ref : candidates) {
+            bool same = true;
+            for (uint32_t w = 0; w < dense.size() && same; ++w) same = c_.word(ref, w) == dense[w];
+            if (same) return ref;
+        }
+        const uint32_t s = c_.summaryWords_;
+        SetRef ref = static_cast<SetRef>(c_.pool_.size());
+        c_.pool_.resize(c_.pool_.size() + 2 * s, 0);
+        uint64_t count = 0;
+        for (uint32_t w = 0; w < dense.size(); ++w) {
+            if (w % 64 == 0) c_.pool_[ref + s + w / 64] = count;
+            if (!dense[w]) continue;
+            c_.pool_[ref + w / 64] |= uint64_t{1} << (w % 64);
+            c_.pool_.push_back(dense[w]);
+            ++count;
+        }
+        candidates.push_back(ref);
+        return ref;
+    }
+
+    // Ports with the same node type and the same explicit group memberships satisfy the same
+    // endpoint conditions: they form one class and share its four sets.
+    void buildClasses() {
+        const Fabric& fabric = *bound_.fabric;
+        const size_t groups = policy_.groups.size();
+        std::vector<std::vector<uint32_t>> explicitGroups(fabric.ports.size());
+        std::vector<std::vector<uint32_t>> typeGroups(4);
+        for (uint32_t g = 0; g < groups; ++g) {
+            const GroupMembers& m = bound_.groups[g];
+            for (uint32_t port : m.ports) explicitGroups[port].push_back(g);
+            for (NodeType t : {NodeType::Ca, NodeType::Switch, NodeType::Router}) {
+                if (m.nodeTypes & nodeTypeBit(t)) typeGroups[static_cast<size_t>(t)].push_back(g);
+            }
+        }
+        std::vector<std::vector<uint32_t>> sourceRules(groups), destinationRules(groups);
+        for (uint32_t r = 0; r < policy_.rules.size(); ++r) {
+            const MatchRule& rule = policy_.rules[r];
+            for (uint32_t g : rule.sources) sourceRules[g].push_back(r);
+            for (uint32_t g : rule.destinations) destinationRules[g].push_back(r);
+        }
+
+        std::map<std::vector<uint32_t>, uint32_t> classes;  // {node type, explicit groups...}
+        c_.classOf_.resize(fabric.ports.size());
+        std::vector<uint32_t> key;
+        for (uint32_t port = 0; port < fabric.ports.size(); ++port) {
+            key.assign(1, static_cast<uint32_t>(fabric.typeOf(port)));
+            key.insert(key.end(), explicitGroups[port].begin(), explicitGroups[port].end());
+            auto [it, fresh] = classes.emplace(key, static_cast<uint32_t>(classes.size()));
+            c_.classOf_[port] = it->second;
+            if (!fresh) continue;
+            std::vector<uint32_t> held = typeGroups[key[0]];
+            held.insert(held.end(), key.begin() + 1, key.end());
+            c_.classSets_.push_back({
+                ruleSet(held, sourceRules,
+                        [](const MatchRule& r) { return r.destinations.empty(); }),
+                ruleSet(held, destinationRules,
+                        [](const MatchRule& r) { return r.sources.empty(); }),
+                ruleSet(held, sourceRules,
+                        [](const MatchRule& r) { return !r.destinations.empty(); }),
+                ruleSet(held, destinationRules,
+                        [](const MatchRule& r) { return !r.sources.empty(); }),
+            });
+        }
+    }
+
+    // The rules of one kind that a group among `held` satisfies.
+    template <typename Kind>
+    SetRef ruleSet(const std::vector<uint32_t>& held,
+                   const std::vector<std::vector<uint32_t>>& rulesOf, Kind kind) {
+        std::fill(dense_.begin(), dense_.end(), 0);
+        for (uint32_t g : held) {
+            for (uint32_t r : rulesOf[g]) {
+                if (kind(policy_.rules[r])) setBit(dense_, r);
+            }
+        }
+        return intern(dense_);
+    }
+
+    // A sweep over every boundary of every rule's ranges in [0, maxValue], keeping the set of
+    // rules whose range covers the current interval.
+    template <typename Ranges>
+    void buildField(FieldIndex& field, uint64_t maxValue, bool direct, Ranges ranges) {
+        struct Event {
+            uint64_t at;
+            uint32_t rule;
+            bool add;
+        };
+        std::vector<Event> events;
+        field.unnamed.assign(c_.words_, 0);
+        for (uint32_t r = 0; r < policy_.rules.size(); ++r) {
+            const RangeSet& set = ranges(policy_.rules[r]);
+            if (set.empty()) {
+                setBit(field.unnamed, r);
+                continue;
+            }
+            // A RangeSet's ranges are disjoint and not adjacent: each bit is set and cleared
+            // once per range.
+            for (const Range& range : set.ranges()) {
+                if (range.lo > maxValue) break;
+                events.push_back({range.lo, r, true});
+                if (range.hi < maxValue) events.push_back({range.hi + 1, r, false});
+            }
+        }
+        std::sort(events.begin(), events.end(),
+                  [](const Event& a, const Event& b) { return a.at < b.at; });
+        std::fill(dense_.begin(), dense_.end(), 0);
+        uint64_t at = 0;
+        for (size_t i = 0;;) {
+            for (; i < events.size() && events[i].at == at; ++i) {
+                if (events[i].add) {
+                    setBit(dense_, events[i].rule);
+                } else {
+                    clearBit(dense_, events[i].rule);
+                }
+            }
+            SetRef set = intern(dense_);
+            if (field.sets.empty() || field.sets.back() != set) {
+                field.starts.push_back(at);
+                field.sets.push_back(set);
+            }
+            if (i == events.size()) break;
+            at = events[i].at;
+        }
+        if (direct) {
+            field.direct.resize(maxValue + 1);
+            for (size_t i = 0; i < field.starts.size(); ++i) {
+                uint64_t end = i + 1 < field.starts.size() ? field.starts[i + 1] : maxValue + 1;
+                std::fill(field.direct.begin() + static_cast<ptrdiff_t>(field.starts[i]),
+                          field.direct.begin() + static_cast<ptrdiff_t>(end), field.sets[i]);
+            }
+            field.starts.clear();
+            field.starts.shrink_to_fit();
+            field.sets.clear();
+            field.sets.shrink_to_fit();
+        }
+    }
+};
+
+Classifier::Classifier(const BoundPolicy& bound) { Builder(*this, bound).build(); }
+
+uint64_t Classifier::word(SetRef set, uint32_t block) const {
+    const uint64_t* p = pool_.data() + set;
+    uint64_t summary = p[block >> 6];
+    uint64_t bit = uint64_t{1} << (block & 63);
+    if (!(summary & bit)) return 0;
+    uint64_t rank =
+        p[summaryWords_ + (block >> 6)] + static_cast<uint64_t>(std::popcount(summary & (bit - 1)));
+    return p[2 * summaryWords_ + rank];
+}
+
+uint64_t Classifier::filter(uint64_t candidates, const FieldIndex& field, SetRef accepted,
+                            uint32_t block) const {
+    uint64_t unnamed = field.unnamed[block];
+    if (!(candidates & ~unnamed)) return candidates;  // no candidate names the field
+    return candidates & (unnamed | word(accepted, block));
+}
+
+Classifier::SetRef Classifier::setOf(const FieldIndex& field, uint64_t value) const {
+    if (!field.direct.empty()) return value < field.direct.size() ? field.direct[value] : empty_;
+    auto it = std::upper_bound(field.starts.begin(), field.starts.end(), value);
+    return field.sets[static_cast<size_t>(it - field.starts.begin()) - 1];
+}
+
+QosMatch Classifier::match(const PathQuery& query) const {
+    const ClassSets& s = classSets_[classOf_[query.source]];
+    const ClassSets& d = classSets_[classOf_[query.destination]];
+    const SetRef sourceOnly = s.sourceOnly, destinationOnly = d.destinationOnly;
+    const SetRef sourceBoth = s.sourceBoth, destinationBoth = d.destinationBoth;
+    const SetRef qos = query.qosClass ? setOf(qosClass_, *query.qosClass) : empty_;
+    const SetRef sid = query.serviceId ? setOf(serviceId_, *query.serviceId) : empty_;
+    const SetRef pkey = query.pkey ? setOf(pkey_, *query.pkey & 0x7fff) : empty_;
+    const uint64_t* pool = pool_.data();
+    for (uint32_t sw = 0; sw < summaryWords_; ++sw) {
+        uint64_t blocks = pool[sourceOnly + sw] | pool[destinationOnly + sw] |
+                          (pool[sourceBoth + sw] & pool[destinationBoth + sw]) |
+                          pool[neither_ + sw];
+        while (blocks) {
+            uint32_t block = sw * 64 + static_cast<uint32_t>(std::countr_zero(blocks));
+            blocks &= blocks - 1;
+            uint64_t w = word(sourceOnly, block) | word(destinationOnly, block) |
+                         (word(sourceBoth, block) & word(destinationBoth, block)) |
+                         word(neither_, block);
+            if (w) w = filter(w, qosClass_, qos, block);
+            if (w) w = filter(w, serviceId_, sid, block);
+            if (w) w = filter(w, pkey_, pkey, block);
+            if (w) {
+                uint32_t rule = block * 64 + static_cast<uint32_t>(std::countr_zero(w));
+                return {ruleLevel_[rule], rule};
+            }
+        }
+    }
+    return {defaultLevel_, NoRule};
+}
+
+size_t Classifier::memoryBytes() const {
+    size_t bytes = pool_.capacity() * sizeof(uint64_t) + classOf_.capacity() * sizeof(uint32_t) +
+                   classSets_.capacity() * sizeof(ClassSets) +
+                   ruleLevel_.capacity() * sizeof(uint32_t);
+    for (const FieldIndex* f : {&qosClass_, &serviceId_, &pkey_}) {
+        bytes += f->unnamed.capacity() * sizeof(uint64_t) +
+                 f->starts.capacity() * sizeof(uint64_t) + f->sets.capacity() * sizeof(SetRef) +
+                 f->direct.capacity() * sizeof(SetRef);
+    }
+    return bytes;
+}
+
+}  // namespace ibqos

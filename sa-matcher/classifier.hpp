@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+// Classifier: a bound policy compiled for PathRecord matching. One match is a few table lookups
+// and word ANDs over the rules that could apply, whatever the number of rules and ports.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "bind.hpp"
+#include "path_request.hpp"
+#include "qos_answer.hpp"
+
+namespace ibqos {
+
+// Answers exactly what referenceMatch() answers (the first rule in OpenSM's order whose every
+// named condition the request meets, else the default level), from precomputed sets of rules:
+// per port (what it satisfies as a source and as a destination) and per field value (what a
+// QoS class, ServiceID or PKey satisfies). It copies what it needs: the bound policy need not
+// outlive it. Thread-safe for concurrent match() calls.
+class Classifier {
+  public:
+    explicit Classifier(const BoundPolicy& bound);
+
+    // The level for a request. Its ends must be ports of the fabric the policy was bound to,
+    // and its QoS class below 4096 (the field has 12 bits).
+    QosMatch match(const PathQuery& query) const;
+
+    // Bytes held by the compiled tables.
+    size_t memoryBytes() const;
+    // How many distinct port memberships the fabric has (ports with the same groups share
+    // their rule sets).
+    size_t membershipClasses() const { return classSets_.size(); }
+
+  private:
+    // A set of rules is stored in pool_ as a two-level bitset at some offset: S summary words
+    // (bit b: rules 64b..64b+63 hold a member), S running counts of the summary bits set in
+    // the words before, then the nonzero 64-rule words in order.
+    using SetRef = uint32_t;
+
+    struct ClassSets {
+        SetRef sourceOnly;       // rules with sources only, whose sources hold the port
+        SetRef destinationOnly;  // rules with destinations only, whose destinations hold it
+        SetRef sourceBoth;       // rules with both, whose sources hold it
+        SetRef destinationBoth;  // rules with both, whose destinations hold it
+    };
+
+    struct FieldIndex {
+        std::vector<uint64_t> unnamed;  // dense: the rules that do not name the field
+        std::vector<uint64_t> starts;   // value intervals [starts[i], starts[i+1])
+        std::vector<SetRef> sets;       // the rules naming the field that accept interval i
+        std::vector<SetRef> direct;     // small domains: the set of every value
+    };
+
+    uint32_t words_ = 0;         // 64-rule words
+    uint32_t summaryWords_ = 0;  // words of a summary
+    std::vector<uint64_t> pool_;
+    SetRef empty_ = 0;
+    SetRef neither_ = 0;             // rules with neither sources nor destinations
+    std::vector<uint32_t> classOf_;  // per Fabric::ports index
+    std::vector<ClassSets> classSets_;
+    FieldIndex qosClass_, serviceId_, pkey_;
+    std::vector<uint32_t> ruleLevel_;
+    uint32_t defaultLevel_ = 0;
+
+    uint64_t word(SetRef set, uint32_t block) const;
+    uint64_t filter(uint64_t candidates, const FieldIndex& field, SetRef accepted,
+                    uint32_t block) const;
+    SetRef setOf(const FieldIndex& field, uint64_t value) const;
+
+    class Builder;
+};
+
+}  // namespace ibqos
