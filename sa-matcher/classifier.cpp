@@ -29,6 +29,7 @@ namespace {
 
 constexpr uint64_t QosClassValues = 4096;  // 12 bits
 constexpr uint64_t PkeyValues = 0x8000;    // 15 bits once the membership bit is masked off
+constexpr size_t CoarseStep = 16;          // interval starts per coarse search step
 
 void setBit(std::vector<uint64_t>& dense, uint32_t index) {
     dense[index >> 6] |= uint64_t{1} << (index & 63);
@@ -64,6 +65,7 @@ class Classifier::Builder {
                    [](const MatchRule& r) -> const RangeSet& { return r.serviceIds; });
         buildField(c_.pkey_, PkeyValues - 1, true,
                    [](const MatchRule& r) -> const RangeSet& { return r.pkeys; });
+        c_.pool_.push_back(0);  // the spare word word() may read past the last set
         c_.pool_.shrink_to_fit();
     }
 
@@ -82,23 +84,31 @@ class Classifier::Builder {
         }
         auto& candidates = interned_[hash];
         for (SetRef ref : candidates) {
-            bool same = true;
-            for (uint32_t w = 0; w < dense.size() && same; ++w) same = c_.word(ref, w) == dense[w];
-            if (same) return ref;
+            if (holds(ref, dense)) return ref;
         }
         const uint32_t s = c_.summaryWords_;
         SetRef ref = static_cast<SetRef>(c_.pool_.size());
         c_.pool_.resize(c_.pool_.size() + 2 * s, 0);
         uint64_t count = 0;
         for (uint32_t w = 0; w < dense.size(); ++w) {
-            if (w % 64 == 0) c_.pool_[ref + s + w / 64] = count;
+            if (w % 64 == 0) c_.pool_[ref + 2 * (w / 64) + 1] = count;
             if (!dense[w]) continue;
-            c_.pool_[ref + w / 64] |= uint64_t{1} << (w % 64);
+            c_.pool_[ref + 2 * (w / 64)] |= uint64_t{1} << (w % 64);
             c_.pool_.push_back(dense[w]);
             ++count;
         }
         candidates.push_back(ref);
         return ref;
+    }
+
+    // Whether a stored set is the dense one.
+    bool holds(SetRef ref, const std::vector<uint64_t>& dense) const {
+        const uint64_t* words = c_.pool_.data() + ref + 2 * c_.summaryWords_;
+        for (uint32_t w = 0; w < dense.size(); ++w) {
+            bool present = (c_.pool_[ref + 2 * (w / 64)] >> (w % 64)) & 1;
+            if (present ? *words++ != dense[w] : dense[w] != 0) return false;
+        }
+        return true;
     }
 
     // Ports with the same node type and the same explicit group memberships satisfy the same
@@ -216,34 +226,57 @@ class Classifier::Builder {
             field.sets.clear();
             field.sets.shrink_to_fit();
         }
+        for (size_t i = 0; i < field.starts.size(); i += CoarseStep) field.coarse.push_back(field.starts[i]);
     }
 };
 
 Classifier::Classifier(const BoundPolicy& bound) { Builder(*this, bound).build(); }
 
-uint64_t Classifier::word(SetRef set, uint32_t block) const {
+// The lookups of match(), forced inline so that its popcnt clone uses the instruction, and
+// without branches: which words are present is as random as the requests, and mispredicted
+// branches would cost more than the few instructions done for nothing.
+[[gnu::always_inline]] inline uint64_t Classifier::word(SetRef set, uint32_t block) const {
     const uint64_t* p = pool_.data() + set;
-    uint64_t summary = p[block >> 6];
-    uint64_t bit = uint64_t{1} << (block & 63);
-    if (!(summary & bit)) return 0;
-    uint64_t rank =
-        p[summaryWords_ + (block >> 6)] + static_cast<uint64_t>(std::popcount(summary & (bit - 1)));
-    return p[2 * summaryWords_ + rank];
+    uint64_t summary = p[2 * (block >> 6)];
+    uint64_t below = (uint64_t{1} << (block & 63)) - 1;
+    uint64_t rank = p[2 * (block >> 6) + 1] + static_cast<uint64_t>(std::popcount(summary & below));
+    // Without the block, rank points one past the set's last word at most: pool_ ends with a
+    // spare word, so the read stays inside it, and the mask drops what it read.
+    uint64_t present = 0 - ((summary >> (block & 63)) & 1);
+    return p[2 * summaryWords_ + rank] & present;
 }
 
-uint64_t Classifier::filter(uint64_t candidates, const FieldIndex& field, SetRef accepted,
-                            uint32_t block) const {
-    uint64_t unnamed = field.unnamed[block];
-    if (!(candidates & ~unnamed)) return candidates;  // no candidate names the field
-    return candidates & (unnamed | word(accepted, block));
+[[gnu::always_inline]] inline uint64_t Classifier::filter(uint64_t candidates, const FieldIndex& field,
+                                                          SetRef accepted, uint32_t block) const {
+    return candidates & (field.unnamed[block] | word(accepted, block));
 }
 
-Classifier::SetRef Classifier::setOf(const FieldIndex& field, uint64_t value) const {
+// The index of the last element <= value in a sorted array whose first element is <= value:
+// a binary search without branches to mispredict.
+[[gnu::always_inline]] inline size_t lastNotAbove(const uint64_t* first, size_t size, uint64_t value) {
+    const uint64_t* base = first;
+    while (size > 1) {
+        size_t half = size / 2;
+        base = base[half] <= value ? base + half : base;
+        size -= half;
+    }
+    return static_cast<size_t>(base - first);
+}
+
+[[gnu::always_inline]] inline Classifier::SetRef Classifier::setOf(const FieldIndex& field,
+                                                                   uint64_t value) const {
     if (!field.direct.empty()) return value < field.direct.size() ? field.direct[value] : empty_;
-    auto it = std::upper_bound(field.starts.begin(), field.starts.end(), value);
-    return field.sets[static_cast<size_t>(it - field.starts.begin()) - 1];
+    // Every array starts at 0, so the value is never below the first start. The coarse starts
+    // find the CoarseStep starts that hold the value's interval.
+    size_t first = lastNotAbove(field.coarse.data(), field.coarse.size(), value) * CoarseStep;
+    size_t size = std::min(CoarseStep, field.starts.size() - first);
+    return field.sets[first + lastNotAbove(field.starts.data() + first, size, value)];
 }
 
+// Built twice: with the popcnt instruction where the CPU has it (x86-64 before v2 lacks it).
+#if defined(__x86_64__)
+[[gnu::target_clones("popcnt", "default")]]
+#endif
 QosMatch Classifier::match(const PathQuery& query) const {
     const ClassSets& s = classSets_[classOf_[query.source]];
     const ClassSets& d = classSets_[classOf_[query.destination]];
@@ -254,18 +287,19 @@ QosMatch Classifier::match(const PathQuery& query) const {
     const SetRef pkey = query.pkey ? setOf(pkey_, *query.pkey & 0x7fff) : empty_;
     const uint64_t* pool = pool_.data();
     for (uint32_t sw = 0; sw < summaryWords_; ++sw) {
-        uint64_t blocks = pool[sourceOnly + sw] | pool[destinationOnly + sw] |
-                          (pool[sourceBoth + sw] & pool[destinationBoth + sw]) |
-                          pool[neither_ + sw];
+        const uint32_t at = 2 * sw;  // the summary of words 64 sw .. 64 sw + 63
+        uint64_t blocks = pool[sourceOnly + at] | pool[destinationOnly + at] |
+                          (pool[sourceBoth + at] & pool[destinationBoth + at]) |
+                          pool[neither_ + at];
         while (blocks) {
             uint32_t block = sw * 64 + static_cast<uint32_t>(std::countr_zero(blocks));
             blocks &= blocks - 1;
             uint64_t w = word(sourceOnly, block) | word(destinationOnly, block) |
                          (word(sourceBoth, block) & word(destinationBoth, block)) |
                          word(neither_, block);
-            if (w) w = filter(w, qosClass_, qos, block);
-            if (w) w = filter(w, serviceId_, sid, block);
-            if (w) w = filter(w, pkey_, pkey, block);
+            w = filter(w, qosClass_, qos, block);
+            w = filter(w, serviceId_, sid, block);
+            w = filter(w, pkey_, pkey, block);
             if (w) {
                 uint32_t rule = block * 64 + static_cast<uint32_t>(std::countr_zero(w));
                 return {ruleLevel_[rule], rule};

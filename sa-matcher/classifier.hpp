@@ -33,9 +33,10 @@ class Classifier {
     size_t membershipClasses() const { return classSets_.size(); }
 
   private:
-    // A set of rules is stored in pool_ as a two-level bitset at some offset: S summary words
-    // (bit b: rules 64b..64b+63 hold a member), S running counts of the summary bits set in
-    // the words before, then the nonzero 64-rule words in order.
+    // A set of rules is stored in pool_ as a two-level bitset at some offset: S pairs of a
+    // summary word (bit b: rules 64b..64b+63 hold a member) and the count of summary bits set
+    // in the pairs before, then the nonzero 64-rule words in order. A small set is one cache
+    // line: its summary, count and words side by side.
     using SetRef = uint32_t;
 
     struct ClassSets {
@@ -48,6 +49,7 @@ class Classifier {
     struct FieldIndex {
         std::vector<uint64_t> unnamed;  // dense: the rules that do not name the field
         std::vector<uint64_t> starts;   // value intervals [starts[i], starts[i+1])
+        std::vector<uint64_t> coarse;   // every 16th start: the search touches few cache lines
         std::vector<SetRef> sets;       // the rules naming the field that accept interval i
         std::vector<SetRef> direct;     // small domains: the set of every value
     };
