@@ -30,6 +30,10 @@ namespace {
 constexpr uint64_t QosClassValues = 4096;  // 12 bits
 constexpr uint64_t PkeyValues = 0x8000;    // 15 bits once the membership bit is masked off
 constexpr size_t CoarseStep = 16;          // interval starts per coarse search step
+constexpr unsigned SparseCandidates = 2;    // at most this many: test the rules' own records
+
+// RuleFields::named bits.
+constexpr uint8_t QosClassBit = 1, ServiceIdBit = 2, PkeyBit = 4;
 
 void setBit(std::vector<uint64_t>& dense, uint32_t index) {
     dense[index >> 6] |= uint64_t{1} << (index & 63);
@@ -58,6 +62,7 @@ class Classifier::Builder {
         }
         c_.neither_ = intern(dense_);
         c_.defaultLevel_ = policy_.defaultLevel;
+        buildRecords();
         buildClasses();
         buildField(c_.qosClass_, QosClassValues - 1, true,
                    [](const MatchRule& r) -> const RangeSet& { return r.qosClasses; });
@@ -86,6 +91,13 @@ class Classifier::Builder {
         for (SetRef ref : candidates) {
             if (holds(ref, dense)) return ref;
         }
+        SetRef ref = store(dense);
+        candidates.push_back(ref);
+        return ref;
+    }
+
+    // Appends a set given as a dense bitset.
+    SetRef store(const std::vector<uint64_t>& dense) {
         const uint32_t s = c_.summaryWords_;
         SetRef ref = static_cast<SetRef>(c_.pool_.size());
         c_.pool_.resize(c_.pool_.size() + 2 * s, 0);
@@ -97,8 +109,49 @@ class Classifier::Builder {
             c_.pool_.push_back(dense[w]);
             ++count;
         }
-        candidates.push_back(ref);
         return ref;
+    }
+
+    void buildRecords() {
+        const size_t rules = policy_.rules.size();
+        c_.named_.assign(rules, 0);
+        c_.qosClassRange_.assign(rules, {0, 0});
+        c_.pkeyRange_.assign(rules, {0, 0});
+        c_.serviceIdRanges_.assign(rules, {});
+        c_.wide_.assign(c_.words_, 0);
+        for (uint32_t r = 0; r < rules; ++r) {
+            const MatchRule& rule = policy_.rules[r];
+            uint8_t& named = c_.named_[r];
+            bool fits = true;
+            auto narrow = [&fits](const RangeSet& set, uint64_t max) {
+                // One range within the field's width; a range reaching past it is cut there,
+                // as no request value lies beyond.
+                fits = fits && set.ranges().size() == 1;
+                Range x = set.ranges()[0];
+                if (x.lo > max) return ValueRange16{1, 0};  // accepts nothing
+                return ValueRange16{static_cast<uint16_t>(x.lo), static_cast<uint16_t>(std::min(x.hi, max))};
+            };
+            if (!rule.qosClasses.empty()) {
+                named |= QosClassBit;
+                c_.qosClassRange_[r] = narrow(rule.qosClasses, QosClassValues - 1);
+            }
+            if (!rule.pkeys.empty()) {
+                named |= PkeyBit;
+                c_.pkeyRange_[r] = narrow(rule.pkeys, PkeyValues - 1);
+            }
+            if (!rule.serviceIds.empty()) {
+                named |= ServiceIdBit;
+                const auto& ranges = rule.serviceIds.ranges();
+                fits = fits && ranges.size() <= RecordServiceIds;
+                for (unsigned i = 0; i < RecordServiceIds; ++i) {
+                    // Unused slots repeat the first range.
+                    const Range& x = ranges[i < ranges.size() ? i : 0];
+                    c_.serviceIdRanges_[r].range[i][0] = x.lo;
+                    c_.serviceIdRanges_[r].range[i][1] = x.hi;
+                }
+            }
+            if (!fits) setBit(c_.wide_, r);
+        }
     }
 
     // Whether a stored set is the dense one.
@@ -143,16 +196,14 @@ class Classifier::Builder {
             if (!fresh) continue;
             std::vector<uint32_t> held = typeGroups[key[0]];
             held.insert(held.end(), key.begin() + 1, key.end());
-            c_.classSets_.push_back({
-                ruleSet(held, sourceRules,
-                        [](const MatchRule& r) { return r.destinations.empty(); }),
-                ruleSet(held, destinationRules,
-                        [](const MatchRule& r) { return r.sources.empty(); }),
-                ruleSet(held, sourceRules,
-                        [](const MatchRule& r) { return !r.destinations.empty(); }),
-                ruleSet(held, destinationRules,
-                        [](const MatchRule& r) { return !r.sources.empty(); }),
-            });
+            // A port's sets as a source side by side, and as a destination: a match reads a
+            // few adjacent cache lines of each. (Not interned: sharing would scatter them.)
+            ClassSets sets;
+            sets.sourceOnly = ruleSet(held, sourceRules, [](const MatchRule& r) { return r.destinations.empty(); });
+            sets.sourceBoth = ruleSet(held, sourceRules, [](const MatchRule& r) { return !r.destinations.empty(); });
+            sets.destinationOnly = ruleSet(held, destinationRules, [](const MatchRule& r) { return r.sources.empty(); });
+            sets.destinationBoth = ruleSet(held, destinationRules, [](const MatchRule& r) { return !r.sources.empty(); });
+            c_.classSets_.push_back(sets);
         }
     }
 
@@ -166,7 +217,7 @@ class Classifier::Builder {
                 if (kind(policy_.rules[r])) setBit(dense_, r);
             }
         }
-        return intern(dense_);
+        return store(dense_);
     }
 
     // A sweep over every boundary of every rule's ranges in [0, maxValue], keeping the set of
@@ -273,6 +324,23 @@ Classifier::Classifier(const BoundPolicy& bound) { Builder(*this, bound).build()
     return field.sets[first + lastNotAbove(field.starts.data() + first, size, value)];
 }
 
+// Branchless too: the outcome of each test is as random as the requests.
+[[gnu::always_inline]] inline bool Classifier::accepts(uint32_t rule, const RequestFields& request) const {
+    uint8_t named = named_[rule];
+    ValueRange16 q = qosClassRange_[rule];
+    ValueRange16 p = pkeyRange_[rule];
+    const ServiceIdRanges& sid = serviceIdRanges_[rule];
+    bool inSid = false;
+    for (unsigned i = 0; i < RecordServiceIds; ++i) {
+        inSid |= (request.serviceId >= sid.range[i][0]) & (request.serviceId <= sid.range[i][1]);
+    }
+    uint8_t fail = static_cast<uint8_t>(named & ~request.present);  // a field the request lacks
+    fail |= static_cast<uint8_t>(((request.qosClass < q.lo) | (request.qosClass > q.hi)) * (named & QosClassBit));
+    fail |= static_cast<uint8_t>(((request.pkey < p.lo) | (request.pkey > p.hi)) * (named & PkeyBit));
+    fail |= static_cast<uint8_t>(!inSid * (named & ServiceIdBit));
+    return fail == 0;
+}
+
 // Built twice: with the popcnt instruction where the CPU has it (x86-64 before v2 lacks it).
 #if defined(__x86_64__)
 [[gnu::target_clones("popcnt", "default")]]
@@ -282,9 +350,15 @@ QosMatch Classifier::match(const PathQuery& query) const {
     const ClassSets& d = classSets_[classOf_[query.destination]];
     const SetRef sourceOnly = s.sourceOnly, destinationOnly = d.destinationOnly;
     const SetRef sourceBoth = s.sourceBoth, destinationBoth = d.destinationBoth;
-    const SetRef qos = query.qosClass ? setOf(qosClass_, *query.qosClass) : empty_;
-    const SetRef sid = query.serviceId ? setOf(serviceId_, *query.serviceId) : empty_;
-    const SetRef pkey = query.pkey ? setOf(pkey_, *query.pkey & 0x7fff) : empty_;
+    RequestFields fields;
+    fields.present = static_cast<uint8_t>((query.qosClass ? QosClassBit : 0) |
+                                          (query.serviceId ? ServiceIdBit : 0) | (query.pkey ? PkeyBit : 0));
+    fields.qosClass = query.qosClass.value_or(0);
+    fields.pkey = static_cast<uint16_t>(query.pkey.value_or(0) & 0x7fff);
+    fields.serviceId = query.serviceId.value_or(0);
+    // The field sets are looked up only when a candidate word is dense.
+    bool looked = false;
+    SetRef qos = empty_, sid = empty_, pkey = empty_;
     const uint64_t* pool = pool_.data();
     for (uint32_t sw = 0; sw < summaryWords_; ++sw) {
         const uint32_t at = 2 * sw;  // the summary of words 64 sw .. 64 sw + 63
@@ -297,6 +371,20 @@ QosMatch Classifier::match(const PathQuery& query) const {
             uint64_t w = word(sourceOnly, block) | word(destinationOnly, block) |
                          (word(sourceBoth, block) & word(destinationBoth, block)) |
                          word(neither_, block);
+            if (!w) continue;
+            if (std::popcount(w) <= static_cast<int>(SparseCandidates) && !(w & wide_[block])) {
+                for (; w; w &= w - 1) {
+                    uint32_t rule = block * 64 + static_cast<uint32_t>(std::countr_zero(w));
+                    if (accepts(rule, fields)) return {ruleLevel_[rule], rule};
+                }
+                continue;
+            }
+            if (!looked) {
+                looked = true;
+                if (query.qosClass) qos = setOf(qosClass_, *query.qosClass);
+                if (query.serviceId) sid = setOf(serviceId_, *query.serviceId);
+                if (query.pkey) pkey = setOf(pkey_, *query.pkey & 0x7fff);
+            }
             w = filter(w, qosClass_, qos, block);
             w = filter(w, serviceId_, sid, block);
             w = filter(w, pkey_, pkey, block);
@@ -311,6 +399,8 @@ QosMatch Classifier::match(const PathQuery& query) const {
 
 size_t Classifier::memoryBytes() const {
     size_t bytes = pool_.capacity() * sizeof(uint64_t) + classOf_.capacity() * sizeof(uint32_t) +
+                   named_.capacity() + (qosClassRange_.capacity() + pkeyRange_.capacity()) * sizeof(ValueRange16) +
+                   serviceIdRanges_.capacity() * sizeof(ServiceIdRanges) + wide_.capacity() * sizeof(uint64_t) +
                    classSets_.capacity() * sizeof(ClassSets) +
                    ruleLevel_.capacity() * sizeof(uint32_t);
     for (const FieldIndex* f : {&qosClass_, &serviceId_, &pkey_}) {

@@ -54,6 +54,17 @@ class Classifier {
         std::vector<SetRef> direct;     // small domains: the set of every value
     };
 
+    // A rule's field conditions for the common case of a candidate word with a bit or two:
+    // testing those rules reads a few small arrays, where each field set would cost a cache
+    // miss (they are large: one set per value interval). Tested cheapest first.
+    static constexpr unsigned RecordServiceIds = 3;
+    struct ValueRange16 {
+        uint16_t lo, hi;
+    };
+    struct ServiceIdRanges {
+        uint64_t range[RecordServiceIds][2];
+    };
+
     uint32_t words_ = 0;         // 64-rule words
     uint32_t summaryWords_ = 0;  // words of a summary
     std::vector<uint64_t> pool_;
@@ -62,13 +73,24 @@ class Classifier {
     std::vector<uint32_t> classOf_;  // per Fabric::ports index
     std::vector<ClassSets> classSets_;
     FieldIndex qosClass_, serviceId_, pkey_;
+    std::vector<uint8_t> named_;  // per rule: the fields it names (and ServiceID ranges)
+    std::vector<ValueRange16> qosClassRange_, pkeyRange_;
+    std::vector<ServiceIdRanges> serviceIdRanges_;
+    std::vector<uint64_t> wide_;  // dense: rules whose ranges do not fit those arrays
     std::vector<uint32_t> ruleLevel_;
     uint32_t defaultLevel_ = 0;
 
-    uint64_t word(SetRef set, uint32_t block) const;
-    uint64_t filter(uint64_t candidates, const FieldIndex& field, SetRef accepted,
-                    uint32_t block) const;
-    SetRef setOf(const FieldIndex& field, uint64_t value) const;
+    // The steps of match(), defined (inline) in classifier.cpp.
+    inline uint64_t word(SetRef set, uint32_t block) const;
+    inline uint64_t filter(uint64_t candidates, const FieldIndex& field, SetRef accepted,
+                           uint32_t block) const;
+    inline SetRef setOf(const FieldIndex& field, uint64_t value) const;
+    struct RequestFields {
+        uint8_t present;  // FieldBit mask
+        uint16_t qosClass, pkey;
+        uint64_t serviceId;
+    };
+    inline bool accepts(uint32_t rule, const RequestFields& request) const;
 
     class Builder;
 };
