@@ -47,10 +47,12 @@ Workload buildFabric() {
     f.source = "generated fat tree";
     std::vector<uint32_t> leaves, spines;
     for (unsigned s = 0; s < Spines; ++s) {
-        spines.push_back(f.addNode(NodeType::Switch, SpineGuids + s, "spine-" + std::to_string(s), LeafPorts));
+        spines.push_back(
+            f.addNode(NodeType::Switch, SpineGuids + s, "spine-" + std::to_string(s), LeafPorts));
     }
     for (unsigned l = 0; l < Leaves; ++l) {
-        uint32_t leaf = f.addNode(NodeType::Switch, LeafGuids + l, "leaf-" + std::to_string(l), LeafPorts);
+        uint32_t leaf =
+            f.addNode(NodeType::Switch, LeafGuids + l, "leaf-" + std::to_string(l), LeafPorts);
         leaves.push_back(leaf);
         for (unsigned k = 0; k < LeafPorts - HostsPerLeaf; ++k) {
             unsigned uplink = l * (LeafPorts - HostsPerLeaf) + k;
@@ -59,7 +61,8 @@ Workload buildFabric() {
         }
     }
     for (unsigned h = 0; h < Hosts; ++h) {
-        uint32_t host = f.addNode(NodeType::Ca, HostGuids + 2 * h, "node-" + std::to_string(h) + " HCA-1", 1);
+        uint32_t host =
+            f.addNode(NodeType::Ca, HostGuids + 2 * h, "node-" + std::to_string(h) + " HCA-1", 1);
         uint32_t leafPort = f.nodes[leaves[h / HostsPerLeaf]].firstPort + 1 + h % HostsPerLeaf;
         f.link(f.nodes[host].firstPort, leafPort, 7);
         w.hostPorts.push_back(f.nodes[host].firstPort);
@@ -83,7 +86,8 @@ Policy buildPolicy(unsigned rules, std::mt19937_64& rng) {
     for (unsigned g = 0; g < Groups; ++g) {
         PortGroup group;
         group.name = "group-" + std::to_string(g);
-        group.guidRanges.push_back({{hostGuid(g * slice), hostGuid(g * slice + slice / 2 - 1)}, {}});
+        group.guidRanges.push_back(
+            {{hostGuid(g * slice), hostGuid(g * slice + slice / 2 - 1)}, {}});
         for (unsigned i = 0; i < RandomMembers; ++i) {
             uint64_t guid = hostGuid(static_cast<unsigned>(pick(Hosts)));
             group.guidRanges.push_back({{guid, guid}, {}});
@@ -103,7 +107,8 @@ Policy buildPolicy(unsigned rules, std::mt19937_64& rng) {
     p.hasDefaultLevel = true;
     auto groups = [&]() {
         std::vector<uint32_t> out;
-        for (uint64_t i = 1 + pick(2); i > 0; --i) out.push_back(static_cast<uint32_t>(pick(Groups)));
+        for (uint64_t i = 1 + pick(2); i > 0; --i)
+            out.push_back(static_cast<uint32_t>(pick(Groups)));
         return out;
     };
     for (unsigned r = 0; r < rules; ++r) {
@@ -149,7 +154,7 @@ std::vector<PathQuery> buildRequests(const Workload& w, size_t count, std::mt199
 
 // OpenSM's algorithm as written in osm_qos_policy.c, with each group's ports in a hash set.
 class Baseline {
-public:
+  public:
     Baseline(const Policy& policy, const BoundPolicy& bound) : defaultLevel_(policy.defaultLevel) {
         const Fabric& f = *bound.fabric;
         for (const GroupMembers& m : bound.groups) {
@@ -172,20 +177,23 @@ public:
 
     QosMatch match(const Fabric& f, const PathQuery& q) const {
         uint64_t srcGuid = f.ports[q.source].guid, dstGuid = f.ports[q.destination].guid;
-        uint8_t srcType = nodeTypeBit(f.typeOf(q.source)), dstType = nodeTypeBit(f.typeOf(q.destination));
+        uint8_t srcType = nodeTypeBit(f.typeOf(q.source)),
+                dstType = nodeTypeBit(f.typeOf(q.destination));
         for (uint32_t i = 0; i < rules_.size(); ++i) {
             const Rule& r = rules_[i];
             if (!r.sources.empty() && !inList(r.sources, srcGuid, srcType)) continue;
             if (!r.destinations.empty() && !inList(r.destinations, dstGuid, dstType)) continue;
-            if (!r.qosClasses.empty() && (!q.qosClass || !inRanges(r.qosClasses, *q.qosClass))) continue;
-            if (!r.serviceIds.empty() && (!q.serviceId || !inRanges(r.serviceIds, *q.serviceId))) continue;
+            if (!r.qosClasses.empty() && (!q.qosClass || !inRanges(r.qosClasses, *q.qosClass)))
+                continue;
+            if (!r.serviceIds.empty() && (!q.serviceId || !inRanges(r.serviceIds, *q.serviceId)))
+                continue;
             if (!r.pkeys.empty() && (!q.pkey || !inRanges(r.pkeys, *q.pkey & 0x7fff))) continue;
             return {r.level, i};
         }
         return {defaultLevel_, NoRule};
     }
 
-private:
+  private:
     struct Group {
         uint8_t nodeTypes = 0;
         std::unordered_set<uint64_t> guids;
@@ -207,7 +215,8 @@ private:
     }
     // Binary search over sorted ranges, as __is_num_in_range_arr.
     static bool inRanges(const std::vector<Range>& ranges, uint64_t v) {
-        auto it = std::upper_bound(ranges.begin(), ranges.end(), v, [](uint64_t x, const Range& r) { return x < r.lo; });
+        auto it = std::upper_bound(ranges.begin(), ranges.end(), v,
+                                   [](uint64_t x, const Range& r) { return x < r.lo; });
         return it != ranges.begin() && std::prev(it)->hi >= v;
     }
 };
@@ -226,8 +235,8 @@ struct Timing {
 // matches a round). Other work on the machine can only slow a round down, so the figures are
 // those of the round with the lowest median.
 template <typename Match>
-Timing measure(const std::vector<PathQuery>& requests, unsigned rounds, double seconds, size_t minimum,
-               Match match) {
+Timing measure(const std::vector<PathQuery>& requests, unsigned rounds, double seconds,
+               size_t minimum, Match match) {
     Timing best;
     best.medianNs = 1e300;
     uint64_t sink = 0;
@@ -246,7 +255,8 @@ Timing measure(const std::vector<PathQuery>& requests, unsigned rounds, double s
                 toDefault += m.rule == NoRule;
             }
             auto t1 = Clock::now();
-            batchNs.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / BatchSize);
+            batchNs.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() /
+                              BatchSize);
             done += BatchSize;
             matches += BatchSize;
             elapsed = std::chrono::duration<double>(t1 - start).count();
@@ -296,7 +306,9 @@ int main(int argc, char** argv) {
         } else if (a == "--json") {
             json = true;
         } else {
-            std::fprintf(stderr, "usage: ibqos-bench-matcher [--rules 10,100,1000,10000] [--requests N] [--seed S] [--json]\n");
+            std::fprintf(stderr,
+                         "usage: ibqos-bench-matcher [--rules 10,100,1000,10000] [--requests N] "
+                         "[--seed S] [--json]\n");
             return a == "--help" ? 0 : 2;
         }
     }
@@ -305,7 +317,9 @@ int main(int argc, char** argv) {
     Workload w = buildFabric();
     bench::Report report(json);
     report.header("PathRecord matching: compiled classifier vs OpenSM's rule scan (one core)");
-    report.add({"fabric_endpoints", static_cast<double>(w.fabric.endpoints().size()), "ports",
+    report.add({"fabric_endpoints",
+                static_cast<double>(w.fabric.endpoints().size()),
+                "ports",
                 {{"build_s", std::to_string(bench::secondsSince(fabricStart))}}});
 
     for (unsigned rules : sizes) {
@@ -314,8 +328,9 @@ int main(int argc, char** argv) {
         Diagnostics diagnostics;
         BoundPolicy bound = bindPolicy(policy, w.fabric, diagnostics);
         std::vector<PathQuery> requests = buildRequests(w, requestCount, rng);
-        std::vector<std::pair<std::string, std::string>> params{{"rules", std::to_string(rules)},
-                                                                {"ports", std::to_string(w.fabric.endpoints().size())}};
+        std::vector<std::pair<std::string, std::string>> params{
+            {"rules", std::to_string(rules)},
+            {"ports", std::to_string(w.fabric.endpoints().size())}};
 
         size_t heapBefore = heapInUse();
         auto buildStart = Clock::now();
@@ -338,16 +353,20 @@ int main(int argc, char** argv) {
             }
         }
 
-        Timing c = measure(requests, 5, 0.4, requests.size(), [&](const PathQuery& q) { return classifier.match(q); });
-        Timing b = measure(requests, 5, 0.4, 0, [&](const PathQuery& q) { return baseline.match(w.fabric, q); });
+        Timing c = measure(requests, 5, 0.4, requests.size(),
+                           [&](const PathQuery& q) { return classifier.match(q); });
+        Timing b = measure(requests, 5, 0.4, 0,
+                           [&](const PathQuery& q) { return baseline.match(w.fabric, q); });
 
         report.add({"classifier_matches_per_s", c.matchesPerSecond, "1/s", params});
         report.add({"classifier_median_ns", c.medianNs, "ns", params});
         report.add({"classifier_p99_ns", c.p99Ns, "ns", params});
         report.add({"classifier_build_time", buildSeconds * 1e3, "ms", params});
-        report.add({"classifier_memory", static_cast<double>(classifier.memoryBytes()) / 1e6, "MB", params});
+        report.add({"classifier_memory", static_cast<double>(classifier.memoryBytes()) / 1e6, "MB",
+                    params});
         report.add({"classifier_heap", static_cast<double>(classifierHeap) / 1e6, "MB", params});
-        report.add({"classifier_port_classes", static_cast<double>(classifier.membershipClasses()), "classes", params});
+        report.add({"classifier_port_classes", static_cast<double>(classifier.membershipClasses()),
+                    "classes", params});
         report.add({"baseline_matches_per_s", b.matchesPerSecond, "1/s", params});
         report.add({"baseline_median_ns", b.medianNs, "ns", params});
         report.add({"baseline_p99_ns", b.p99Ns, "ns", params});

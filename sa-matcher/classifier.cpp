@@ -30,7 +30,7 @@ namespace {
 constexpr uint64_t QosClassValues = 4096;  // 12 bits
 constexpr uint64_t PkeyValues = 0x8000;    // 15 bits once the membership bit is masked off
 constexpr size_t CoarseStep = 16;          // interval starts per coarse search step
-constexpr unsigned SparseCandidates = 2;    // at most this many: test the rules' own records
+constexpr unsigned SparseCandidates = 2;   // at most this many: test the rules' own records
 
 // RuleFields::named bits.
 constexpr uint8_t QosClassBit = 1, ServiceIdBit = 2, PkeyBit = 4;
@@ -129,7 +129,8 @@ class Classifier::Builder {
                 fits = fits && set.ranges().size() == 1;
                 Range x = set.ranges()[0];
                 if (x.lo > max) return ValueRange16{1, 0};  // accepts nothing
-                return ValueRange16{static_cast<uint16_t>(x.lo), static_cast<uint16_t>(std::min(x.hi, max))};
+                return ValueRange16{static_cast<uint16_t>(x.lo),
+                                    static_cast<uint16_t>(std::min(x.hi, max))};
             };
             if (!rule.qosClasses.empty()) {
                 named |= QosClassBit;
@@ -199,10 +200,14 @@ class Classifier::Builder {
             // A port's sets as a source side by side, and as a destination: a match reads a
             // few adjacent cache lines of each. (Not interned: sharing would scatter them.)
             ClassSets sets;
-            sets.sourceOnly = ruleSet(held, sourceRules, [](const MatchRule& r) { return r.destinations.empty(); });
-            sets.sourceBoth = ruleSet(held, sourceRules, [](const MatchRule& r) { return !r.destinations.empty(); });
-            sets.destinationOnly = ruleSet(held, destinationRules, [](const MatchRule& r) { return r.sources.empty(); });
-            sets.destinationBoth = ruleSet(held, destinationRules, [](const MatchRule& r) { return !r.sources.empty(); });
+            sets.sourceOnly = ruleSet(held, sourceRules,
+                                      [](const MatchRule& r) { return r.destinations.empty(); });
+            sets.sourceBoth = ruleSet(held, sourceRules,
+                                      [](const MatchRule& r) { return !r.destinations.empty(); });
+            sets.destinationOnly = ruleSet(held, destinationRules,
+                                           [](const MatchRule& r) { return r.sources.empty(); });
+            sets.destinationBoth = ruleSet(held, destinationRules,
+                                           [](const MatchRule& r) { return !r.sources.empty(); });
             c_.classSets_.push_back(sets);
         }
     }
@@ -277,7 +282,8 @@ class Classifier::Builder {
             field.sets.clear();
             field.sets.shrink_to_fit();
         }
-        for (size_t i = 0; i < field.starts.size(); i += CoarseStep) field.coarse.push_back(field.starts[i]);
+        for (size_t i = 0; i < field.starts.size(); i += CoarseStep)
+            field.coarse.push_back(field.starts[i]);
     }
 };
 
@@ -297,14 +303,33 @@ Classifier::Classifier(const BoundPolicy& bound) { Builder(*this, bound).build()
     return p[2 * summaryWords_ + rank] & present;
 }
 
-[[gnu::always_inline]] inline uint64_t Classifier::filter(uint64_t candidates, const FieldIndex& field,
-                                                          SetRef accepted, uint32_t block) const {
+[[gnu::always_inline]] inline uint64_t Classifier::filter(uint64_t candidates,
+                                                          const FieldIndex& field, SetRef accepted,
+                                                          uint32_t block) const {
     return candidates & (field.unnamed[block] | word(accepted, block));
 }
 
+// One set's summary pair for 64 words (4096 rules), its words read by bit within them.
+struct SummaryView {
+    const uint64_t* words;
+    uint64_t summary;
+    uint64_t before;  // words of the set before these 64
+
+    [[gnu::always_inline]] SummaryView(const uint64_t* set, uint32_t summaryWords, uint32_t sw)
+        : words(set + 2 * summaryWords), summary(set[2 * sw]), before(set[2 * sw + 1]) {}
+
+    // As Classifier::word(), from the summary already read.
+    [[gnu::always_inline]] uint64_t word(unsigned bit) const {
+        uint64_t rank =
+            before + static_cast<uint64_t>(std::popcount(summary & ((uint64_t{1} << bit) - 1)));
+        return words[rank] & (0 - ((summary >> bit) & 1));
+    }
+};
+
 // The index of the last element <= value in a sorted array whose first element is <= value:
 // a binary search without branches to mispredict.
-[[gnu::always_inline]] inline size_t lastNotAbove(const uint64_t* first, size_t size, uint64_t value) {
+[[gnu::always_inline]] inline size_t lastNotAbove(const uint64_t* first, size_t size,
+                                                  uint64_t value) {
     const uint64_t* base = first;
     while (size > 1) {
         size_t half = size / 2;
@@ -325,7 +350,8 @@ Classifier::Classifier(const BoundPolicy& bound) { Builder(*this, bound).build()
 }
 
 // Branchless too: the outcome of each test is as random as the requests.
-[[gnu::always_inline]] inline bool Classifier::accepts(uint32_t rule, const RequestFields& request) const {
+[[gnu::always_inline]] inline bool Classifier::accepts(uint32_t rule,
+                                                       const RequestFields& request) const {
     uint8_t named = named_[rule];
     ValueRange16 q = qosClassRange_[rule];
     ValueRange16 p = pkeyRange_[rule];
@@ -335,8 +361,10 @@ Classifier::Classifier(const BoundPolicy& bound) { Builder(*this, bound).build()
         inSid |= (request.serviceId >= sid.range[i][0]) & (request.serviceId <= sid.range[i][1]);
     }
     uint8_t fail = static_cast<uint8_t>(named & ~request.present);  // a field the request lacks
-    fail |= static_cast<uint8_t>(((request.qosClass < q.lo) | (request.qosClass > q.hi)) * (named & QosClassBit));
-    fail |= static_cast<uint8_t>(((request.pkey < p.lo) | (request.pkey > p.hi)) * (named & PkeyBit));
+    fail |= static_cast<uint8_t>(((request.qosClass < q.lo) | (request.qosClass > q.hi)) *
+                                 (named & QosClassBit));
+    fail |=
+        static_cast<uint8_t>(((request.pkey < p.lo) | (request.pkey > p.hi)) * (named & PkeyBit));
     fail |= static_cast<uint8_t>(!inSid * (named & ServiceIdBit));
     return fail == 0;
 }
@@ -345,14 +373,14 @@ Classifier::Classifier(const BoundPolicy& bound) { Builder(*this, bound).build()
 #if defined(__x86_64__)
 [[gnu::target_clones("popcnt", "default")]]
 #endif
-QosMatch Classifier::match(const PathQuery& query) const {
+QosMatch
+Classifier::match(const PathQuery& query) const {
     const ClassSets& s = classSets_[classOf_[query.source]];
     const ClassSets& d = classSets_[classOf_[query.destination]];
-    const SetRef sourceOnly = s.sourceOnly, destinationOnly = d.destinationOnly;
-    const SetRef sourceBoth = s.sourceBoth, destinationBoth = d.destinationBoth;
     RequestFields fields;
-    fields.present = static_cast<uint8_t>((query.qosClass ? QosClassBit : 0) |
-                                          (query.serviceId ? ServiceIdBit : 0) | (query.pkey ? PkeyBit : 0));
+    fields.present =
+        static_cast<uint8_t>((query.qosClass ? QosClassBit : 0) |
+                             (query.serviceId ? ServiceIdBit : 0) | (query.pkey ? PkeyBit : 0));
     fields.qosClass = query.qosClass.value_or(0);
     fields.pkey = static_cast<uint16_t>(query.pkey.value_or(0) & 0x7fff);
     fields.serviceId = query.serviceId.value_or(0);
@@ -360,17 +388,22 @@ QosMatch Classifier::match(const PathQuery& query) const {
     bool looked = false;
     SetRef qos = empty_, sid = empty_, pkey = empty_;
     const uint64_t* pool = pool_.data();
+    const bool neither = neither_ != empty_;
     for (uint32_t sw = 0; sw < summaryWords_; ++sw) {
-        const uint32_t at = 2 * sw;  // the summary of words 64 sw .. 64 sw + 63
-        uint64_t blocks = pool[sourceOnly + at] | pool[destinationOnly + at] |
-                          (pool[sourceBoth + at] & pool[destinationBoth + at]) |
-                          pool[neither_ + at];
+        SummaryView sourceOnly(pool + s.sourceOnly, summaryWords_, sw);
+        SummaryView destinationOnly(pool + d.destinationOnly, summaryWords_, sw);
+        SummaryView sourceBoth(pool + s.sourceBoth, summaryWords_, sw);
+        SummaryView destinationBoth(pool + d.destinationBoth, summaryWords_, sw);
+        SummaryView neitherEnd(pool + neither_, summaryWords_, sw);
+        uint64_t blocks = sourceOnly.summary | destinationOnly.summary |
+                          (sourceBoth.summary & destinationBoth.summary) | neitherEnd.summary;
         while (blocks) {
-            uint32_t block = sw * 64 + static_cast<uint32_t>(std::countr_zero(blocks));
+            unsigned bit = static_cast<unsigned>(std::countr_zero(blocks));
+            uint32_t block = sw * 64 + bit;
             blocks &= blocks - 1;
-            uint64_t w = word(sourceOnly, block) | word(destinationOnly, block) |
-                         (word(sourceBoth, block) & word(destinationBoth, block)) |
-                         word(neither_, block);
+            uint64_t w = sourceOnly.word(bit) | destinationOnly.word(bit) |
+                         (sourceBoth.word(bit) & destinationBoth.word(bit));
+            if (neither) w |= neitherEnd.word(bit);
             if (!w) continue;
             if (std::popcount(w) <= static_cast<int>(SparseCandidates) && !(w & wide_[block])) {
                 for (; w; w &= w - 1) {
@@ -399,9 +432,10 @@ QosMatch Classifier::match(const PathQuery& query) const {
 
 size_t Classifier::memoryBytes() const {
     size_t bytes = pool_.capacity() * sizeof(uint64_t) + classOf_.capacity() * sizeof(uint32_t) +
-                   named_.capacity() + (qosClassRange_.capacity() + pkeyRange_.capacity()) * sizeof(ValueRange16) +
-                   serviceIdRanges_.capacity() * sizeof(ServiceIdRanges) + wide_.capacity() * sizeof(uint64_t) +
-                   classSets_.capacity() * sizeof(ClassSets) +
+                   named_.capacity() +
+                   (qosClassRange_.capacity() + pkeyRange_.capacity()) * sizeof(ValueRange16) +
+                   serviceIdRanges_.capacity() * sizeof(ServiceIdRanges) +
+                   wide_.capacity() * sizeof(uint64_t) + classSets_.capacity() * sizeof(ClassSets) +
                    ruleLevel_.capacity() * sizeof(uint32_t);
     for (const FieldIndex* f : {&qosClass_, &serviceId_, &pkey_}) {
         bytes += f->unnamed.capacity() * sizeof(uint64_t) +

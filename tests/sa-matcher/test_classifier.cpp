@@ -125,7 +125,8 @@ struct RandomPolicy {
             rule.level = static_cast<uint32_t>(pick(policy.levels.size()));
             policy.rules.push_back(rule);
         }
-        for (size_t r = 0; r < decoys && r < rules; ++r) policy.rules[r].qosClasses = RangeSet{{4000, 4000}};
+        for (size_t r = 0; r < decoys && r < rules; ++r)
+            policy.rules[r].qosClasses = RangeSet{{4000, 4000}};
         // QoS classes have 12 bits and PKeys 15: keep what a real policy can hold.
         for (MatchRule& rule : policy.rules) {
             std::vector<Range> q, p;
