@@ -46,5 +46,6 @@ extern const char* const fabricOptionsHelp;
 std::optional<Fabric> loadFabric(const Options& options, Inputs& inputs, Diagnostics& diagnostics);
 
 int runCheck(const std::vector<std::string>& args);
+int runQuery(const std::vector<std::string>& args);
 
 }  // namespace ibqos::cli

@@ -16,6 +16,7 @@ InfiniBand QoS policies, checked and compiled before they reach the fabric.
 
 Commands:
   check     report every problem in a policy file
+  query     which QoS level, SL and PKey the SA answers for a path, and why
   help      show this help
 
 Run 'ibqos COMMAND --help' for the options of a command; 'man ibqos' for the whole story.
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
             return ExitOk;
         }
         if (command == "check") return runCheck(args);
+        if (command == "query") return runQuery(args);
         throw UsageError{"unknown command '" + command + "'"};
     } catch (const UsageError& e) {
         std::cerr << "ibqos " << command << ": " << e.message << "\n"
