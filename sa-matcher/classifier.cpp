@@ -287,9 +287,14 @@ class Classifier::Builder {
     }
 };
 
-Classifier::Classifier(const BoundPolicy& bound) { Builder(*this, bound).build(); }
+Classifier::Classifier(const BoundPolicy& bound) {
+    Builder(*this, bound).build();
+#if defined(__x86_64__)
+    popcnt_ = __builtin_cpu_supports("popcnt");
+#endif
+}
 
-// The lookups of match(), forced inline so that its popcnt clone uses the instruction, and
+// The lookups of match(), forced inline so that its popcnt build uses the instruction, and
 // without branches: which words are present is as random as the requests, and mispredicted
 // branches would cost more than the few instructions done for nothing.
 [[gnu::always_inline]] inline uint64_t Classifier::word(SetRef set, uint32_t block) const {
@@ -369,12 +374,21 @@ struct SummaryView {
     return fail == 0;
 }
 
-// Built twice: with the popcnt instruction where the CPU has it (x86-64 before v2 lacks it).
 #if defined(__x86_64__)
-[[gnu::target_clones("popcnt", "default")]]
+[[gnu::target("popcnt")]]
 #endif
 QosMatch
-Classifier::match(const PathQuery& query) const {
+Classifier::matchPopcnt(const PathQuery& query) const {
+    return matchIn(query);
+}
+
+QosMatch Classifier::matchPortable(const PathQuery& query) const { return matchIn(query); }
+
+QosMatch Classifier::match(const PathQuery& query) const {
+    return popcnt_ ? matchPopcnt(query) : matchPortable(query);
+}
+
+[[gnu::always_inline]] inline QosMatch Classifier::matchIn(const PathQuery& query) const {
     const ClassSets& s = classSets_[classOf_[query.source]];
     const ClassSets& d = classSets_[classOf_[query.destination]];
     RequestFields fields;

@@ -80,6 +80,13 @@ class Classifier {
     std::vector<uint32_t> ruleLevel_;
     uint32_t defaultLevel_ = 0;
 
+    // match() is built twice, with the popcnt instruction for the CPUs that have it (x86-64
+    // before v2 lacks it) and without; the constructor picks one.
+    bool popcnt_ = false;
+    inline QosMatch matchIn(const PathQuery& query) const;
+    QosMatch matchPopcnt(const PathQuery& query) const;
+    QosMatch matchPortable(const PathQuery& query) const;
+
     // The steps of match(), defined (inline) in classifier.cpp.
     inline uint64_t word(SetRef set, uint32_t block) const;
     inline uint64_t filter(uint64_t candidates, const FieldIndex& field, SetRef accepted,
