@@ -141,11 +141,14 @@ class Answerer {
                std::string(a.ok() ? "ok" : "rejected: " + std::string(rejectionText(a.rejection))) +
                "\n";
         out += "         level '" + level.name + "'" + where(level.location) + ": SL " +
-               std::to_string(level.sl);
-        out += ", MTU " + (a.mtuLimit ? "at most " + std::to_string(mtuBytes(*a.mtuLimit))
-                                      : std::string("the path's"));
+               std::to_string(level.sl) + "\n";
         out +=
-            ", rate " + (a.rateLimit ? "at most " + gbps(*a.rateLimit) : std::string("the path's"));
+            "         MTU " + (a.mtuLimit ? "at most " + std::to_string(mtuBytes(*a.mtuLimit)) +
+                                                " (mtu-limit " + std::to_string(*a.mtuLimit) + ")"
+                                          : std::string("the path's"));
+        out += ", rate " + (a.rateLimit ? "at most " + gbps(*a.rateLimit) + " (rate-limit " +
+                                              std::to_string(*a.rateLimit) + ")"
+                                        : std::string("the path's"));
         out +=
             ", packet life " + (a.packetLife ? std::to_string(*a.packetLife) +
                                                    (q.source == q.destination ? " (loopback)" : "")
@@ -209,7 +212,11 @@ class Answerer {
 
     std::string groupNames(const std::vector<uint32_t>& groups) const {
         std::string out;
-        for (uint32_t g : groups) out += (out.empty() ? "'" : ", '") + policy_.groups[g].name + "'";
+        for (uint32_t g : groups) {
+            const PortGroup& group = policy_.groups[g];
+            out += out.empty() ? "" : ", ";
+            out += group.origin == GroupOrigin::Written ? "'" + group.name + "'" : "the line's port GUIDs";
+        }
         return out;
     }
 
