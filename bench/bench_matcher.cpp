@@ -283,13 +283,7 @@ int main(int argc, char** argv) {
     bool json = false;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
-        auto next = [&]() -> std::string {
-            if (i + 1 >= argc) {
-                std::fprintf(stderr, "%s needs a value\n", a.c_str());
-                std::exit(2);
-            }
-            return argv[++i];
-        };
+        auto next = [&] { return bench::optionValue(i, argc, argv); };
         if (a == "--rules") {
             sizes.clear();
             std::string list = next();

@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -33,8 +35,15 @@ inline uint64_t peakRss() {
 }
 
 // Resets the peak so that a later peakRss() measures only what follows (Linux clear_refs).
-inline void resetPeakRss() {
-    std::ofstream("/proc/self/clear_refs") << "5";
+inline void resetPeakRss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+
+// The value of the option at argv[i] (advancing i), or exit 2 naming the option.
+inline std::string optionValue(int& i, int argc, char** argv) {
+    if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", argv[i]);
+        std::exit(2);
+    }
+    return argv[++i];
 }
 
 // One measured figure with the parameters that produced it.
@@ -46,12 +55,12 @@ struct Result {
 };
 
 class Report {
-public:
+  public:
     explicit Report(bool json) : json_(json) {}
     void add(Result r) {
         if (json_) {
-            std::cout << "{\"name\": \"" << r.name << "\", \"value\": " << r.value << ", \"unit\": \""
-                      << r.unit << "\"";
+            std::cout << "{\"name\": \"" << r.name << "\", \"value\": " << r.value
+                      << ", \"unit\": \"" << r.unit << "\"";
             for (auto& [k, v] : r.params) std::cout << ", \"" << k << "\": " << v;
             std::cout << "}\n" << std::flush;
         } else {
@@ -67,11 +76,12 @@ public:
         if (json_) return;
         std::cout << title << "\n";
         char line[256];
-        std::snprintf(line, sizeof line, "%-34s %14s %-8s %s\n", "measure", "value", "unit", "parameters");
+        std::snprintf(line, sizeof line, "%-34s %14s %-8s %s\n", "measure", "value", "unit",
+                      "parameters");
         std::cout << line << std::string(80, '-') << "\n";
     }
 
-private:
+  private:
     bool json_;
 };
 

@@ -58,10 +58,6 @@ port-groups
 end-port-groups
 qos-levels
     qos-level
-        name: default
-        sl: 0
-    end-qos-level
-    qos-level
         name: fast
         sl: 3
         rate-limit: 6

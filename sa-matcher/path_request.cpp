@@ -28,25 +28,53 @@ constexpr uint16_t StatusInsufficientComponents = 0x0600;
 
 constexpr uint64_t bit(unsigned n) { return uint64_t{1} << n; }
 
-// PathRecord component mask bits (IBA table 207).
+// PathRecord component mask bits (IBA table 207) and record offsets.
 namespace pr {
-constexpr uint64_t ServiceIdMsb = bit(0), ServiceIdLsb = bit(1), Dgid = bit(2), Sgid = bit(3);
-constexpr uint64_t Dlid = bit(4), Slid = bit(5), Pkey = bit(13), QosClass = bit(14), Sl = bit(15);
-constexpr uint64_t MtuSelector = bit(16), Mtu = bit(17), RateSelector = bit(18), Rate = bit(19);
-// Record offsets.
+constexpr uint64_t Dgid = bit(2), Sgid = bit(3), Dlid = bit(4), Slid = bit(5);
 constexpr size_t ServiceIdAt = 0, DgidAt = 8, SgidAt = 24, DlidAt = 40, SlidAt = 42;
-constexpr size_t PkeyAt = 50, QosClassSlAt = 52, MtuAt = 54, RateAt = 55;
 }  // namespace pr
 
-// MultiPathRecord component mask bits (IBA table 212) and offsets.
+// MultiPathRecord component mask bits (IBA table 212) and record offsets.
 namespace mpr {
-constexpr uint64_t Pkey = bit(7), QosClass = bit(8), Sl = bit(9), MtuSelector = bit(10);
-constexpr uint64_t Mtu = bit(11), RateSelector = bit(12), Rate = bit(13), ServiceIdMsb = bit(16);
-constexpr uint64_t SgidCount = bit(19), DgidCount = bit(20), ServiceIdLsb = bit(21);
-constexpr size_t PkeyAt = 6, QosClassSlAt = 8, MtuAt = 10, RateAt = 11, ServiceIdMsbAt = 13;
-constexpr size_t SgidCountAt = 15, DgidCountAt = 16, ServiceIdLsbAt = 17, GidsAt = 24;
+constexpr uint64_t SgidCount = bit(19), DgidCount = bit(20);
+constexpr size_t ServiceIdMsbAt = 13, SgidCountAt = 15, DgidCountAt = 16, ServiceIdLsbAt = 17;
+constexpr size_t GidsAt = 24;
 constexpr unsigned MaxGids = 11;  // as many as fit in the first MAD (OpenSM's limit)
 }  // namespace mpr
+
+// The fields both records have: their component mask bits and offsets. Reading a
+// MultiPathRecord through its own bits is what OpenSM's translation of its mask to the
+// PathRecord one comes to (osm_qos_policy_get_qos_level_by_mpr).
+struct SharedFields {
+    uint64_t serviceIdMsb, serviceIdLsb, pkey, qosClass, sl, mtuSelector, mtu, rateSelector, rate;
+    size_t pkeyAt, qosClassSlAt, mtuAt, rateAt;
+};
+constexpr SharedFields PathRecordFields{.serviceIdMsb = bit(0),
+                                        .serviceIdLsb = bit(1),
+                                        .pkey = bit(13),
+                                        .qosClass = bit(14),
+                                        .sl = bit(15),
+                                        .mtuSelector = bit(16),
+                                        .mtu = bit(17),
+                                        .rateSelector = bit(18),
+                                        .rate = bit(19),
+                                        .pkeyAt = 50,
+                                        .qosClassSlAt = 52,
+                                        .mtuAt = 54,
+                                        .rateAt = 55};
+constexpr SharedFields MultiPathRecordFields{.serviceIdMsb = bit(16),
+                                             .serviceIdLsb = bit(21),
+                                             .pkey = bit(7),
+                                             .qosClass = bit(8),
+                                             .sl = bit(9),
+                                             .mtuSelector = bit(10),
+                                             .mtu = bit(11),
+                                             .rateSelector = bit(12),
+                                             .rate = bit(13),
+                                             .pkeyAt = 6,
+                                             .qosClassSlAt = 8,
+                                             .mtuAt = 10,
+                                             .rateAt = 11};
 
 uint64_t readBig(std::span<const uint8_t> bytes, size_t at, size_t size) {
     uint64_t v = 0;
@@ -77,16 +105,33 @@ PortAddress gidAddress(std::span<const uint8_t> record, size_t at) {
     return a;
 }
 
-// MTU and rate are validated only when both the value and its selector are in the mask.
-std::string checkMtuRate(uint64_t mask, uint64_t mtuBits, uint64_t rateBits, uint8_t mtu,
-                         uint8_t rate) {
-    if ((mask & mtuBits) == mtuBits && ((mtu & 0x3f) < 1 || (mtu & 0x3f) > 5)) {
-        return "the requested MTU " + std::to_string(mtu & 0x3f) + " is not an IB MTU (1..5)";
+// The checks OpenSM makes on the shared fields before anything else: an MTU or rate given
+// with its selector must be valid, and a ServiceID needs both halves.
+std::optional<DecodedRequest> refuseSharedFields(const SharedFields& f, uint64_t mask,
+                                                 std::span<const uint8_t> record) {
+    uint8_t mtu = record[f.mtuAt] & 0x3f, rate = record[f.rateAt] & 0x3f;
+    if ((mask & f.mtu) && (mask & f.mtuSelector) && (mtu < 1 || mtu > 5)) {
+        return failure("the requested MTU " + std::to_string(mtu) + " is not an IB MTU (1..5)",
+                       StatusRequestInvalid);
     }
-    if ((mask & rateBits) == rateBits && ((rate & 0x3f) < 2 || (rate & 0x3f) > 22)) {
-        return "the requested rate " + std::to_string(rate & 0x3f) + " is not an IB rate (2..22)";
+    if ((mask & f.rate) && (mask & f.rateSelector) && (rate < 2 || rate > 22)) {
+        return failure("the requested rate " + std::to_string(rate) + " is not an IB rate (2..22)",
+                       StatusRequestInvalid);
     }
-    return {};
+    if (!(mask & f.serviceIdMsb) != !(mask & f.serviceIdLsb)) {
+        return failure("the component mask selects only one half of the ServiceID",
+                       StatusInsufficientComponents);
+    }
+    return std::nullopt;
+}
+
+// The QoS class, SL and PKey the mask selects.
+void readSharedFields(const SharedFields& f, uint64_t mask, std::span<const uint8_t> record,
+                      PathRequest& r) {
+    uint16_t qosClassSl = static_cast<uint16_t>(readBig(record, f.qosClassSlAt, 2));
+    if (mask & f.qosClass) r.qosClass = qosClassSl >> 4;
+    if (mask & f.sl) r.sl = qosClassSl & 0xf;
+    if (mask & f.pkey) r.pkey = static_cast<uint16_t>(readBig(record, f.pkeyAt, 2));
 }
 
 DecodedRequest decodePathRecord(std::span<const uint8_t> mad, uint8_t method, uint64_t mask) {
@@ -95,16 +140,7 @@ DecodedRequest decodePathRecord(std::span<const uint8_t> mad, uint8_t method, ui
                        StatusUnsupportedMethodAttribute);
     }
     auto record = mad.subspan(DataAt);
-    if (auto e = checkMtuRate(mask, pr::Mtu | pr::MtuSelector, pr::Rate | pr::RateSelector,
-                              record[pr::MtuAt], record[pr::RateAt]);
-        !e.empty()) {
-        return failure(e, StatusRequestInvalid);
-    }
-    uint64_t sid = mask & (pr::ServiceIdMsb | pr::ServiceIdLsb);
-    if (sid != 0 && sid != (pr::ServiceIdMsb | pr::ServiceIdLsb)) {
-        return failure("the component mask selects only one half of the ServiceID",
-                       StatusInsufficientComponents);
-    }
+    if (auto refused = refuseSharedFields(PathRecordFields, mask, record)) return *refused;
     PathRequest r;
     r.kind = PathRecordKind::PathRecord;
     if (mask & pr::Sgid) r.source = gidAddress(record, pr::SgidAt);
@@ -126,11 +162,8 @@ DecodedRequest decodePathRecord(std::span<const uint8_t> mad, uint8_t method, ui
         return failure("no destination (DGID or DLID): the request asks for paths to every port",
                        0);
     }
-    if (sid) r.serviceId = readBig(record, pr::ServiceIdAt, 8);
-    uint16_t qosClassSl = static_cast<uint16_t>(readBig(record, pr::QosClassSlAt, 2));
-    if (mask & pr::QosClass) r.qosClass = qosClassSl >> 4;
-    if (mask & pr::Sl) r.sl = qosClassSl & 0xf;
-    if (mask & pr::Pkey) r.pkey = static_cast<uint16_t>(readBig(record, pr::PkeyAt, 2));
+    if (mask & PathRecordFields.serviceIdMsb) r.serviceId = readBig(record, pr::ServiceIdAt, 8);
+    readSharedFields(PathRecordFields, mask, record, r);
     DecodedRequest d;
     d.requests.push_back(r);
     return d;
@@ -150,16 +183,7 @@ DecodedRequest decodeMultiPathRecord(std::span<const uint8_t> mad, uint8_t metho
                        StatusInsufficientComponents);
     }
     auto record = mad.subspan(DataAt);
-    if (auto e = checkMtuRate(mask, mpr::Mtu | mpr::MtuSelector, mpr::Rate | mpr::RateSelector,
-                              record[mpr::MtuAt], record[mpr::RateAt]);
-        !e.empty()) {
-        return failure(e, StatusRequestInvalid);
-    }
-    uint64_t sid = mask & (mpr::ServiceIdMsb | mpr::ServiceIdLsb);
-    if (sid != 0 && sid != (mpr::ServiceIdMsb | mpr::ServiceIdLsb)) {
-        return failure("the component mask selects only one half of the ServiceID",
-                       StatusInsufficientComponents);
-    }
+    if (auto refused = refuseSharedFields(MultiPathRecordFields, mask, record)) return *refused;
     // OpenSM clips the counts to the GIDs that fit, sources first.
     unsigned sources = std::min<unsigned>(record[mpr::SgidCountAt], mpr::MaxGids);
     unsigned destinations = std::min<unsigned>(record[mpr::DgidCountAt], mpr::MaxGids - sources);
@@ -169,14 +193,11 @@ DecodedRequest decodeMultiPathRecord(std::span<const uint8_t> mad, uint8_t metho
     }
     PathRequest common;
     common.kind = PathRecordKind::MultiPathRecord;
-    if (sid) {
+    if (mask & MultiPathRecordFields.serviceIdMsb) {
         common.serviceId =
             readBig(record, mpr::ServiceIdMsbAt, 1) << 56 | readBig(record, mpr::ServiceIdLsbAt, 7);
     }
-    uint16_t qosClassSl = static_cast<uint16_t>(readBig(record, mpr::QosClassSlAt, 2));
-    if (mask & mpr::QosClass) common.qosClass = qosClassSl >> 4;
-    if (mask & mpr::Sl) common.sl = qosClassSl & 0xf;
-    if (mask & mpr::Pkey) common.pkey = static_cast<uint16_t>(readBig(record, mpr::PkeyAt, 2));
+    readSharedFields(MultiPathRecordFields, mask, record, common);
 
     std::vector<PortAddress> gids;
     for (unsigned i = 0; i < sources + destinations; ++i) {

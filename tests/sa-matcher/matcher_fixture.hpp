@@ -6,10 +6,13 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "bind.hpp"
+#include "classifier.hpp"
 #include "path_request.hpp"
 #include "policy_text.hpp"
 
@@ -20,6 +23,16 @@ inline std::string slurp(const std::string& path) {
     std::stringstream s;
     s << in.rdbuf();
     return s.str();
+}
+
+// A qos-levels section of levels that set only their SL.
+inline std::string levels(std::initializer_list<std::pair<const char*, int>> list) {
+    std::string out = "qos-levels\n";
+    for (auto [name, sl] : list) {
+        out += "    qos-level\n        name: " + std::string(name) +
+               "\n        sl: " + std::to_string(sl) + "\n    end-qos-level\n";
+    }
+    return out + "end-qos-levels\n";
 }
 
 struct LabFixture {
@@ -56,6 +69,12 @@ struct LabFixture {
         INFO(name << ": " << error);
         REQUIRE(p != NoPort);
         return p;
+    }
+
+    // The SL of the level a classifier gives a request without fields.
+    unsigned sl(const Classifier& classifier, const std::string& from,
+                const std::string& to) const {
+        return policy().levels[classifier.match(query(from, to)).level].sl;
     }
 
     PathQuery query(const std::string& from, const std::string& to) const {

@@ -213,17 +213,7 @@ TEST_CASE("a policy without rules gives every request the default level",
 }
 
 TEST_CASE("a rule naming a field never matches a request without it", "[sa-matcher][classifier]") {
-    LabFixture lab(R"(
-qos-levels
-    qos-level
-        name: default
-        sl: 0
-    end-qos-level
-    qos-level
-        name: classy
-        sl: 4
-    end-qos-level
-end-qos-levels
+    LabFixture lab(test::levels({{"default", 0}, {"classy", 4}}) + R"(
 qos-match-rules
     qos-match-rule
         qos-class: 0-4095
@@ -251,20 +241,8 @@ port-groups
         port-guid: 0x100009, 0x10000a
     end-port-group
 end-port-groups
-qos-levels
-    qos-level
-        name: default
-        sl: 0
-    end-qos-level
-    qos-level
-        name: to-storage
-        sl: 2
-    end-qos-level
-    qos-level
-        name: from-storage
-        sl: 3
-    end-qos-level
-end-qos-levels
+)" + test::levels({{"default", 0}, {"to-storage", 2}, {"from-storage", 3}}) +
+                   R"(
 qos-match-rules
     qos-match-rule
         source: computes
@@ -278,9 +256,7 @@ qos-match-rules
 end-qos-match-rules
 )");
     Classifier c(lab.bound);
-    auto sl = [&](const char* from, const char* to) {
-        return lab.policy().levels[c.match(lab.query(from, to)).level].sl;
-    };
+    auto sl = [&](const char* from, const char* to) { return lab.sl(c, from, to); };
     CHECK(sl("node-01 HCA-1/P1", "storage-01 HCA-1/P1") == 2);
     CHECK(sl("node-01 HCA-1/P1", "storage-01 HCA-1/P2") == 2);  // 0x10000a: the second port
     CHECK(sl("node-01 HCA-1/P1", "node-02 HCA-1/P1") == 0);     // destination not storage
@@ -301,20 +277,8 @@ port-groups
         node-type: ROUTER, SELF
     end-port-group
 end-port-groups
-qos-levels
-    qos-level
-        name: default
-        sl: 0
-    end-qos-level
-    qos-level
-        name: management
-        sl: 7
-    end-qos-level
-    qos-level
-        name: gateway
-        sl: 6
-    end-qos-level
-end-qos-levels
+)" + test::levels({{"default", 0}, {"management", 7}, {"gateway", 6}}) +
+                   R"(
 qos-match-rules
     qos-match-rule
         destination: spine
@@ -327,9 +291,7 @@ qos-match-rules
 end-qos-match-rules
 )");
     Classifier c(lab.bound);
-    auto sl = [&](const char* from, const char* to) {
-        return lab.policy().levels[c.match(lab.query(from, to)).level].sl;
-    };
+    auto sl = [&](const char* from, const char* to) { return lab.sl(c, from, to); };
     CHECK(sl("node-01 HCA-1/P1", "spine-01/P0") == 7);
     CHECK(sl("node-01 HCA-1/P1", "2") == 7);  // the spine's LID
     CHECK(sl("node-01 HCA-1/P1", "leaf-01/P0") == 0);
@@ -345,16 +307,8 @@ qos-ulps
     default : 0
     any, service-id 0x100-0x1ff : 5
 end-qos-ulps
-qos-levels
-    qos-level
-        name: narrow
-        sl: 1
-    end-qos-level
-    qos-level
-        name: wide
-        sl: 2
-    end-qos-level
-end-qos-levels
+)" + test::levels({{"narrow", 1}, {"wide", 2}}) +
+                   R"(
 qos-match-rules
     qos-match-rule
         service-id: 0x150

@@ -21,16 +21,8 @@ port-groups
         partition: storage
     end-port-group
 end-port-groups
-qos-levels
-    qos-level
-        name: default
-        sl: 0
-    end-qos-level
-    qos-level
-        name: gold
-        sl: 4
-    end-qos-level
-end-qos-levels
+)" + test::levels({{"default", 0}, {"gold", 4}}) +
+                   R"(
 qos-match-rules
     qos-match-rule
         source: storage

@@ -19,11 +19,10 @@ port-groups
         partition: storage
     end-port-group
 end-port-groups
+qos-ulps
+    default : 0
+end-qos-ulps
 qos-levels
-    qos-level
-        name: default
-        sl: 0
-    end-qos-level
     qos-level
         name: storage
         sl: 1
