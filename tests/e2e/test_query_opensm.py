@@ -18,6 +18,7 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -213,8 +214,9 @@ def check_policy(fabric, args, policy, topology, topology_path, rng, workdir):
             diff = ", ".join(f"{k} {got[k]} (ibqos {want[k]})" for k in want if want[k] != got[k])
             differences.append(f"{batch_line(r)}: level {mine['level']}: OpenSM {diff}")
     rejected = sum(reasons.values())
+    deciding = {json.dumps(a["rule"]) for a in ours if a["status"] == "ok"}
     print(f"{policy}: {len(requests)} PathRecord queries, {len(requests) - rejected} answered, {rejected} empty; "
-          f"{len(differences)} differences")
+          f"{len(differences)} differences; {len(deciding)} rules (default level counted) decided an answer")
     for reason, n in sorted(reasons.items()):
         print(f"  {n:4} empty: {reason}")
     for d in differences:
@@ -226,7 +228,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ibqos", required=True)
     ap.add_argument("--samples", required=True, help="the samples folder")
-    ap.add_argument("--queries", type=int, default=200, help="PathRecord queries per policy")
+    ap.add_argument("--queries", type=int, default=300, help="PathRecord queries per policy")
     ap.add_argument("--jobs", type=int, default=4, help="saquery processes at a time")
     ap.add_argument("--seed", type=int, default=4)
     ap.add_argument("--policy", action="append", help="only these sample policies")
@@ -252,7 +254,11 @@ def main():
             total += n
             failed += d
     print(f"{total} queries, {failed} differences")
-    return 1 if failed else 0
+    if failed:
+        print(f"logs and batches kept in {workdir}")
+        return 1
+    shutil.rmtree(workdir, ignore_errors=True)
+    return 0
 
 
 if __name__ == "__main__":

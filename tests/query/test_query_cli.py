@@ -109,6 +109,15 @@ class SingleQuery(unittest.TestCase):
         self.assertEqual(p.stdout, b"")
         self.assertIn(b"error: [value-range]", p.stderr)
 
+    def test_a_topology_with_errors_gives_no_answer(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".ibnetdiscover", delete=False) as f:
+            f.write('Switch 4 "S1"\n[1] "H1"[1]\n\nHca 1 "H1"\n[1] "S9"[1]\n')
+        p = run(samples("policies", "qos-lab-fields.conf"), "--topology", f.name, "--src", "1", "--dst", "2")
+        os.unlink(f.name)
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.stdout, b"")
+        self.assertIn(b"error:", p.stderr)
+
     def test_help_documents_the_options_and_exit_status(self):
         p = run("--help")
         self.assertEqual(p.returncode, 0)
@@ -160,6 +169,16 @@ class Batch(unittest.TestCase):
             self.assertEqual(a[2 * i]["status"], "error", hostile[i][:40])
             self.assertTrue(a[2 * i]["message"])
             self.assertEqual(a[2 * i + 1]["status"], "ok")
+
+    def test_random_bytes_give_one_valid_json_line_per_line(self):
+        import random
+        rng = random.Random(7)
+        alphabet = b' \t"-0123456789abcdefx/P\n\x00\xff' + bytes(range(0x20, 0x7f))
+        data = bytes(rng.choice(alphabet) for _ in range(200000))
+        p = lab("qos-lab-mixed.conf", "--batch", "-", stdin=data)
+        self.assertIn(p.returncode, (0, 1))
+        a = lines(p)
+        self.assertEqual(len(a), data.count(b"\n") + (not data.endswith(b"\n")))
 
     def test_a_batch_file_with_crlf_endings_and_no_final_newline_is_read(self):
         with tempfile.NamedTemporaryFile("wb", delete=False) as f:
