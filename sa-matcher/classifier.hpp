@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Classifier: a bound policy compiled for PathRecord matching. One match is a few table lookups
-// and word ANDs over the rules that could apply, whatever the number of rules and ports.
+// and ANDs of 64-rule words, over only the words that can hold a candidate rule.
 #pragma once
 
 #include <cstddef>
@@ -54,15 +54,20 @@ class Classifier {
         std::vector<SetRef> direct;     // small domains: the set of every value
     };
 
-    // A rule's field conditions for the common case of a candidate word with a bit or two:
+    // A rule's field conditions, for the common case of a candidate word with a bit or two:
     // testing those rules reads a few small arrays, where each field set would cost a cache
-    // miss (they are large: one set per value interval). Tested cheapest first.
+    // miss (there is one per value interval). A rule whose ranges do not fit is in wide_.
     static constexpr unsigned RecordServiceIds = 3;
     struct ValueRange16 {
         uint16_t lo, hi;
     };
+    struct RuleFields {
+        uint8_t named = 0;  // QosClassBit, ServiceIdBit, PkeyBit of the fields it names
+        ValueRange16 qosClass{0, 0};
+        ValueRange16 pkey{0, 0};
+    };
     struct ServiceIdRanges {
-        uint64_t range[RecordServiceIds][2];
+        uint64_t range[RecordServiceIds][2];  // unused slots repeat the first range
     };
 
     uint32_t words_ = 0;         // 64-rule words
@@ -73,10 +78,9 @@ class Classifier {
     std::vector<uint32_t> classOf_;  // per Fabric::ports index
     std::vector<ClassSets> classSets_;
     FieldIndex qosClass_, serviceId_, pkey_;
-    std::vector<uint8_t> named_;  // per rule: the fields it names (and ServiceID ranges)
-    std::vector<ValueRange16> qosClassRange_, pkeyRange_;
+    std::vector<RuleFields> ruleFields_;
     std::vector<ServiceIdRanges> serviceIdRanges_;
-    std::vector<uint64_t> wide_;  // dense: rules whose ranges do not fit those arrays
+    std::vector<uint64_t> wide_;  // dense: rules whose ranges do not fit their RuleFields
     std::vector<uint32_t> ruleLevel_;
     uint32_t defaultLevel_ = 0;
 
@@ -93,7 +97,7 @@ class Classifier {
                            uint32_t block) const;
     inline SetRef setOf(const FieldIndex& field, uint64_t value) const;
     struct RequestFields {
-        uint8_t present;  // FieldBit mask
+        uint8_t present;  // QosClassBit, ServiceIdBit, PkeyBit of the fields it carries
         uint16_t qosClass, pkey;
         uint64_t serviceId;
     };
