@@ -347,9 +347,9 @@ int main(int argc, char** argv) {
             }
         }
 
-        Timing c = measure(requests, 5, 0.4, requests.size(),
+        Timing c = measure(requests, 10, 0.25, requests.size(),
                            [&](const PathQuery& q) { return classifier.match(q); });
-        Timing b = measure(requests, 5, 0.4, 0,
+        Timing b = measure(requests, 10, 0.25, 0,
                            [&](const PathQuery& q) { return baseline.match(w.fabric, q); });
 
         report.add({"classifier_matches_per_s", c.matchesPerSecond, "1/s", params});
