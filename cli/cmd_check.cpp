@@ -3,7 +3,6 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "bind.hpp"
 #include "compile_policy.hpp"
 #include "options.hpp"
 
@@ -44,9 +43,7 @@ int runCheck(const std::vector<std::string>& args) {
     const SourceFile& source = inputs.load(options.positionals()[0]);
     Diagnostics diagnostics;
     Policy policy = loadPolicy(source, diagnostics);
-    if (std::optional<Fabric> fabric = loadFabric(options, inputs, diagnostics)) {
-        bindPolicy(policy, *fabric, diagnostics);
-    }
+    compileForFabric(policy, options, inputs, diagnostics);
     return emitDiagnostics(diagnostics, inputs, options.flag("json"));
 }
 

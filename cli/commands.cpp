@@ -2,7 +2,14 @@
 // What the ibqos subcommands share.
 #include "commands.hpp"
 
+#include "realizability.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 
 namespace ibqos::cli {
@@ -22,7 +29,8 @@ const SourceFile* Inputs::find(const std::string& name) const {
 }
 
 std::vector<OptionSpec> fabricOptions() {
-    return {{"topology", true}, {"partitions", true}, {"sm", true}, {"vls", true}};
+    return {{"topology", true}, {"partitions", true}, {"sm", true}, {"vls", true}, {"port-caps", true},
+            {"opensm-conf", true}};
 }
 
 const char* const fabricOptionsHelp = R"(  --topology FILE    the fabric: ibnetdiscover output (or an ibsim net file)
@@ -30,12 +38,16 @@ const char* const fabricOptionsHelp = R"(  --topology FILE    the fabric: ibnetd
   --sm PORT          the SM's port, for node-type SELF (GUID 0x..., LID, or Desc/P<n>)
   --vls N            data VLs assumed on every port (1, 2, 4, 8 or 15; default 8), as
                      ibnetdiscover files do not carry VL capabilities
+  --port-caps FILE   per-port capabilities: lines "PORT [vls=N] [vlarb-high=N] [vlarb-low=N]
+                     [mtu=BYTES]", PORT being '*', a port GUID or Desc/P<n>
+  --opensm-conf FILE the opensm.conf whose qos_* options (and max_op_vls) give the tables
+                     before qos-setup applies (default: OpenSM's built-in defaults)
 )";
 
 std::optional<Fabric> loadFabric(const Options& options, Inputs& inputs, Diagnostics& diagnostics) {
     auto topology = options.value("topology");
     if (!topology) {
-        for (const char* name : {"partitions", "sm", "vls"}) {
+        for (const char* name : {"partitions", "sm", "vls", "port-caps"}) {
             if (options.value(name)) throw UsageError{std::string("--") + name + " needs --topology"};
         }
         return std::nullopt;
@@ -48,6 +60,7 @@ std::optional<Fabric> loadFabric(const Options& options, Inputs& inputs, Diagnos
         operVls = encoding[n];
     }
     Fabric fabric = readTopology(inputs.load(*topology), diagnostics, operVls);
+    if (auto caps = options.value("port-caps")) readPortCaps(inputs.load(*caps), fabric, diagnostics);
     if (auto sm = options.value("sm")) {
         std::string error;
         fabric.smPort = fabric.findEndpoint(*sm, error);
@@ -56,6 +69,44 @@ std::optional<Fabric> loadFabric(const Options& options, Inputs& inputs, Diagnos
     auto partitions = options.value("partitions");
     readPartitions(partitions ? &inputs.load(*partitions) : nullptr, fabric, diagnostics);
     return fabric;
+}
+
+OpenSmConf loadOpenSmConf(const Options& options, Inputs& inputs, Diagnostics& diagnostics) {
+    auto path = options.value("opensm-conf");
+    return path ? readOpenSmConf(inputs.load(*path), diagnostics) : OpenSmConf{};
+}
+
+std::unique_ptr<FabricCompilation> compileForFabric(const Policy& policy, const Options& options, Inputs& inputs,
+                                                    Diagnostics& diagnostics) {
+    std::optional<Fabric> fabric = loadFabric(options, inputs, diagnostics);
+    if (!fabric) return nullptr;
+    auto c = std::make_unique<FabricCompilation>();
+    c->fabric = std::move(*fabric);
+    c->conf = loadOpenSmConf(options, inputs, diagnostics);
+    negotiateOperVls(c->fabric, c->conf.maxOpVls);
+    c->bound = bindPolicy(policy, c->fabric, diagnostics);
+    c->tables = computeTables(c->bound, c->conf, diagnostics);
+    checkRealizability(c->bound, c->tables, diagnostics);
+    return c;
+}
+
+void writeFileAtomically(const std::string& path, const std::string& content) {
+    std::string temporary = path + ".tmp." + std::to_string(getpid());
+    {
+        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+        if (!out) throw IoError{"cannot write '" + temporary + "': " + std::strerror(errno)};
+        out << content;
+        out.flush();
+        if (!out) {
+            std::remove(temporary.c_str());
+            throw IoError{"cannot write '" + temporary + "': " + std::strerror(errno)};
+        }
+    }
+    if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+        int err = errno;
+        std::remove(temporary.c_str());
+        throw IoError{"cannot replace '" + path + "': " + std::strerror(err)};
+    }
 }
 
 int emitDiagnostics(Diagnostics& diagnostics, const Inputs& inputs, bool json) {

@@ -8,9 +8,12 @@
 #include <vector>
 
 #include "diagnostics.hpp"
+#include "bind.hpp"
 #include "fabric.hpp"
+#include "opensm_conf.hpp"
 #include "options.hpp"
 #include "source.hpp"
+#include "tables.hpp"
 
 namespace ibqos::cli {
 
@@ -45,7 +48,26 @@ extern const char* const fabricOptionsHelp;
 // diagnostics; an --sm or --vls that makes no sense is a UsageError.
 std::optional<Fabric> loadFabric(const Options& options, Inputs& inputs, Diagnostics& diagnostics);
 
+// The opensm.conf QoS options --opensm-conf names (OpenSM's built-in defaults without it).
+OpenSmConf loadOpenSmConf(const Options& options, Inputs& inputs, Diagnostics& diagnostics);
+
+// A policy compiled for the fabric the options name: bound, every port's tables computed, and
+// realizability checked. Held by pointer: `bound` points into `fabric`.
+struct FabricCompilation {
+    Fabric fabric;
+    OpenSmConf conf;
+    BoundPolicy bound;
+    FabricTables tables;
+};
+std::unique_ptr<FabricCompilation> compileForFabric(const Policy& policy, const Options& options, Inputs& inputs,
+                                                    Diagnostics& diagnostics);
+
+// Writes a file whole or not at all: a temporary file renamed over the target. Throws IoError.
+void writeFileAtomically(const std::string& path, const std::string& content);
+
 int runCheck(const std::vector<std::string>& args);
+int runCompile(const std::vector<std::string>& args);
+int runVerify(const std::vector<std::string>& args);
 int runQuery(const std::vector<std::string>& args);
 
 }  // namespace ibqos::cli

@@ -15,7 +15,9 @@ const char* const mainHelp = R"(Usage: ibqos COMMAND [ARGS...]
 InfiniBand QoS policies, checked and compiled before they reach the fabric.
 
 Commands:
-  check     report every problem in a policy file
+  check     report every problem in a policy file (and, with a topology, in its tables)
+  compile   the tables every port of a fabric receives, VL shares, or a plain OpenSM setup
+  verify    compare every port's tables on the live fabric with what the policy compiles to
   query     which QoS level, SL and PKey the SA answers for a path, and why
   help      show this help
 
@@ -44,6 +46,10 @@ int main(int argc, char** argv) {
             return ExitOk;
         }
         if (command == "check") return runCheck(args);
+        if (command == "compile") return runCompile(args);
+#ifdef IBQOS_HAVE_VERIFY
+        if (command == "verify") return runVerify(args);
+#endif
         if (command == "query") return runQuery(args);
         throw UsageError{"unknown command '" + command + "'"};
     } catch (const UsageError& e) {

@@ -144,6 +144,11 @@ Fabric readTopology(const SourceFile& source, Diagnostics& diagnostics, uint8_t 
 // then holds every endpoint as a full member, as in OpenSM.
 void readPartitions(const SourceFile* source, Fabric& fabric, Diagnostics& diagnostics);
 
+// Reads per-port capabilities for an offline fabric, one line per port or set of ports:
+// "PORT [vls=1|2|4|8|15] [vlarb-high=N] [vlarb-low=N] [mtu=BYTES]", PORT being '*', a port GUID
+// (every port of a switch) or NodeDescription/P<n>. Later lines override earlier ones.
+void readPortCaps(const SourceFile& source, Fabric& fabric, Diagnostics& diagnostics);
+
 // The link rate in Gb/s of an IB rate enum value (0 when unknown), and the enum for a width x
 // lane speed as ibnetdiscover prints it ("4xQDR").
 double rateGbps(uint8_t rate);

@@ -6,7 +6,7 @@ IBQOS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # Packages every build needs, and those the end-to-end tests and tools use.
 IBQOS_BUILD_PACKAGES="g++ meson ninja-build pkg-config libboost-dev catch2 scdoc python3"
-IBQOS_FABRIC_PACKAGES="opensm libopensm-dev ibsim-utils libumad2sim0 infiniband-diags libibumad-dev libibmad-dev libibverbs-dev rdma-core"
+IBQOS_FABRIC_PACKAGES="opensm libopensm-dev ibsim-utils libumad2sim0 infiniband-diags libibumad-dev libibmad-dev libibnetdisc-dev libibverbs-dev rdma-core"
 
 ensure_packages() {
     local missing=()

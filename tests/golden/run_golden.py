@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-# Golden diagnostics: runs `ibqos check` on every *.conf of a directory and compares stderr and
-# the exit status with NAME.expect. --regenerate rewrites the .expect files from the output.
+# Golden files: runs `ibqos check` on every *.conf of a directory and compares stderr and the exit
+# status with NAME.expect; and runs `ibqos ARGS` for every NAME.args (arguments relative to --root)
+# and compares stdout, stderr and the exit status. --regenerate rewrites the .expect files.
 import argparse
 import difflib
 import json
 import pathlib
 import re
+import shlex
 import subprocess
 import sys
 
@@ -18,19 +20,42 @@ def run(ibqos, directory, name, extra):
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
 
+def run_args(ibqos, root, case):
+    args = shlex.split(case.read_text())
+    p = subprocess.run([ibqos, *args], cwd=root, capture_output=True, timeout=120)
+    return (p.stdout.decode("utf-8", "replace") + "---- stderr\n" + p.stderr.decode("utf-8", "replace") +
+            f"exit: {p.returncode}\n")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ibqos", required=True)
     ap.add_argument("--dir", required=True)
+    ap.add_argument("--root", default=".")
     ap.add_argument("--regenerate", action="store_true")
     args = ap.parse_args()
     args.ibqos = str(pathlib.Path(args.ibqos).resolve())
     directory = pathlib.Path(args.dir)
     inputs = sorted(directory.glob("*.conf"))
-    if not inputs:
-        print(f"no *.conf in {directory}", file=sys.stderr)
+    cases = sorted(directory.glob("*.args"))
+    if not inputs and not cases:
+        print(f"no *.conf or *.args in {directory}", file=sys.stderr)
         return 1
     failures = 0
+    for case in cases:
+        actual = run_args(args.ibqos, args.root, case)
+        expect = case.with_suffix(".expect")
+        if args.regenerate:
+            expect.write_text(actual)
+            continue
+        wanted = expect.read_text() if expect.exists() else ""
+        if actual != wanted:
+            failures += 1
+            print(f"FAIL {case.name}")
+            sys.stdout.writelines(difflib.unified_diff(wanted.splitlines(True), actual.splitlines(True),
+                                                       expect.name, "actual"))
+        else:
+            print(f"ok   {case.name}")
     for conf in inputs:
         code, _, err = run(args.ibqos, directory, conf.name, [])
         actual = err + f"exit: {code}\n"
@@ -66,7 +91,8 @@ def main():
             continue
         print(f"ok   {conf.name}")
     if not args.regenerate:
-        print(f"{len(inputs) - failures}/{len(inputs)} golden files match")
+        total = len(inputs) + len(cases)
+        print(f"{total - failures}/{total} golden files match")
     return 1 if failures else 0
 
 

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: MIT
+// Benchmark: topology read + bind + every port's tables for a 50,667-endpoint fat tree and a
+// policy with 1,000 port groups and qos-setup scopes.
+//   ibqos-bench-compile [--groups N] [--json]
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "bench_util.hpp"
+#include "bind.hpp"
+#include "compile_policy.hpp"
+#include "realizability.hpp"
+#include "synthetic.hpp"
+#include "tables.hpp"
+
+using namespace ibqos;
+
+namespace {
+
+// 1,000 groups of hosts (each a GUID range over its slice plus a few names), rules using
+// them, and qos-setup scopes by group and across.
+std::string policyFor(const bench::FatTree& tree, unsigned groups) {
+    std::string p = "port-groups\n";
+    char buf[256];
+    unsigned slice = tree.hosts / groups;
+    for (unsigned g = 0; g < groups; ++g) {
+        unsigned first = g * slice;
+        std::snprintf(buf, sizeof buf,
+                      "  port-group\n    name: hosts-%u\n    port-guid: 0x%llx-0x%llx\n    port-name: host%u HCA-1/P1\n  end-port-group\n",
+                      g, (unsigned long long)tree.hostPortGuid(first), (unsigned long long)tree.hostPortGuid(first + slice / 2),
+                      first + slice - 1);
+        p += buf;
+    }
+    p += "  port-group\n    name: switches\n    node-type: SWITCH\n  end-port-group\n";
+    p += "  port-group\n    name: spines\n";
+    std::snprintf(buf, sizeof buf, "    port-guid: 0x%llx-0x%llx\n  end-port-group\n", (unsigned long long)bench::FatTree::SpineGuid,
+                  (unsigned long long)(bench::FatTree::SpineGuid + tree.spines - 1));
+    p += buf;
+    p += "end-port-groups\nqos-levels\n";
+    for (unsigned l = 0; l < 8; ++l) {
+        std::snprintf(buf, sizeof buf, "  qos-level\n    name: %s\n    sl: %u\n  end-qos-level\n",
+                      l == 0 ? "default" : ("level" + std::to_string(l)).c_str(), l);
+        p += buf;
+    }
+    p += "end-qos-levels\nqos-match-rules\n";
+    for (unsigned r = 0; r < groups; ++r) {
+        std::snprintf(buf, sizeof buf,
+                      "  qos-match-rule\n    source: hosts-%u\n    destination: hosts-%u\n    qos-class: %u\n    qos-level-name: level%u\n  end-qos-match-rule\n",
+                      r, (r * 7 + 3) % groups, r % 64, 1 + r % 7);
+        p += buf;
+    }
+    p += "end-qos-match-rules\nqos-setup\n  vlarb-tables\n";
+    p += "    vlarb-scope\n      group: switches\n      vlarb-high: 0:64\n      bandwidth: 1:10%, 2:20%, 3:30%, 4:20%, 5:10%, 6:5%, 7:5%\n      vl-high-limit: 4\n    end-vlarb-scope\n";
+    for (unsigned g = 0; g < groups; g += 50) {
+        std::snprintf(buf, sizeof buf,
+                      "    vlarb-scope\n      group: hosts-%u\n      vlarb-high: 0:64\n      vlarb-low: 1:64, 2:128, 3:192, 4:64, 5:64, 6:64, 7:64\n    end-vlarb-scope\n",
+                      g);
+        p += buf;
+    }
+    p += "    vlarb-scope\n      group: switches\n      across: spines\n      vlarb-high: 0:128\n    end-vlarb-scope\n";
+    p += "  end-vlarb-tables\n  sl2vl-tables\n";
+    p += "    sl2vl-scope\n      group: switches\n      sl2vl-table: 0,1,2,3,4,5,6,7,1,1,1,1,1,1,1,15\n    end-sl2vl-scope\n";
+    p += "    sl2vl-scope\n      group: switches\n      across-from: spines\n      to: 1-24\n      sl2vl-table: 0,1,2,3,4,5,6,7,2,2,2,2,2,2,2,15\n    end-sl2vl-scope\n";
+    for (unsigned g = 0; g < groups; g += 100) {
+        std::snprintf(buf, sizeof buf,
+                      "    sl2vl-scope\n      group: hosts-%u\n      sl2vl-table: 0,1,2,3,4,5,6,7,3,3,3,3,3,3,3,15\n    end-sl2vl-scope\n", g);
+        p += buf;
+    }
+    p += "  end-sl2vl-tables\nend-qos-setup\n";
+    return p;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    bool json = false;
+    unsigned groups = 1000;
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--json")) {
+            json = true;
+        } else if (!std::strcmp(argv[i], "--groups") && i + 1 < argc) {
+            groups = static_cast<unsigned>(std::stoul(argv[++i]));
+        } else {
+            std::fprintf(stderr, "usage: ibqos-bench-compile [--groups N] [--json]\n");
+            return std::strcmp(argv[i], "--help") ? 2 : 0;
+        }
+    }
+    bench::FatTree tree;
+    SourceFile topology("fat-tree.topo", tree.ibnetdiscover());
+    SourceFile policyText("policy.conf", policyFor(tree, groups));
+    Diagnostics compileDiagnostics;
+    Policy policy = loadPolicy(policyText, compileDiagnostics);
+    if (compileDiagnostics.hasErrors()) {
+        std::fprintf(stderr, "the generated policy has errors: %s\n", compileDiagnostics.all()[0].message.c_str());
+        return 1;
+    }
+
+    bench::resetPeakRss();
+    uint64_t baseline = bench::peakRss();
+    Diagnostics d;
+    auto t0 = std::chrono::steady_clock::now();
+    Fabric fabric = readTopology(topology, d);
+    readPartitions(nullptr, fabric, d);
+    OpenSmConf conf;
+    negotiateOperVls(fabric, conf.maxOpVls);
+    double readSeconds = bench::secondsSince(t0);
+    auto t1 = std::chrono::steady_clock::now();
+    BoundPolicy bound = bindPolicy(policy, fabric, d);
+    double bindSeconds = bench::secondsSince(t1);
+    auto t2 = std::chrono::steady_clock::now();
+    FabricTables tables = computeTables(bound, conf, d);
+    double tableSeconds = bench::secondsSince(t2);
+    double total = bench::secondsSince(t0);
+    auto t3 = std::chrono::steady_clock::now();
+    checkRealizability(bound, tables, d);
+    double checkSeconds = bench::secondsSince(t3);
+    uint64_t peak = bench::peakRss();
+    for (const Diagnostic& x : d.all()) {
+        if (x.severity == Severity::Error) std::fprintf(stderr, "error: [%s] %s\n", x.code.c_str(), x.message.c_str());
+    }
+    if (d.hasErrors()) return 1;
+    size_t pairs = 0;
+    for (const PortTables& t : tables.ports) {
+        const FabricNode& n = fabric.nodeOf(t.port);
+        pairs += n.type == NodeType::Switch ? n.portCount + 1u : 1u;
+    }
+
+    bench::Report report(json);
+    report.header("topology read + bind + tables, synthetic fat tree (one core)");
+    std::vector<std::pair<std::string, std::string>> params{
+        {"endpoints", std::to_string(fabric.endpoints().size())},
+        {"ports_with_tables", std::to_string(tables.ports.size())},
+        {"sl2vl_pairs", std::to_string(pairs)},
+        {"groups", std::to_string(policy.groups.size())},
+        {"topology_mb", std::to_string(topology.text().size() / 1e6)}};
+    report.add({"read_topology", readSeconds, "s", params});
+    report.add({"bind", bindSeconds, "s", params});
+    report.add({"tables", tableSeconds, "s", params});
+    report.add({"read_bind_tables", total, "s", params});
+    report.add({"realizability_checks", checkSeconds, "s", params});
+    report.add({"distinct_sl2vl_tables", static_cast<double>(tables.sl2vls.size()), "tables", params});
+    report.add({"distinct_vlarb_tables", static_cast<double>(tables.vlarbs.size()), "tables", params});
+    report.add({"peak_rss", static_cast<double>(peak) / 1e6, "MB", params});
+    report.add({"peak_rss_added", static_cast<double>(peak - std::min(peak, baseline)) / 1e6, "MB", params});
+    return 0;
+}

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+// readOpenSmConf: "key value" lines, '#' comments, OpenSM's option names and value checks.
+#include "opensm_conf.hpp"
+
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <string_view>
+
+namespace ibqos {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+    return s;
+}
+
+// OpenSM's clean_val: trimmed, one pair of surrounding quotes dropped.
+std::string cleanValue(std::string_view v) {
+    v = trim(v);
+    if (v.size() >= 2 && ((v.front() == '"' && v.back() == '"') || (v.front() == '\'' && v.back() == '\''))) {
+        v = v.substr(1, v.size() - 2);
+    }
+    return std::string(v);
+}
+
+}  // namespace
+
+const char* portClassPrefix(PortClass c) {
+    switch (c) {
+        case PortClass::Ca:
+            return "qos_ca_";
+        case PortClass::Router:
+            return "qos_rtr_";
+        case PortClass::SwitchPort0:
+            return "qos_sw0_";
+        case PortClass::SwitchExternal:
+            return "qos_swe_";
+    }
+    return "qos_";
+}
+
+const QosOptionSet& OpenSmConf::forClass(PortClass c) const {
+    switch (c) {
+        case PortClass::Ca:
+            return ca;
+        case PortClass::Router:
+            return router;
+        case PortClass::SwitchPort0:
+            return switchPort0;
+        case PortClass::SwitchExternal:
+            return switchExternal;
+    }
+    return all;
+}
+
+OpenSmConf readOpenSmConf(const SourceFile& source, Diagnostics& diagnostics) {
+    OpenSmConf conf;
+    conf.file = source.name();
+    auto warn = [&](SourceLocation at, std::string message) {
+        diagnostics.warning("opensm-conf", source.name(), at, std::move(message));
+    };
+    std::string_view text = source.text();
+    size_t offset = 0;
+    while (offset < text.size()) {
+        size_t end = text.find('\n', offset);
+        if (end == std::string_view::npos) end = text.size();
+        std::string_view line = text.substr(offset, end - offset);
+        SourceLocation at = source.locate(static_cast<uint32_t>(offset));
+        offset = end + 1;
+        if (size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+        line = trim(line);
+        if (line.empty()) continue;
+        size_t blank = line.find_first_of(" \t");
+        std::string key(line.substr(0, blank));
+        std::string value = blank == std::string_view::npos ? "" : cleanValue(line.substr(blank));
+        at = source.locate(static_cast<uint32_t>(line.data() - text.data()));
+
+        if (key == "qos") {
+            conf.qos = value == "TRUE";
+            continue;
+        }
+        if (key == "max_op_vls") {
+            char* e = nullptr;
+            unsigned long v = std::strtoul(value.c_str(), &e, 0);
+            if (*e != '\0' || v > 255) {
+                warn(at, "max_op_vls must be a number; ignored");
+            } else {
+                conf.maxOpVls = static_cast<uint8_t>(v);
+            }
+            continue;
+        }
+        if (key.compare(0, 4, "qos_") != 0) continue;
+        QosOptionSet* set = nullptr;
+        std::string name;
+        for (auto [prefix, target] : {std::pair<const char*, QosOptionSet*>{"qos_ca_", &conf.ca},
+                                      {"qos_rtr_", &conf.router},
+                                      {"qos_sw0_", &conf.switchPort0},
+                                      {"qos_swe_", &conf.switchExternal}}) {
+            size_t n = std::char_traits<char>::length(prefix);
+            if (key.compare(0, n, prefix) == 0) {
+                set = target;
+                name = key.substr(n);
+            }
+        }
+        if (!set) {
+            set = &conf.all;
+            name = key.substr(4);
+        }
+        bool null = value == "(null)";  // OpenSM's spelling of "unset"
+        if (name == "max_vls") {
+            unsigned long v = std::strtoul(value.c_str(), nullptr, 0);
+            if (v == 0 || v > 15) {
+                if (v > 15) warn(at, key + " must be 1..15; OpenSM uses its default");
+                set->maxVls.reset();
+            } else {
+                set->maxVls = static_cast<unsigned>(v);
+            }
+        } else if (name == "high_limit") {
+            long v = std::strtol(value.c_str(), nullptr, 0);
+            if (v < 0 || v > 255) {
+                if (v > 255) warn(at, key + " must be 0..255; OpenSM uses its default");
+                set->highLimit.reset();
+            } else {
+                set->highLimit = static_cast<int>(v);
+                set->highLimitAt = at;
+            }
+        } else if (name == "vlarb_high" || name == "vlarb_low" || name == "sl2vl") {
+            std::optional<std::string>& target =
+                name == "vlarb_high" ? set->vlarbHigh : name == "vlarb_low" ? set->vlarbLow : set->sl2vl;
+            SourceLocation& where = name == "vlarb_high" ? set->vlarbHighAt
+                                    : name == "vlarb_low" ? set->vlarbLowAt
+                                                          : set->sl2vlAt;
+            if (null) {
+                target.reset();
+            } else {
+                target = value;
+                where = at;
+            }
+        }
+    }
+    return conf;
+}
+
+}  // namespace ibqos

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: MIT
+// readPortCaps: per-port VL capabilities for an offline fabric ("PORT vls=N vlarb-high=N ...").
+#include <cctype>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "fabric.hpp"
+#include "source.hpp"
+
+namespace ibqos {
+
+namespace {
+
+uint8_t vlEncoding(unsigned long dataVls) {
+    switch (dataVls) {
+        case 1:
+            return 1;
+        case 2:
+            return 2;
+        case 4:
+            return 3;
+        case 8:
+            return 4;
+        case 15:
+            return 5;
+        default:
+            return 0;
+    }
+}
+
+}  // namespace
+
+void readPortCaps(const SourceFile& source, Fabric& fabric, Diagnostics& diagnostics) {
+    std::string_view text = source.text();
+    size_t offset = 0;
+    while (offset < text.size()) {
+        size_t end = text.find('\n', offset);
+        if (end == std::string_view::npos) end = text.size();
+        std::string line(text.substr(offset, end - offset));
+        SourceLocation at = source.locate(static_cast<uint32_t>(offset));
+        offset = end + 1;
+        if (size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+        std::vector<std::string> words;
+        for (size_t p = 0; p < line.size();) {
+            while (p < line.size() && std::isspace(static_cast<unsigned char>(line[p]))) ++p;
+            size_t q = p;
+            while (q < line.size() && !std::isspace(static_cast<unsigned char>(line[q]))) ++q;
+            if (q > p) words.push_back(line.substr(p, q - p));
+            p = q;
+        }
+        if (words.empty()) continue;
+        auto error = [&](std::string message) { diagnostics.error("port-caps", source.name(), at, std::move(message)); };
+
+        // Which ports: '*', a port GUID (every port of a switch), or NodeDescription/P<n>.
+        std::vector<uint32_t> ports;
+        if (words[0] == "*") {
+            for (uint32_t p = 0; p < fabric.ports.size(); ++p) ports.push_back(p);
+        } else {
+            std::string why;
+            uint32_t endpoint = fabric.findEndpoint(words[0], why);
+            if (endpoint == NoPort) {
+                error(why);
+                continue;
+            }
+            const FabricNode& node = fabric.nodeOf(endpoint);
+            bool byName = words[0].find('/') != std::string::npos;
+            if (node.type == NodeType::Switch && !byName) {
+                for (unsigned n = 0; n <= node.portCount; ++n) ports.push_back(node.firstPort + n);
+            } else if (node.type == NodeType::Switch) {
+                size_t slash = words[0].rfind('/');
+                ports.push_back(fabric.portOf(fabric.ports[endpoint].node,
+                                              static_cast<unsigned>(std::strtoul(words[0].c_str() + slash + 2, nullptr, 10))));
+            } else {
+                ports.push_back(endpoint);
+            }
+        }
+        for (size_t w = 1; w < words.size(); ++w) {
+            size_t eq = words[w].find('=');
+            std::string key = words[w].substr(0, eq);
+            char* stop = nullptr;
+            unsigned long value = eq == std::string::npos ? 0 : std::strtoul(words[w].c_str() + eq + 1, &stop, 10);
+            if (eq == std::string::npos || *stop != '\0') {
+                error("expected key=number, not '" + words[w] + "'");
+                continue;
+            }
+            for (uint32_t p : ports) {
+                FabricPort& port = fabric.ports[p];
+                if (key == "vls") {
+                    uint8_t e = vlEncoding(value);
+                    if (!e) {
+                        error("vls takes 1, 2, 4, 8 or 15");
+                        break;
+                    }
+                    port.vlCap = port.operVls = e;
+                } else if (key == "vlarb-high" || key == "vlarb-low") {
+                    if (value > 64) {
+                        error(key + " (the table's entries) is at most 64");
+                        break;
+                    }
+                    (key == "vlarb-high" ? port.vlArbHighCap : port.vlArbLowCap) = static_cast<uint8_t>(value);
+                } else if (key == "mtu") {
+                    uint8_t m = value == 256 ? 1 : value == 512 ? 2 : value == 1024 ? 3 : value == 2048 ? 4 : value == 4096 ? 5 : 0;
+                    if (!m) {
+                        error("mtu is 256, 512, 1024, 2048 or 4096");
+                        break;
+                    }
+                    port.mtu = m;
+                } else {
+                    error("unknown capability '" + key + "' (vls, vlarb-high, vlarb-low, mtu)");
+                    break;
+                }
+            }
+        }
+    }
+    fabric.assumedVlCaps = false;
+}
+
+}  // namespace ibqos

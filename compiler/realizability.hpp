@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: MIT
+// Realizability: whether the tables a fabric receives can carry what the policy asks for.
+#pragma once
+
+#include "bind.hpp"
+#include "diagnostics.hpp"
+#include "tables.hpp"
+
+namespace ibqos {
+
+// Reports, located in the policy (or in opensm.conf for its options):
+// - an SL a level uses that a port it can cross maps to VL 15 (dropped): error;
+// - an SL a level uses whose VL has no weight in either arbitration table of a port: error;
+// - a high limit of 255 with weighted high-priority VLs (low priority can starve): warning;
+// - written weights that are not a multiple of a full-MTU packet's credits: warning;
+// - an IPoIB partition whose broadcast-group SL differs from the SL the policy gives the
+//   partition's PathRecords: warning;
+// - a qos-setup scope that no port ends up using: warning.
+void checkRealizability(const BoundPolicy& bound, const FabricTables& tables, Diagnostics& diagnostics);
+
+}  // namespace ibqos

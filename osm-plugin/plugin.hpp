@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: MIT
+// The ibqos OpenSM event plugin: the compiled policy applied at every heavy sweep, the last good
+// policy kept when an edit breaks it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "osm.hpp"
+#include "policy.hpp"
+#include "source.hpp"
+#include "sweep.hpp"
+
+namespace ibqos::osm {
+
+// event_plugin_options "policy=PATH[,generated=PATH]".
+struct PluginOptions {
+    std::string policy;
+    std::string generated;  // the plain policy OpenSM's SA loads (qos_policy_file)
+};
+// Parses the options; on failure returns nullopt and sets error.
+std::optional<PluginOptions> parsePluginOptions(const char* text, std::string& error);
+
+class Plugin {
+public:
+    Plugin(osm_opensm_t* osm, PluginOptions options);
+    ~Plugin();
+    Plugin(const Plugin&) = delete;
+    Plugin& operator=(const Plugin&) = delete;
+
+    // Called for every event, from OpenSM's state-manager thread. Never throws.
+    void report(osm_epi_event_id_t event, void* data) noexcept;
+
+    // The routing-engine hooks (run under OpenSM's lock, from osm_qos_setup()).
+    void updateSl2Vl(void* context, osm_physp_t* port, uint8_t in, uint8_t out, ib_slvl_table_t* table);
+    void updateVlArb(void* context, osm_physp_t* port, uint8_t portNumber, ib_vl_arb_table_t* block,
+                     unsigned length, unsigned blockNumber);
+
+private:
+    struct LoadedPolicy {
+        std::unique_ptr<SourceFile> source;
+        std::unique_ptr<Policy> policy;
+        uint64_t hash = 0;
+        unsigned version = 0;
+    };
+    // A routing engine's own hooks, kept to be chained and restored.
+    struct EngineHooks {
+        osm_routing_engine_t* engine = nullptr;
+        decltype(osm_routing_engine_t::update_sl2vl) sl2vl = nullptr;
+        decltype(osm_routing_engine_t::update_vlarb) vlarb = nullptr;
+        bool ownSl2Vl = false;  // ibqos's hook is installed in place of sl2vl
+        bool ownVlArb = false;
+    };
+    EngineHooks* engineByContext(void* context);
+
+    void log(int level, const char* id, const std::string& message);
+    void heavySweepDone();
+    void routingDone();
+    void subnetUp();
+    void reloadPolicy();
+    void writeGeneratedPolicy(const std::string& text);
+    void applyClassOptions(const CompiledSweep& sweep);
+    void installHooks(bool sl2vl, bool vlarb, size_t overriddenPorts);
+
+    osm_opensm_t* osm_;
+    PluginOptions options_;
+    LoadedPolicy good_;
+    LoadedPolicy candidate_;     // read and checked, waiting to bind to the fabric
+    uint64_t lastSeenHash_ = 0;  // the last file content looked at, good or not
+    bool fileMissingLogged_ = false;
+    OpenSmConf original_;        // the administrator's QoS options, before ibqos set its own
+    osm_subn_opt_t* opt_ = nullptr;
+    std::array<std::optional<ClassOptions>, 4> lastSet_;
+    std::unique_ptr<CompiledSweep> sweep_;
+    std::string lastGeneratedText_;
+    std::vector<EngineHooks> engines_;
+    std::string lastEngineWarned_;
+    // Figures for the sweep summary.
+    unsigned sweeps_ = 0;
+    std::chrono::steady_clock::time_point sweepStart_;
+    double workMs_ = 0;
+    size_t expectedMads_ = 0;
+    size_t hookCalls_ = 0;
+};
+
+}  // namespace ibqos::osm

@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: MIT
+// fabricFromSubnet, confFromOptions, expectedQosMads: OpenSM's structures read, never written.
+#include "subnet.hpp"
+
+#include <cstring>
+#include <unordered_map>
+
+namespace ibqos::osm {
+
+namespace {
+
+std::string nodeDescription(const osm_node_t& node) {
+    const char* text = reinterpret_cast<const char*>(node.node_desc.description);
+    return std::string(text, strnlen(text, IB_NODE_DESCRIPTION_SIZE));
+}
+
+NodeType nodeType(const osm_node_t& node) {
+    switch (node.node_info.node_type) {
+        case IB_NODE_TYPE_SWITCH:
+            return NodeType::Switch;
+        case IB_NODE_TYPE_ROUTER:
+            return NodeType::Router;
+        default:
+            return NodeType::Ca;
+    }
+}
+
+osm_physp_t* physpOf(osm_node_t* node, unsigned number) {
+    if (number >= node->physp_tbl_size) return nullptr;
+    return osm_node_get_physp_ptr(node, number);
+}
+
+}  // namespace
+
+Fabric fabricFromSubnet(const osm_subn_t& subnet, std::vector<osm_node_t*>* nodeOf) {
+    Fabric fabric;
+    fabric.source = "OpenSM's subnet";
+    std::unordered_map<uint64_t, uint32_t> nodeByGuid;
+    std::vector<osm_node_t*> nodes;
+    auto* table = const_cast<cl_qmap_t*>(&subnet.node_guid_tbl);
+    for (cl_map_item_t* item = cl_qmap_head(table); item != cl_qmap_end(table); item = cl_qmap_next(item)) {
+        auto* node = reinterpret_cast<osm_node_t*>(item);
+        FabricNode n;
+        n.type = nodeType(*node);
+        n.guid = cl_ntoh64(node->node_info.node_guid);
+        n.description = nodeDescription(*node);
+        n.portCount = node->node_info.num_ports;
+        n.firstPort = static_cast<uint32_t>(fabric.ports.size());
+        n.enhancedPort0 = node->sw && ib_switch_info_is_enhanced_port0(&node->sw->switch_info);
+        uint32_t index = static_cast<uint32_t>(fabric.nodes.size());
+        nodeByGuid.emplace(n.guid, index);
+        for (unsigned number = n.lowestPort(); number <= n.portCount; ++number) {
+            FabricPort port;
+            port.node = index;
+            port.number = static_cast<uint8_t>(number);
+            if (osm_physp_t* physp = physpOf(node, number)) {
+                const ib_port_info_t& info = physp->port_info;
+                port.guid = cl_ntoh64(physp->port_guid);
+                port.lid = cl_ntoh16(info.base_lid);
+                port.lmc = ib_port_info_get_lmc(&info);
+                port.vlCap = ib_port_info_get_vl_cap(&info);
+                port.operVls = ib_port_info_get_op_vls(&info);
+                port.vlArbHighCap = info.vl_arb_high_cap;
+                port.vlArbLowCap = info.vl_arb_low_cap;
+                port.mtu = ib_port_info_get_neighbor_mtu(&info);
+            } else if (n.type == NodeType::Switch) {
+                port.guid = cl_ntoh64(node->node_info.port_guid);
+            }
+            fabric.ports.push_back(port);
+        }
+        if (n.type == NodeType::Switch) {
+            // Every port of a switch answers to the switch's LID.
+            uint16_t lid = fabric.ports[n.firstPort].lid;
+            for (unsigned p = 1; p <= n.portCount; ++p) fabric.ports[n.firstPort + p].lid = lid;
+        }
+        fabric.nodes.push_back(std::move(n));
+        nodes.push_back(node);
+    }
+    // Links whose both ends are up.
+    for (uint32_t index = 0; index < fabric.nodes.size(); ++index) {
+        const FabricNode& n = fabric.nodes[index];
+        for (unsigned number = std::max(1u, unsigned{n.lowestPort()}); number <= n.portCount; ++number) {
+            osm_physp_t* physp = physpOf(nodes[index], number);
+            if (!physp || !physp->p_remote_physp) continue;
+            if (ib_port_info_get_port_state(&physp->port_info) == IB_LINK_DOWN) continue;
+            const osm_physp_t* remote = physp->p_remote_physp;
+            auto it = nodeByGuid.find(cl_ntoh64(remote->p_node->node_info.node_guid));
+            if (it == nodeByGuid.end()) continue;
+            uint32_t peer = fabric.portOf(it->second, remote->port_num);
+            if (peer != NoPort) fabric.ports[fabric.portOf(index, number)].peer = peer;
+        }
+    }
+    fabric.index();
+    fabric.smPort = fabric.endpointByGuid(cl_ntoh64(subnet.sm_port_guid));
+
+    auto* partitions = const_cast<cl_qmap_t*>(&subnet.prtn_pkey_tbl);
+    for (cl_map_item_t* item = cl_qmap_head(partitions); item != cl_qmap_end(partitions); item = cl_qmap_next(item)) {
+        auto* prtn = reinterpret_cast<osm_prtn_t*>(item);
+        Partition p;
+        p.name = std::string(prtn->name, strnlen(prtn->name, sizeof prtn->name));
+        p.pkey = cl_ntoh16(prtn->pkey) & 0x7fff;
+        p.sl = prtn->sl;
+        for (auto [guids, full] : {std::pair<cl_map_t*, bool>{&prtn->full_guid_tbl, true}, {&prtn->part_guid_tbl, false}}) {
+            for (cl_map_iterator_t it = cl_map_head(guids); it != cl_map_end(guids); it = cl_map_next(it)) {
+                auto* physp = static_cast<osm_physp_t*>(cl_map_obj(it));
+                uint32_t endpoint = physp ? fabric.endpointByGuid(cl_ntoh64(physp->port_guid)) : NoPort;
+                if (endpoint != NoPort) p.members.push_back({endpoint, full});
+            }
+        }
+        fabric.partitions.push_back(std::move(p));
+    }
+    if (nodeOf) *nodeOf = std::move(nodes);
+    return fabric;
+}
+
+OpenSmConf confFromOptions(const osm_subn_opt_t& options) {
+    OpenSmConf conf;
+    conf.file = "opensm.conf";
+    conf.qos = options.qos;
+    conf.maxOpVls = options.max_op_vls;
+    auto copy = [](const osm_qos_options_t& from, QosOptionSet& to) {
+        if (from.max_vls > 0) to.maxVls = from.max_vls;
+        if (from.high_limit >= 0) to.highLimit = from.high_limit;
+        if (from.vlarb_high) to.vlarbHigh = from.vlarb_high;
+        if (from.vlarb_low) to.vlarbLow = from.vlarb_low;
+        if (from.sl2vl) to.sl2vl = from.sl2vl;
+    };
+    copy(options.qos_options, conf.all);
+    copy(options.qos_ca_options, conf.ca);
+    copy(options.qos_rtr_options, conf.router);
+    copy(options.qos_sw0_options, conf.switchPort0);
+    copy(options.qos_swe_options, conf.switchExternal);
+    return conf;
+}
+
+size_t expectedQosMads(const osm_subn_t& subnet, const Fabric& fabric, const std::vector<osm_node_t*>& nodeOf,
+                       const FabricTables& tables) {
+    size_t mads = 0;
+    for (const PortTables& t : tables.ports) {
+        const FabricPort& port = fabric.ports[t.port];
+        osm_physp_t* physp = physpOf(nodeOf[port.node], port.number);
+        if (!physp) continue;
+        bool force = physp->need_update || subnet.need_update;
+        if (t.hasVlArb) {
+            // osm_qos.c: block 0 holds min(cap, 32) entries, block 1 cap % 32 when cap > 32.
+            auto blocks = [&](uint32_t table, unsigned cap, unsigned first) {
+                const VlArbTable& entries = tables.vlarbs[table];
+                for (unsigned b = 0; b < 2; ++b) {
+                    unsigned length = b == 0 ? std::min(cap, 32u) : (cap > 32 ? cap % 32 : 0);
+                    if (length == 0) continue;
+                    bool differs = force;
+                    for (unsigned i = 0; i < length && !differs; ++i) {
+                        const ib_vl_arb_element_t& cached = physp->vl_arb[first + b].vl_entry[i];
+                        differs = (cached.vl & 0xf) != entries[b * 32 + i].vl || cached.weight != entries[b * 32 + i].weight;
+                    }
+                    mads += differs;
+                }
+            };
+            blocks(t.vlArbLow, t.vlArbLowCap, 0);
+            blocks(t.vlArbHigh, t.vlArbHighCap, 2);
+        }
+        const FabricNode& node = fabric.nodes[port.node];
+        unsigned ins = node.type == NodeType::Switch ? node.portCount + 1u : 1u;
+        for (unsigned in = 0; in < ins; ++in) {
+            const Sl2VlTable& want = tables.sl2vls[t.sl2vlFor(in)];
+            const ib_slvl_table_t* cached = osm_physp_get_slvl_tbl(physp, static_cast<uint8_t>(in));
+            bool differs = force || !cached;
+            for (unsigned i = 0; i < 8 && !differs; ++i) {
+                differs = cached->raw_vl_by_sl[i] != static_cast<uint8_t>((want[2 * i] << 4) | want[2 * i + 1]);
+            }
+            mads += differs;
+        }
+    }
+    return mads;
+}
+
+}  // namespace ibqos::osm

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+// What the plugin computes at each heavy sweep, free of OpenSM's headers so it can be tested
+// and measured on its own: the policy bound to the subnet, every port's tables, the plain policy
+// OpenSM's SA loads, the per-class options, and the ports the routing-engine hooks program.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "bind.hpp"
+#include "emit.hpp"
+#include "fabric.hpp"
+#include "opensm_conf.hpp"
+#include "policy.hpp"
+#include "tables.hpp"
+
+namespace ibqos::osm {
+
+// The four strings of one port class's opensm.conf options.
+struct ClassOptions {
+    int highLimit = 0;
+    std::string vlarbHigh, vlarbLow, sl2vl;
+    bool operator==(const ClassOptions&) const = default;
+};
+
+// One heavy sweep's results. The hooks read it while OpenSM programs the ports; it lives until
+// the next sweep replaces it.
+class CompiledSweep {
+public:
+    // Binds the policy to the fabric and computes everything; problems go to diagnostics.
+    static std::unique_ptr<CompiledSweep> compile(const Policy& policy, Fabric fabric, const OpenSmConf& conf,
+                                                  Diagnostics& diagnostics);
+
+    const std::string& policyText() const { return policyText_; }
+    // The options of a class, or nullopt when no port of that class receives tables.
+    std::optional<ClassOptions> classOptions(PortClass c) const;
+    // The tables of a port the class options cannot give, or nullptr.
+    const PortTables* overrideFor(uint64_t nodeGuid, unsigned portNumber) const;
+    const Sl2VlTable& sl2vl(uint32_t index) const { return tables_.sl2vls[index]; }
+    const VlArbTable& vlarb(uint32_t index) const { return tables_.vlarbs[index]; }
+
+    const Fabric& fabric() const { return *fabric_; }
+    const FabricTables& tables() const { return tables_; }
+    size_t overriddenPorts() const { return overrides_.size(); }
+    // Whether some overridden port needs its own SL2VL tables (the SL2VL hook turns off OpenSM's
+    // one-MAD-per-switch programming, so it is installed only then), or its own VLArb tables or
+    // high limit.
+    bool needsSl2VlHook() const { return needsSl2Vl_; }
+    bool needsVlArbHook() const { return needsVlArb_; }
+
+private:
+    std::unique_ptr<Fabric> fabric_;  // BoundPolicy points into it
+    BoundPolicy bound_;
+    FabricTables tables_;
+    ClassPlan plan_;
+    std::string policyText_;
+    std::unordered_map<uint64_t, uint32_t> overrides_;  // (node GUID, port) -> index into tables_.ports
+    bool needsSl2Vl_ = false;
+    bool needsVlArb_ = false;
+};
+
+// How many SL2VL and VLArb MADs OpenSM sends to program every port from scratch (a first sweep,
+// or need_update), by osm_qos.c's rules. On switches that support optimized SL2VL programming
+// OpenSM sends one MAD per switch (plus one per port whose OperVLs differ from the switch's most
+// common) -- unless an update_sl2vl hook is installed, which turns that off.
+struct QosMadCount {
+    size_t vlarb = 0;
+    size_t sl2vl = 0;
+    size_t total() const { return vlarb + sl2vl; }
+};
+QosMadCount countFullProgramming(const Fabric& fabric, const FabricTables& tables, bool sl2vlHook,
+                                 bool switchesOptimize);
+
+// The key the hooks look a port up by.
+constexpr uint64_t portKey(uint64_t nodeGuid, unsigned portNumber) {
+    return (nodeGuid << 8) ^ portNumber;
+}
+
+}  // namespace ibqos::osm
