@@ -4,9 +4,10 @@
 // membership by hash-set lookup), at 10 to 10,000 rules.
 //   ibqos-bench-matcher [--rules 10,100,1000,10000] [--requests N] [--seed S] [--json]
 //
-// The workload (issue 4): 48,000 hosts under 2,000 36-port leaves (24 hosts and 12 uplinks
-// each) and 667 spines, so 50,667 endpoints; 200 port groups, each the first half of its own
-// 1/200 slice of the hosts as one GUID range plus 8 random host GUIDs; rules 25 % source only,
+// The workload (issue 4): the synthetic fat tree of bench/synthetic.hpp, 48,000 hosts under
+// 2,000 36-port leaves (24 hosts and 12 uplinks each) and 667 spines, so 50,667 endpoints,
+// read into a Fabric as ibnetdiscover would give it; 200 port groups, each the first half of its
+// own 1/200 slice of the hosts as one GUID range plus 8 random host GUIDs; rules 25 % source only,
 // 25 % destination only, 50 % both (1-2 groups a side), half with a QoS-class range, half with
 // 1-3 ServiceID ranges, a quarter with a PKey range; requests between random hosts with a
 // ServiceID 90 %, a QoS class 70 % and a PKey 70 % of the time.
@@ -24,72 +25,49 @@
 #include "bench_util.hpp"
 #include "bind.hpp"
 #include "classifier.hpp"
+#include "source.hpp"
+#include "synthetic.hpp"
 
 using namespace ibqos;
 using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr unsigned Hosts = 48000, Leaves = 2000, Spines = 667, LeafPorts = 36, HostsPerLeaf = 24;
 constexpr unsigned Groups = 200, RandomMembers = 8;
-constexpr uint64_t HostGuids = 0x0002c90300000000ULL, LeafGuids = 0x0002c90400000000ULL;
-constexpr uint64_t SpineGuids = 0x0002c90500000000ULL;
 constexpr unsigned BatchSize = 16;  // matches per timer reading
 
+// The synthetic fat tree of the other benchmarks, read into a Fabric.
 struct Workload {
+    bench::FatTree tree;
+    SourceFile topology{"synthetic fat tree", tree.ibnetdiscover()};
     Fabric fabric;
-    std::vector<uint32_t> hostPorts;  // endpoint of every host
+    std::vector<uint32_t> hostPorts;  // the endpoint of every host
+
+    Workload() {
+        Diagnostics d;
+        fabric = readTopology(topology, d);
+        readPartitions(nullptr, fabric, d);
+        if (d.hasErrors()) {
+            std::fprintf(stderr, "the synthetic fabric has errors: %s\n",
+                         d.all()[0].message.c_str());
+            std::exit(1);
+        }
+        for (unsigned h = 0; h < tree.hosts; ++h)
+            hostPorts.push_back(fabric.endpointByGuid(tree.hostPortGuid(h)));
+    }
 };
 
-Workload buildFabric() {
-    Workload w;
-    Fabric& f = w.fabric;
-    f.source = "generated fat tree";
-    std::vector<uint32_t> leaves, spines;
-    for (unsigned s = 0; s < Spines; ++s) {
-        spines.push_back(
-            f.addNode(NodeType::Switch, SpineGuids + s, "spine-" + std::to_string(s), LeafPorts));
-    }
-    for (unsigned l = 0; l < Leaves; ++l) {
-        uint32_t leaf =
-            f.addNode(NodeType::Switch, LeafGuids + l, "leaf-" + std::to_string(l), LeafPorts);
-        leaves.push_back(leaf);
-        for (unsigned k = 0; k < LeafPorts - HostsPerLeaf; ++k) {
-            unsigned uplink = l * (LeafPorts - HostsPerLeaf) + k;
-            uint32_t spinePort = f.nodes[spines[uplink % Spines]].firstPort + 1 + uplink / Spines;
-            f.link(f.nodes[leaf].firstPort + HostsPerLeaf + 1 + k, spinePort, 7);
-        }
-    }
-    for (unsigned h = 0; h < Hosts; ++h) {
-        uint32_t host =
-            f.addNode(NodeType::Ca, HostGuids + 2 * h, "node-" + std::to_string(h) + " HCA-1", 1);
-        uint32_t leafPort = f.nodes[leaves[h / HostsPerLeaf]].firstPort + 1 + h % HostsPerLeaf;
-        f.link(f.nodes[host].firstPort, leafPort, 7);
-        w.hostPorts.push_back(f.nodes[host].firstPort);
-    }
-    uint16_t lid = 1;
-    for (uint32_t p = 0; p < f.ports.size(); ++p) {
-        if (f.isEndpoint(p)) f.ports[p].lid = lid++;
-    }
-    f.index();
-    Diagnostics d;
-    readPartitions(nullptr, f, d);
-    return w;
-}
-
-uint64_t hostGuid(unsigned h) { return HostGuids + 2 * h + 1; }
-
-Policy buildPolicy(unsigned rules, std::mt19937_64& rng) {
+Policy buildPolicy(const bench::FatTree& tree, unsigned rules, std::mt19937_64& rng) {
     Policy p;
     auto pick = [&rng](uint64_t n) { return rng() % n; };
-    const unsigned slice = Hosts / Groups;
+    const unsigned slice = tree.hosts / Groups;
     for (unsigned g = 0; g < Groups; ++g) {
         PortGroup group;
         group.name = "group-" + std::to_string(g);
         group.guidRanges.push_back(
-            {{hostGuid(g * slice), hostGuid(g * slice + slice / 2 - 1)}, {}});
+            {{tree.hostPortGuid(g * slice), tree.hostPortGuid(g * slice + slice / 2 - 1)}, {}});
         for (unsigned i = 0; i < RandomMembers; ++i) {
-            uint64_t guid = hostGuid(static_cast<unsigned>(pick(Hosts)));
+            uint64_t guid = tree.hostPortGuid(static_cast<unsigned>(pick(tree.hosts)));
             group.guidRanges.push_back({{guid, guid}, {}});
         }
         p.groups.push_back(std::move(group));
@@ -143,8 +121,8 @@ std::vector<PathQuery> buildRequests(const Workload& w, size_t count, std::mt199
     auto pick = [&rng](uint64_t n) { return rng() % n; };
     std::vector<PathQuery> out(count);
     for (PathQuery& q : out) {
-        q.source = w.hostPorts[pick(Hosts)];
-        q.destination = w.hostPorts[pick(Hosts)];
+        q.source = w.hostPorts[pick(w.hostPorts.size())];
+        q.destination = w.hostPorts[pick(w.hostPorts.size())];
         if (pick(10) < 9) q.serviceId = 0x10000 + pick(4096);
         if (pick(10) < 7) q.qosClass = static_cast<uint16_t>(pick(256));
         if (pick(10) < 7) q.pkey = static_cast<uint16_t>((1 + pick(40)) | (pick(2) ? 0x8000 : 0));
@@ -308,7 +286,7 @@ int main(int argc, char** argv) {
     }
 
     auto fabricStart = Clock::now();
-    Workload w = buildFabric();
+    Workload w;
     bench::Report report(json);
     report.header("PathRecord matching: compiled classifier vs OpenSM's rule scan (one core)");
     report.add({"fabric_endpoints",
@@ -318,7 +296,7 @@ int main(int argc, char** argv) {
 
     for (unsigned rules : sizes) {
         std::mt19937_64 rng(seed + rules);
-        Policy policy = buildPolicy(rules, rng);
+        Policy policy = buildPolicy(w.tree, rules, rng);
         Diagnostics diagnostics;
         BoundPolicy bound = bindPolicy(policy, w.fabric, diagnostics);
         std::vector<PathQuery> requests = buildRequests(w, requestCount, rng);
