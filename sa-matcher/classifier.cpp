@@ -358,7 +358,6 @@ struct SummaryView {
     return field.sets[first + lastNotAbove(field.starts.data() + first, size, value)];
 }
 
-// Branchless too: the outcome of each test is as random as the requests.
 // Branchless but for the ServiceID ranges, read only for a rule that needs them: the outcome
 // of each test is as random as the requests.
 [[gnu::always_inline]] inline bool Classifier::accepts(uint32_t rule,
@@ -457,8 +456,8 @@ size_t Classifier::memoryBytes() const {
                    ruleLevel_.capacity() * sizeof(uint32_t);
     for (const FieldIndex* f : {&qosClass_, &serviceId_, &pkey_}) {
         bytes += f->unnamed.capacity() * sizeof(uint64_t) +
-                 f->starts.capacity() * sizeof(uint64_t) + f->sets.capacity() * sizeof(SetRef) +
-                 f->direct.capacity() * sizeof(SetRef);
+                 (f->starts.capacity() + f->coarse.capacity()) * sizeof(uint64_t) +
+                 f->sets.capacity() * sizeof(SetRef) + f->direct.capacity() * sizeof(SetRef);
     }
     return bytes;
 }
