@@ -261,7 +261,7 @@ int main(int argc, char** argv) {
     bool json = false;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
-        auto next = [&] { return bench::optionValue(i, argc, argv); };
+        auto next = [&] { return std::string(bench::optionValue(argc, argv, i)); };
         if (a == "--rules") {
             sizes.clear();
             std::string list = next();

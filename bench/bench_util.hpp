@@ -3,6 +3,7 @@
 // people, one JSON object per line with --json).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -35,10 +36,20 @@ inline uint64_t peakRss() {
 }
 
 // Resets the peak so that a later peakRss() measures only what follows (Linux clear_refs).
-inline void resetPeakRss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+inline void resetPeakRss() {
+    std::ofstream("/proc/self/clear_refs") << "5";
+}
 
-// The value of the option at argv[i] (advancing i), or exit 2 naming the option.
-inline std::string optionValue(int& i, int argc, char** argv) {
+// The p-quantile (0..1) of a set of samples.
+inline double percentile(std::vector<double> samples, double p) {
+    if (samples.empty()) return 0;
+    std::sort(samples.begin(), samples.end());
+    size_t at = static_cast<size_t>(p * static_cast<double>(samples.size()));
+    return samples[std::min(samples.size() - 1, at)];
+}
+
+// The value after option argv[i] (i moves past it); a missing value ends the program (2).
+inline const char* optionValue(int argc, char** argv, int& i) {
     if (i + 1 >= argc) {
         std::fprintf(stderr, "%s needs a value\n", argv[i]);
         std::exit(2);
@@ -55,12 +66,12 @@ struct Result {
 };
 
 class Report {
-  public:
+public:
     explicit Report(bool json) : json_(json) {}
     void add(Result r) {
         if (json_) {
-            std::cout << "{\"name\": \"" << r.name << "\", \"value\": " << r.value
-                      << ", \"unit\": \"" << r.unit << "\"";
+            std::cout << "{\"name\": \"" << r.name << "\", \"value\": " << r.value << ", \"unit\": \""
+                      << r.unit << "\"";
             for (auto& [k, v] : r.params) std::cout << ", \"" << k << "\": " << v;
             std::cout << "}\n" << std::flush;
         } else {
@@ -76,12 +87,11 @@ class Report {
         if (json_) return;
         std::cout << title << "\n";
         char line[256];
-        std::snprintf(line, sizeof line, "%-34s %14s %-8s %s\n", "measure", "value", "unit",
-                      "parameters");
+        std::snprintf(line, sizeof line, "%-34s %14s %-8s %s\n", "measure", "value", "unit", "parameters");
         std::cout << line << std::string(80, '-') << "\n";
     }
 
-  private:
+private:
     bool json_;
 };
 

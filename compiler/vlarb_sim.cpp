@@ -9,33 +9,17 @@ namespace ibqos {
 
 namespace {
 
-// One table's weighted round robin: the current entry and the credits it has left.
-class RoundRobin {
-public:
-    RoundRobin(const VlArbEntry* entries, size_t count, unsigned packetCredits)
-        : entries_(entries), count_(count), packetCredits_(packetCredits) {
-        for (size_t i = 0; i < count; ++i) active_ |= entries[i].weight > 0;
-    }
-    bool active() const { return active_; }
-
-    // Sends one packet and returns its VL.
-    uint8_t send() {
-        while (credits_ <= 0) {
-            position_ = (position_ + 1) % count_;
-            credits_ = entries_[position_].weight;
+// One table's weighted round robin stepped through one whole cycle: how many packets each VL
+// sends per cycle. An entry sends packets while its credits last; a started packet completes.
+std::array<uint64_t, 16> packetsPerCycle(const VlArbEntry* entries, size_t count, unsigned packetCredits) {
+    std::array<uint64_t, 16> sent{};
+    for (size_t i = 0; i < count; ++i) {
+        for (int credits = entries[i].weight; credits > 0; credits -= static_cast<int>(packetCredits)) {
+            ++sent[entries[i].vl & 15];
         }
-        credits_ -= static_cast<int>(packetCredits_);
-        return entries_[position_].vl;
     }
-
-private:
-    const VlArbEntry* entries_;
-    size_t count_;
-    unsigned packetCredits_;
-    size_t position_ = SIZE_MAX;  // before the first entry
-    int credits_ = 0;
-    bool active_ = false;
-};
+    return sent;
+}
 
 }  // namespace
 
@@ -43,27 +27,27 @@ std::array<double, 15> simulateArbitration(const VlArbEntry* high, size_t highCo
                                            size_t lowCount, uint8_t highLimit, unsigned packetBytes) {
     std::array<double, 15> share{};
     unsigned packetCredits = std::max(1u, packetBytes / 64);
-    RoundRobin highTable(high, highCount, packetCredits);
-    RoundRobin lowTable(low, lowCount, packetCredits);
-    if (!highTable.active() && !lowTable.active()) return share;
-    bool unbounded = highLimit == 255;
-    uint64_t highBurst = std::max<uint64_t>(1, uint64_t{highLimit} * 4096 / packetBytes);
-
-    // Long enough that every cycle of both tables repeats many times: the error is below 1e-4.
-    constexpr unsigned Packets = 200000;
-    std::array<uint64_t, 16> sent{};
-    uint64_t burst = 0;
-    for (unsigned i = 0; i < Packets; ++i) {
-        bool highTurn = highTable.active() && (!lowTable.active() || unbounded || burst < highBurst);
-        if (highTurn) {
-            ++sent[highTable.send() & 15];
-            ++burst;
-        } else {
-            ++sent[lowTable.send() & 15];
-            burst = 0;
-        }
+    std::array<uint64_t, 16> highCycle = packetsPerCycle(high, highCount, packetCredits);
+    std::array<uint64_t, 16> lowCycle = packetsPerCycle(low, lowCount, packetCredits);
+    uint64_t highTotal = 0, lowTotal = 0;
+    for (unsigned vl = 0; vl < 16; ++vl) {
+        highTotal += highCycle[vl];
+        lowTotal += lowCycle[vl];
     }
-    for (unsigned vl = 0; vl < 15; ++vl) share[vl] = static_cast<double>(sent[vl]) / Packets;
+    if (highTotal == 0 && lowTotal == 0) return share;
+    // Priority: the high table sends max(1, limit x 4 KiB) before the low table sends one
+    // packet; 255 never lets it. Over many such rounds each table's cycle repeats exactly.
+    double highFraction = 1;
+    if (highTotal == 0) {
+        highFraction = 0;
+    } else if (lowTotal != 0 && highLimit != 255) {
+        double burst = static_cast<double>(std::max<uint64_t>(1, uint64_t{highLimit} * 4096 / packetBytes));
+        highFraction = burst / (burst + 1);
+    }
+    for (unsigned vl = 0; vl < 15; ++vl) {
+        if (highTotal) share[vl] += highFraction * static_cast<double>(highCycle[vl]) / static_cast<double>(highTotal);
+        if (lowTotal) share[vl] += (1 - highFraction) * static_cast<double>(lowCycle[vl]) / static_cast<double>(lowTotal);
+    }
     return share;
 }
 

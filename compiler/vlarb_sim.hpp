@@ -16,6 +16,8 @@ namespace ibqos {
 // has packets of packetBytes waiting. Each table entry sends packets while its weight (64-byte
 // credits) lasts, a started packet always completes; the high-priority table may send
 // max(1, highLimit x 4 KiB) before the low-priority table gets one packet; 255 means unbounded.
+// Each table's round robin is stepped through one whole cycle, which then repeats exactly, so
+// the shares are exact and cost one step per packet of a cycle.
 std::array<double, 15> simulateArbitration(const VlArbEntry* high, size_t highCount, const VlArbEntry* low,
                                            size_t lowCount, uint8_t highLimit, unsigned packetBytes = 4096);
 

@@ -8,6 +8,9 @@ IBQOS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 IBQOS_BUILD_PACKAGES="g++ meson ninja-build pkg-config libboost-dev catch2 scdoc python3"
 IBQOS_FABRIC_PACKAGES="opensm libopensm-dev ibsim-utils libumad2sim0 infiniband-diags libibumad-dev libibmad-dev libibnetdisc-dev libibverbs-dev rdma-core"
 
+# host-sched builds against libibumad, libibverbs and libmlx5 (headers, pkg-config, libraries).
+IBQOS_BUILD_PACKAGES="$IBQOS_BUILD_PACKAGES libibumad-dev libibverbs-dev ibverbs-providers"
+
 ensure_packages() {
     local missing=()
     for p in "$@"; do

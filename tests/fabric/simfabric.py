@@ -30,6 +30,14 @@ def _raise_exit(signum, _frame):
     raise SystemExit(128 + signum)
 
 
+def _report(output, size=6000):
+    """The part of a process's output worth showing: a sanitizer's report from its start."""
+    start = output.find("ERROR: ")
+    if start < 0:
+        return output[-size:]
+    return output[output.rfind("\n", 0, start) + 1:][:size]
+
+
 def available():
     """Whether ibsim, OpenSM and the simulator library are installed."""
     return all(shutil.which(t) for t in ("ibsim", "opensm", "smpquery", "saquery")) and os.path.exists(UMAD2SIM)
@@ -56,6 +64,14 @@ class OpenSM:
         except FileNotFoundError:
             return ""
 
+    def output(self):
+        """What the process wrote on stdout and stderr (a sanitizer's report lands there)."""
+        try:
+            with open(os.path.join(os.path.dirname(self.log_path), "opensm.out"), errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
     def count(self, text):
         return self.log().count(text)
 
@@ -67,7 +83,7 @@ class OpenSM:
                 return
             if self.process.poll() is not None:
                 raise FabricError(f"{self.name} exited ({self.process.returncode}) while waiting for {text!r}:\n"
-                                  + self.log()[-3000:])
+                                  + self.log()[-2000:] + "\n---- its output:\n" + _report(self.output()))
             time.sleep(0.05)
         raise FabricError(f"{self.name}: no {text!r} (x{count}) within {timeout}s:\n" + self.log()[-3000:])
 
@@ -139,10 +155,14 @@ class SimFabric:
             signal.signal(sig, handler)
         self._old_handlers.clear()
 
-    def env(self, host=None, preload=None, extra=None):
+    def env(self, host=None, preload=None, extra=None, ours=False):
         env = dict(os.environ)
         env["IBSIM_SOCKNAME"] = self.sockname
-        env["LD_PRELOAD"] = " ".join(p for p in (preload, UMAD2SIM) if p)
+        # With a sanitizer build, its runtime must come first in a process that loads our code
+        # (OpenSM with the plugin, our own programs): scripts/test sets IBQOS_SANITIZER_PRELOAD.
+        # Other programs (a stock OpenSM, the diags tools) run as they are.
+        sanitizer = os.environ.get("IBQOS_SANITIZER_PRELOAD") if ours else None
+        env["LD_PRELOAD"] = " ".join(p for p in (sanitizer, preload, UMAD2SIM) if p)
         if host:
             env["SIM_HOST"] = host
         env.update(extra or {})
@@ -191,7 +211,8 @@ class SimFabric:
         extra.update(extra_env or {})
         out = open(os.path.join(directory, "opensm.out"), "w")
         process = subprocess.Popen(["opensm", "-F", conf_path, "-f", log_path], cwd=directory,
-                                   env=self.env(host, preload, extra), stdout=out, stderr=subprocess.STDOUT,
+                                   env=self.env(host, preload, extra, ours=plugin_dir is not None),
+                                   stdout=out, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
         osm = OpenSM(self, name, process, conf_path, log_path)
         self.opensms.append(osm)
@@ -201,7 +222,8 @@ class SimFabric:
 
     def tool(self, args, host, timeout=30.0, check=True, preload=None, extra_env=None):
         """Runs a client (an infiniband-diags tool, or ours) attached to node `host`."""
-        p = subprocess.run(args, cwd=self.workdir, env=self.env(host, preload, extra_env), capture_output=True,
+        ours = not os.path.realpath(shutil.which(args[0]) or args[0]).startswith("/usr/")
+        p = subprocess.run(args, cwd=self.workdir, env=self.env(host, preload, extra_env, ours), capture_output=True,
                            text=True, timeout=timeout, preexec_fn=_die_with_parent)
         if check and p.returncode != 0:
             raise FabricError(f"{' '.join(args)} failed ({p.returncode}): {p.stderr.strip()}")

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: MIT
+// Benchmark: what libibqos_preload.so adds to each QP's RTR transition (and destroy), measured
+// over the recording stand-in, with an agent listening. The program runs itself three times:
+// without the library, with it and the simulated backend, with it and the mlx5 backend on the
+// emulated device.
+//   ibqos-bench-preload [--qps N] [--json]
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_util.hpp"
+#include "verbs_standin.hpp"
+
+using namespace ibqos;
+
+namespace {
+
+// The measuring child: N QPs through INIT, then RTR (timed), then destroy (timed). The policy
+// is samples/policies/host-sched.conf: SLs 0-3 are on leaves, three of them under a node.
+int measure(unsigned qps) {
+    // An agent that reads every report, as the real one would.
+    std::thread agent;
+    int listener = -1;
+    if (const char* path = std::getenv("IBQOS_AGENT_SOCKET")) {
+        listener = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+        sockaddr_un address{};
+        address.sun_family = AF_UNIX;
+        std::strncpy(address.sun_path, path, sizeof address.sun_path - 1);
+        unlink(path);
+        if (bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+            listen(listener, 4) != 0) {
+            std::perror("agent socket");
+            return 2;
+        }
+        agent = std::thread([&] {
+            int c = accept(listener, nullptr, nullptr);
+            char buffer[2048];
+            while (c >= 0 && recv(c, buffer, sizeof buffer, 0) > 0) {
+            }
+            if (c >= 0) close(c);
+        });
+    }
+    ibv_context* context = standin_open_device("mlx5_0", StandinFullCaps);
+    std::vector<ibv_qp*> list;
+    for (unsigned i = 0; i < qps + 1; ++i) {
+        ibv_qp* qp = standin_create_qp(context, 0x100 + i, IBV_QPT_RC);
+        ibv_qp_attr attr{};
+        attr.qp_state = IBV_QPS_INIT;
+        ibv_modify_qp(qp, &attr, IBV_QP_STATE);
+        list.push_back(qp);
+    }
+    auto rtr = [](ibv_qp* qp, uint8_t sl) {
+        ibv_qp_attr attr{};
+        attr.qp_state = IBV_QPS_RTR;
+        attr.ah_attr.sl = sl;
+        attr.ah_attr.port_num = 1;
+        return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV);
+    };
+    // The first RTR of a process loads the policy and builds the tree: measured apart.
+    auto start = std::chrono::steady_clock::now();
+    rtr(list[0], 3);
+    double first = bench::secondsSince(start);
+    start = std::chrono::steady_clock::now();
+    for (unsigned i = 1; i <= qps; ++i) rtr(list[i], static_cast<uint8_t>(i % 4));
+    double each = bench::secondsSince(start) / qps;
+    start = std::chrono::steady_clock::now();
+    for (unsigned i = 1; i <= qps; ++i) ibv_destroy_qp(list[i]);
+    double destroy = bench::secondsSince(start) / qps;
+    ibv_destroy_qp(list[0]);
+    std::fprintf(stderr, "first=%.9f rtr=%.9f destroy=%.9f\n", first, each, destroy);
+    if (listener >= 0) {
+        shutdown(listener, SHUT_RDWR);
+        close(listener);
+        _exit(0);  // the agent thread blocks on a connection the library keeps open
+    }
+    return 0;
+}
+
+std::map<std::string, double> runChild(const char* self, unsigned qps,
+                                       const std::map<std::string, std::string>& env) {
+    int pipeFd[2];
+    if (pipe(pipeFd) != 0) return {};
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(pipeFd[1], 2);
+        close(pipeFd[0]);
+        for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+        std::string count = std::to_string(qps);
+        execl(self, self, "--measure", count.c_str(), nullptr);
+        _exit(127);
+    }
+    close(pipeFd[1]);
+    std::string text;
+    char buffer[512];
+    for (ssize_t n; (n = read(pipeFd[0], buffer, sizeof buffer)) > 0;)
+        text.append(buffer, static_cast<size_t>(n));
+    close(pipeFd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    std::map<std::string, double> values;
+    std::istringstream in(text);
+    for (std::string word; in >> word;) {
+        size_t eq = word.find('=');
+        if (eq != std::string::npos) values[word.substr(0, eq)] = std::atof(word.c_str() + eq + 1);
+    }
+    if (values.size() != 3) std::fprintf(stderr, "child failed:\n%s", text.c_str());
+    return values;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    unsigned qps = 20000;
+    bool json = false;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a == "--measure" && i + 1 < argc)
+            return measure(static_cast<unsigned>(std::atoi(argv[i + 1])));
+        if (a == "--qps" && i + 1 < argc) {
+            qps = static_cast<unsigned>(std::atoi(argv[++i]));
+        } else if (a == "--json") {
+            json = true;
+        } else {
+            std::fprintf(stderr, "usage: ibqos-bench-preload [--qps N] [--json]\n");
+            return a == "--help" ? 0 : 2;
+        }
+    }
+    if (qps == 0) qps = 1;
+    std::string dir = "/tmp/ibqos-bench-preload-" + std::to_string(getpid());
+    mkdir(dir.c_str(), 0700);
+    std::string socketPath = dir + "/agent.sock";
+    // The output goes to stderr of the child (stdout carries the stand-in's record).
+    setenv("STANDIN_QUIET", "1", 1);
+    std::map<std::string, double> base = runChild(argv[0], qps, {{"LD_PRELOAD", ""}});
+    std::map<std::string, std::string> preload{{"LD_PRELOAD", PRELOAD_LIB},
+                                               {"IBQOS_POLICY", SAMPLE_POLICY},
+                                               {"IBQOS_AGENT_SOCKET", socketPath}};
+    preload["IBQOS_SCHED_BACKEND"] = "simulated";
+    std::map<std::string, double> simulated = runChild(argv[0], qps, preload);
+    preload["IBQOS_SCHED_BACKEND"] = "mlx5";
+    std::map<std::string, double> mlx5 = runChild(argv[0], qps, preload);
+    unlink(socketPath.c_str());
+    rmdir(dir.c_str());
+    if (base.size() != 3 || simulated.size() != 3 || mlx5.size() != 3) return 1;
+
+    bench::Report report(json);
+    report.header(
+        "libibqos_preload.so: added cost per call (recording stand-in below, agent listening)");
+    std::vector<std::pair<std::string, std::string>> params{{"qps", std::to_string(qps)}};
+    report.add({"rtr_without_preload", base["rtr"] * 1e9, "ns", params});
+    report.add(
+        {"rtr_added_simulated_backend", (simulated["rtr"] - base["rtr"]) * 1e9, "ns", params});
+    report.add({"rtr_added_mlx5_backend", (mlx5["rtr"] - base["rtr"]) * 1e9, "ns", params});
+    report.add(
+        {"destroy_added_mlx5_backend", (mlx5["destroy"] - base["destroy"]) * 1e9, "ns", params});
+    report.add({"first_rtr_mlx5_backend", mlx5["first"] * 1e6, "us", params});
+    return 0;
+}

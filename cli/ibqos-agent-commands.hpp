@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+// The ibqos-agent subcommands and the printing helpers they share.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "host_plan.hpp"
+
+namespace ibqos::cli {
+
+int runResolve(const std::vector<std::string>& args);
+int runPlan(const std::vector<std::string>& args);
+int runSimulate(const std::vector<std::string>& args);
+int runDaemon(const std::vector<std::string>& args);
+int runStatus(const std::vector<std::string>& args);
+
+// Loads a policy, prints its diagnostics like `ibqos check`, and returns its plan; nullopt
+// (with exitCode set) when it has errors (1) or cannot be read (throws IoError: 2).
+std::optional<host::HostPlan> loadPlanOrReport(const std::string& path, bool json, int& exitCode);
+
+// JSON pieces: a string literal, a number without trailing zeros, null for nullopt.
+std::string jsonString(std::string_view s);
+std::string jsonNumber(double v);
+template <typename T>
+std::string jsonOptional(const std::optional<T>& v) {
+    return v ? std::to_string(*v) : "null";
+}
+// "40000 Mbit/s" or "unlimited".
+std::string describeBandwidth(uint32_t mbps);
+
+}  // namespace ibqos::cli

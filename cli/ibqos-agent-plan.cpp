@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: MIT
+// ibqos-agent plan and simulate: the tree a policy gives every host, and its long-run rates.
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+
+#include "commands.hpp"
+#include "ibqos-agent-commands.hpp"
+#include "options.hpp"
+#include "sched_simulated.hpp"
+
+namespace ibqos::cli {
+
+namespace {
+
+const char* const planHelp = R"(Usage: ibqos-agent plan POLICY [--json]
+
+Shows the transmit-scheduling tree every host builds from the policy's host-sched section
+(in the order it is created: the root, nodes parent-first, then leaves), which SL attaches to
+which leaf, and the congestion-control slots with their algorithms.
+
+Options:
+  --json        print {"depth", "elements": [{"name", "kind", "parent", "bw_share",
+                "max_avg_bw", "sls", "pcc_slot", "pcc_algorithm"}], "sl_to_leaf": [16],
+                "pcc_slots": [{"slot", "algorithm", "leaves"}]}
+  -h, --help    show this help
+
+Exit status: 0 success, 1 the policy has errors, 2 usage or I/O error.
+)";
+
+const char* const simulateHelp =
+    R"(Usage: ibqos-agent simulate POLICY --link-mbps N [--demand LEAF=MBPS ...] [--json]
+
+Computes the long-run rate of every leaf of the host-sched tree on a link of N Mbit/s, under
+the device scheduler's rules (mlx5dv_sched_node_create(3)): every element shares its bandwidth
+among its children by bw-share, an element at its max-avg-bw takes no more, and what one
+leaves unused goes to the others by weight. A leaf without --demand always has traffic; an
+element without bw-share gets weight 1 (the device default is not documented).
+
+Options:
+  --link-mbps N        the link's rate in Mbit/s (required)
+  --demand LEAF=MBPS   what LEAF would send (repeatable); 0 for an idle leaf
+  --json               print {"link_mbps", "leaves": [{"name", "rate_mbps", "demand_mbps"}],
+                       "nodes": [{"name", "rate_mbps"}]}
+  -h, --help           show this help
+
+Exit status: 0 success, 1 the policy has errors, 2 usage or I/O error (a LEAF that is not a
+leaf of the policy).
+)";
+
+std::string slList(const std::bitset<16>& sls) {
+    std::string out;
+    for (unsigned sl = 0; sl < 16; ++sl) {
+        if (!sls.test(sl)) continue;
+        unsigned end = sl;
+        while (end + 1 < 16 && sls.test(end + 1)) ++end;
+        out += (out.empty() ? "" : ",") + std::to_string(sl) +
+               (end > sl ? "-" + std::to_string(end) : "");
+        sl = end;
+    }
+    return out;
+}
+
+std::string describe(const host::PlanElement& e) {
+    std::string out = e.name + " (" + (e.leaf ? "leaf" : "node");
+    if (e.leaf) out += ", SL " + (e.sls.any() ? slList(e.sls) : std::string("none"));
+    out += ", bw-share " + (e.bwShare ? std::to_string(e.bwShare) : std::string("default"));
+    out += ", max-avg-bw " + describeBandwidth(e.maxAvgBw);
+    if (e.pccSlot) out += ", pcc-slot " + std::to_string(*e.pccSlot) + " " + e.pccAlgorithm;
+    return out + ")";
+}
+
+void printTree(const host::HostPlan& plan, std::optional<size_t> parent,
+               const std::string& indent) {
+    std::vector<size_t> children = plan.children(parent);
+    for (size_t i = 0; i < children.size(); ++i) {
+        bool last = i + 1 == children.size();
+        std::cout << indent << (last ? "`-- " : "|-- ") << describe(plan.elements()[children[i]])
+                  << "\n";
+        printTree(plan, children[i], indent + (last ? "    " : "|   "));
+    }
+}
+
+double parseMbps(const std::string& option, const std::string& text) {
+    char* end = nullptr;
+    errno = 0;
+    double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || errno || *end || !std::isfinite(v) || v < 0) {
+        throw UsageError{option + " takes a rate in Mbit/s (a number >= 0), not '" + text + "'"};
+    }
+    return v;
+}
+
+}  // namespace
+
+int runPlan(const std::vector<std::string>& args) {
+    Options options(args, {{"json"}});
+    if (options.flag("help")) {
+        std::cout << planHelp;
+        return ExitOk;
+    }
+    if (options.positionals().size() != 1) throw UsageError{"plan takes one POLICY file"};
+    bool json = options.flag("json");
+    int exitCode = ExitOk;
+    auto plan = loadPlanOrReport(options.positionals()[0], json, exitCode);
+    if (!plan) return exitCode;
+    const auto& elements = plan->elements();
+
+    if (json) {
+        std::string out = "{\"depth\": " + std::to_string(plan->depth()) + ", \"elements\": [";
+        for (size_t i = 0; i < elements.size(); ++i) {
+            const host::PlanElement& e = elements[i];
+            std::string sls;
+            for (unsigned sl = 0; sl < 16; ++sl) {
+                if (e.sls.test(sl)) sls += (sls.empty() ? "" : ", ") + std::to_string(sl);
+            }
+            out += std::string(i ? ", " : "") + "{\"name\": " + jsonString(e.name) +
+                   ", \"kind\": \"" + (e.leaf ? "leaf" : "node") +
+                   "\", \"parent\": " + (e.parent ? jsonString(elements[*e.parent].name) : "null") +
+                   ", \"bw_share\": " + std::to_string(e.bwShare) +
+                   ", \"max_avg_bw\": " + std::to_string(e.maxAvgBw) + ", \"sls\": [" + sls +
+                   "], \"pcc_slot\": " + jsonOptional(e.pccSlot) + ", \"pcc_algorithm\": " +
+                   (e.pccAlgorithm.empty() ? "null" : jsonString(e.pccAlgorithm)) + "}";
+        }
+        out += "], \"sl_to_leaf\": [";
+        for (unsigned sl = 0; sl < 16; ++sl) {
+            auto leaf = plan->leafForSl(static_cast<uint8_t>(sl));
+            out += std::string(sl ? ", " : "") + (leaf ? jsonString(elements[*leaf].name) : "null");
+        }
+        out += "], \"pcc_slots\": [";
+        for (size_t i = 0; i < plan->slots().size(); ++i) {
+            const host::PlanSlot& s = plan->slots()[i];
+            std::string leaves;
+            for (size_t l : s.leaves)
+                leaves += (leaves.empty() ? "" : ", ") + jsonString(elements[l].name);
+            out += std::string(i ? ", " : "") + "{\"slot\": " + std::to_string(s.slot) +
+                   ", \"algorithm\": " + jsonString(s.algorithm) + ", \"leaves\": [" + leaves +
+                   "]}";
+        }
+        std::cout << out << "]}\n";
+        return ExitOk;
+    }
+
+    if (plan->empty()) {
+        std::cout << "no host-sched section: QPs keep the device's default scheduling\n";
+        return ExitOk;
+    }
+    std::cout << "root (no weight, no cap: the device's share of the port)\n";
+    printTree(*plan, std::nullopt, "");
+    std::bitset<16> unattached;
+    for (unsigned sl = 0; sl < 16; ++sl)
+        unattached.set(sl, !plan->leafForSl(static_cast<uint8_t>(sl)));
+    std::cout << "SLs on no leaf (device default): "
+              << (unattached.any() ? slList(unattached) : "none") << "\n";
+    for (const host::PlanSlot& s : plan->slots()) {
+        std::string leaves;
+        for (size_t l : s.leaves) leaves += (leaves.empty() ? "" : ", ") + elements[l].name;
+        std::cout << "pcc-slot " << s.slot << ": " << s.algorithm << " (" << leaves << ")\n";
+    }
+    std::cout << "depth " << plan->depth() << " below the root\n";
+    return ExitOk;
+}
+
+int runSimulate(const std::vector<std::string>& args) {
+    Options options(args, {{"link-mbps", true}, {"demand", true, true}, {"json"}});
+    if (options.flag("help")) {
+        std::cout << simulateHelp;
+        return ExitOk;
+    }
+    if (options.positionals().size() != 1) throw UsageError{"simulate takes one POLICY file"};
+    double link = parseMbps("--link-mbps", options.required("link-mbps"));
+    bool json = options.flag("json");
+    int exitCode = ExitOk;
+    auto plan = loadPlanOrReport(options.positionals()[0], json, exitCode);
+    if (!plan) return exitCode;
+    const auto& elements = plan->elements();
+
+    std::vector<std::optional<double>> demand(elements.size());
+    for (const std::string& d : options.values("demand")) {
+        size_t eq = d.rfind('=');
+        if (eq == std::string::npos || eq == 0)
+            throw UsageError{"--demand takes LEAF=MBPS, not '" + d + "'"};
+        std::string name = d.substr(0, eq);
+        auto index = plan->find(name);
+        if (!index || !elements[*index].leaf)
+            throw UsageError{"--demand: the policy has no sched-leaf '" + name + "'"};
+        demand[*index] = parseMbps("--demand " + name, d.substr(eq + 1));
+    }
+    std::vector<double> rates = host::simulateRates(*plan, link, demand);
+
+    if (json) {
+        std::string leaves, nodes;
+        for (size_t i = 0; i < elements.size(); ++i) {
+            const host::PlanElement& e = elements[i];
+            if (e.leaf) {
+                leaves +=
+                    std::string(leaves.empty() ? "" : ", ") + "{\"name\": " + jsonString(e.name) +
+                    ", \"rate_mbps\": " + jsonNumber(rates[i]) +
+                    ", \"demand_mbps\": " + (demand[i] ? jsonNumber(*demand[i]) : "null") + "}";
+            } else {
+                nodes += std::string(nodes.empty() ? "" : ", ") +
+                         "{\"name\": " + jsonString(e.name) +
+                         ", \"rate_mbps\": " + jsonNumber(rates[i]) + "}";
+            }
+        }
+        std::cout << "{\"link_mbps\": " << jsonNumber(link) << ", \"leaves\": [" << leaves
+                  << "], \"nodes\": [" << nodes << "]}\n";
+        return ExitOk;
+    }
+    char line[256];
+    std::snprintf(line, sizeof line, "%-24s %-5s %14s %14s\n", "element", "kind", "demand Mbit/s",
+                  "rate Mbit/s");
+    std::cout << line;
+    for (size_t i = 0; i < elements.size(); ++i) {
+        const host::PlanElement& e = elements[i];
+        std::string want = !e.leaf ? "" : demand[i] ? jsonNumber(*demand[i]) : "any";
+        std::snprintf(line, sizeof line, "%-24s %-5s %14s %14s\n", e.name.c_str(),
+                      e.leaf ? "leaf" : "node", want.c_str(), jsonNumber(rates[i]).c_str());
+        std::cout << line;
+    }
+    return ExitOk;
+}
+
+}  // namespace ibqos::cli

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+// What the ibqos-agent subcommands share: loading a plan, JSON pieces.
+#include <cmath>
+#include <cstdio>
+
+#include "commands.hpp"
+#include "compile_policy.hpp"
+#include "ibqos-agent-commands.hpp"
+
+namespace ibqos::cli {
+
+std::optional<host::HostPlan> loadPlanOrReport(const std::string& path, bool json, int& exitCode) {
+    Inputs inputs;
+    const SourceFile& source = inputs.load(path);
+    Diagnostics diagnostics;
+    Policy policy = loadPolicy(source, diagnostics);
+    if (diagnostics.hasErrors()) {
+        // Errors go to stderr as `ibqos check` prints them (warnings are check's business).
+        (void)json;
+        exitCode = emitDiagnostics(diagnostics, inputs, false);
+        return std::nullopt;
+    }
+    return host::HostPlan::fromPolicy(policy.hostSched);
+}
+
+std::string jsonString(std::string_view s) {
+    std::string out;
+    appendJsonString(out, s);
+    return out;
+}
+
+std::string jsonNumber(double v) {
+    if (!std::isfinite(v)) return "null";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3f", v);
+    std::string text = buf;
+    while (text.back() == '0') text.pop_back();
+    if (text.back() == '.') text.pop_back();
+    if (text == "-0") text = "0";
+    return text;
+}
+
+std::string describeBandwidth(uint32_t mbps) {
+    return mbps ? std::to_string(mbps) + " Mbit/s" : "unlimited";
+}
+
+}  // namespace ibqos::cli

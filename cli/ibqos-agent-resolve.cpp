@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: MIT
+// ibqos-agent resolve: one PathRecord from the SA, and the leaf and PCC slot of its SL.
+#include <iostream>
+
+#include "commands.hpp"
+#include "ibqos-agent-commands.hpp"
+#include "options.hpp"
+#include "sa_client.hpp"
+#include "umad_transport.hpp"
+
+namespace ibqos::cli {
+
+namespace {
+
+const char* const resolveHelp = R"(Usage: ibqos-agent resolve --policy POLICY --dst PORT [options]
+
+Asks the Subnet Administrator of the local port for one PathRecord to PORT, as an application
+would before it connects, and shows the SL the SA chose, the transmit-scheduling leaf that SL
+attaches to on this host and the congestion-control slot applied to it.
+
+PORT is a LID (decimal), a port GUID (0x...; the local subnet prefix is added) or a GID
+(fe80::...). A LID is asked for by SLID/DLID, a GUID or GID by SGID/DGID.
+
+Options:
+  --policy POLICY    the QoS policy with the host-sched section (required)
+  --dst PORT         the destination (required)
+  --hca NAME         local HCA (default: the first one)
+  --port N           local port number (default: the first active port)
+  --service-id N     ServiceID of the connection
+  --qos-class N      QoS class (0..4095)
+  --pkey N           partition key
+  --sl N             ask for this SL (the SA answers no path if the policy disagrees)
+  --timeout MS       first attempt's timeout, doubled for each retry (default 1000)
+  --retries N        attempts after the first (default 3)
+  --get              use SubnAdmGet instead of SubnAdmGetTable
+  --json             print one JSON object: status, sl, leaf {name, parent, bw_share,
+                     max_avg_bw} or null, pcc_slot, pcc_algorithm, path {...}
+  -h, --help         show this help
+
+Exit status: 0 a path, 1 the SA has no such path (or the policy has errors), 2 usage or I/O
+error (no SA answer after the retries, an answer that breaks the protocol).
+)";
+
+// Parses --dst into the query's destination; needs the local port's subnet prefix for GUIDs.
+void setDestination(const std::string& text, const host::LocalPort& port, host::PathQuery& q) {
+    if (text.find(':') != std::string::npos) {
+        auto gid = host::Gid::parse(text);
+        if (!gid) throw UsageError{"--dst '" + text + "' is not a GID"};
+        q.byGid = true;
+        q.dgid = *gid;
+        return;
+    }
+    if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+        uint64_t guid = parseNumberOption("dst", text, UINT64_MAX);
+        q.byGid = true;
+        q.dgid = host::Gid::fromParts(port.gid.prefix(), guid);
+        return;
+    }
+    uint64_t lid = parseNumberOption("dst", text, 0xBFFF);
+    if (lid == 0) throw UsageError{"--dst LID 0 is not a port"};
+    q.byGid = false;
+    q.dlid = static_cast<uint16_t>(lid);
+}
+
+std::string hex16(uint16_t v) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "0x%04x", v);
+    return buf;
+}
+
+const char* mtuName(uint8_t mtu) {
+    static const char* const names[] = {"?", "256", "512", "1024", "2048", "4096"};
+    return mtu <= 5 ? names[mtu] : "?";
+}
+
+// What the leaf and slot parts of the answer say.
+struct HostPart {
+    std::optional<size_t> leaf;
+    std::optional<uint32_t> slot;
+    std::string algorithm;
+};
+
+HostPart hostPartOf(const host::HostPlan& plan, uint8_t sl) {
+    HostPart part;
+    part.leaf = plan.leafForSl(sl);
+    if (part.leaf) {
+        const host::PlanElement& e = plan.elements()[*part.leaf];
+        part.slot = e.pccSlot;
+        part.algorithm = e.pccAlgorithm;
+    }
+    return part;
+}
+
+std::string leafJson(const host::HostPlan& plan, std::optional<size_t> leaf) {
+    if (!leaf) return "null";
+    const host::PlanElement& e = plan.elements()[*leaf];
+    std::string parent = e.parent ? jsonString(plan.elements()[*e.parent].name) : "null";
+    return "{\"name\": " + jsonString(e.name) + ", \"parent\": " + parent +
+           ", \"bw_share\": " + std::to_string(e.bwShare) +
+           ", \"max_avg_bw\": " + std::to_string(e.maxAvgBw) + "}";
+}
+
+}  // namespace
+
+int runResolve(const std::vector<std::string>& args) {
+    Options options(args, {{"policy", true},
+                           {"dst", true},
+                           {"hca", true},
+                           {"port", true},
+                           {"service-id", true},
+                           {"qos-class", true},
+                           {"pkey", true},
+                           {"sl", true},
+                           {"timeout", true},
+                           {"retries", true},
+                           {"get"},
+                           {"json"}});
+    if (options.flag("help")) {
+        std::cout << resolveHelp;
+        return ExitOk;
+    }
+    if (!options.positionals().empty()) throw UsageError{"resolve takes no positional arguments"};
+    std::string policyPath = options.required("policy");
+    std::string dst = options.required("dst");
+    bool json = options.flag("json");
+    host::PathQuery query;
+    if (auto v = options.value("service-id"))
+        query.serviceId = parseNumberOption("service-id", *v, UINT64_MAX);
+    if (auto v = options.value("qos-class"))
+        query.qosClass = static_cast<uint16_t>(parseNumberOption("qos-class", *v, 0xfff));
+    if (auto v = options.value("pkey"))
+        query.pkey = static_cast<uint16_t>(parseNumberOption("pkey", *v, 0xffff));
+    if (auto v = options.value("sl"))
+        query.sl = static_cast<uint8_t>(parseNumberOption("sl", *v, 15));
+    if (options.flag("get")) query.method = host::SaMethod::Get;
+    host::RetryPolicy retry;
+    if (auto v = options.value("timeout")) {
+        retry.firstTimeout = std::chrono::milliseconds(parseNumberOption("timeout", *v, 600000));
+        if (retry.firstTimeout.count() == 0) throw UsageError{"--timeout must be at least 1 ms"};
+    }
+    if (auto v = options.value("retries"))
+        retry.retries = static_cast<unsigned>(parseNumberOption("retries", *v, 20));
+    std::string hca = options.value("hca").value_or("");
+    int portNumber =
+        static_cast<int>(parseNumberOption("port", options.value("port").value_or("0"), 255));
+
+    int exitCode = ExitOk;
+    std::optional<host::HostPlan> plan = loadPlanOrReport(policyPath, json, exitCode);
+    if (!plan) return exitCode;
+
+    std::string error;
+    auto transport = host::UmadTransport::open(hca, portNumber, error);
+    if (!transport) throw IoError{error};
+    const host::LocalPort& port = transport->localPort();
+    setDestination(dst, port, query);
+
+    host::SaClient client(*transport, retry, host::randomTransactionIdSeed());
+    host::PathResult result = client.query(query);
+
+    std::string sa =
+        "{\"ca\": " + jsonString(port.caName) + ", \"port\": " + std::to_string(port.port) +
+        ", \"lid\": " + std::to_string(port.lid) + ", \"sm_lid\": " + std::to_string(port.smLid) +
+        ", \"attempts\": " + std::to_string(result.attempts) + "}";
+    if (result.status == host::PathStatus::Failed) {
+        if (json) {
+            std::cout << "{\"status\": \"error\", \"message\": " << jsonString(result.message)
+                      << ", \"sa\": " << sa << "}\n";
+        }
+        throw IoError{result.message};
+    }
+    if (result.status == host::PathStatus::NoPath) {
+        if (json) {
+            std::cout
+                << "{\"status\": \"no-path\", \"sl\": null, \"leaf\": null, \"pcc_slot\": null, "
+                   "\"pcc_algorithm\": null, \"message\": "
+                << jsonString(result.message) << ", \"sa\": " << sa << "}\n";
+        } else {
+            std::cerr << "ibqos-agent resolve: no path to " << dst << ": " << result.message
+                      << "\n";
+        }
+        return ExitInputErrors;
+    }
+
+    const host::PathRecord& r = result.record;
+    HostPart part = hostPartOf(*plan, r.sl);
+    if (json) {
+        std::cout << "{\"status\": \"ok\", \"sl\": " << int{r.sl}
+                  << ", \"leaf\": " << leafJson(*plan, part.leaf)
+                  << ", \"pcc_slot\": " << jsonOptional(part.slot) << ", \"pcc_algorithm\": "
+                  << (part.algorithm.empty() ? "null" : jsonString(part.algorithm))
+                  << ", \"path\": {\"slid\": " << r.slid << ", \"dlid\": " << r.dlid
+                  << ", \"sgid\": " << jsonString(r.sgid.toString())
+                  << ", \"dgid\": " << jsonString(r.dgid.toString())
+                  << ", \"pkey\": " << jsonString(hex16(r.pkey)) << ", \"mtu\": " << int{r.mtu}
+                  << ", \"rate\": " << int{r.rate} << ", \"packet_life\": " << int{r.packetLife}
+                  << ", \"reversible\": " << (r.reversible ? "true" : "false")
+                  << ", \"traffic_class\": " << int{r.trafficClass}
+                  << ", \"flow_label\": " << r.flowLabel << ", \"hop_limit\": " << int{r.hopLimit}
+                  << "}, \"sa\": " << sa << "}\n";
+        return ExitOk;
+    }
+    std::cout << "sl " << int{r.sl} << "\n";
+    if (part.leaf) {
+        const host::PlanElement& e = plan->elements()[*part.leaf];
+        std::cout << "leaf " << e.name << " (parent "
+                  << (e.parent ? plan->elements()[*e.parent].name : std::string("root"))
+                  << ", bw-share "
+                  << (e.bwShare ? std::to_string(e.bwShare) : std::string("default"))
+                  << ", max-avg-bw " << describeBandwidth(e.maxAvgBw) << ")\n";
+    } else {
+        std::cout << "leaf none (SL " << int{r.sl}
+                  << " is on no sched-leaf: the device's default scheduling)\n";
+    }
+    if (part.slot) {
+        std::cout << "pcc-slot " << *part.slot << " (" << part.algorithm << ")\n";
+    } else {
+        std::cout << "pcc-slot none\n";
+    }
+    std::cout << "path slid " << r.slid << " -> dlid " << r.dlid << ", mtu " << mtuName(r.mtu)
+              << ", rate enum " << int{r.rate} << ", packet-life " << int{r.packetLife} << ", pkey "
+              << hex16(r.pkey) << "\n";
+    return ExitOk;
+}
+
+}  // namespace ibqos::cli

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: MIT
+// ibqos-agent run and status: the daemon in the foreground, and a look at what it knows.
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "agent_server.hpp"
+#include "commands.hpp"
+#include "ibqos-agent-commands.hpp"
+#include "options.hpp"
+#include "pcc_mango.hpp"
+
+namespace ibqos::cli {
+
+namespace {
+
+const char* const runHelp = R"(Usage: ibqos-agent run [options]
+
+The host daemon. It serves a unix socket where libibqos_preload.so, loaded into applications
+with LD_PRELOAD, reports every QP that reaches RTR (device, QP number, SL) and every QP
+destroyed. For each reported QP it applies the congestion-control slot of the leaf the SL
+attaches to, registering each slot's algorithm in the device's PCC engine first; it forgets
+the QPs of a process whose connection closes. It runs in the foreground (systemd starts it);
+SIGTERM or SIGINT stop it cleanly, SIGHUP re-reads the policy (a policy with errors is
+reported and the current one kept).
+
+Options:
+  --policy POLICY      the QoS policy (default /etc/ibqos/qos-policy.conf)
+  --socket PATH        the socket to serve (default /run/ibqos/agent.sock)
+  --pcc ENGINE         auto (libmango when it loads, else simulated), mango or simulated
+                       (default auto)
+  --interval-us N      the PCC engine's algorithm interval (default 10)
+  --threads N          the PCC engine's threads (default 1)
+  -h, --help           show this help
+
+Exit status: 0 stopped by a signal, 1 the policy has errors, 2 usage or I/O error.
+)";
+
+const char* const statusHelp = R"(Usage: ibqos-agent status [--socket PATH] [--json]
+
+Asks a running daemon for every QP it knows: process, device, QP number and type, SL, the
+leaf of that SL, whether the application's preload library attached it, and the PCC slot
+the daemon applied.
+
+Options:
+  --socket PATH   the daemon's socket (default /run/ibqos/agent.sock)
+  --timeout MS    how long to wait for the answer (default 2000)
+  --json          print {"qps": [{"pid", "device", "port", "qpn", "type", "sl", "leaf",
+                  "attached", "pcc_slot", "pcc_algorithm"}]}
+  -h, --help      show this help
+
+Exit status: 0 success, 2 usage error or no daemon answering.
+)";
+
+void log(const std::string& message) {
+    std::fprintf(stderr, "ibqos-agent: %s\n", message.c_str());
+    std::fflush(stderr);
+}
+
+}  // namespace
+
+int runDaemon(const std::vector<std::string>& args) {
+    Options options(args, {{"policy", true},
+                           {"socket", true},
+                           {"pcc", true},
+                           {"interval-us", true},
+                           {"threads", true}});
+    if (options.flag("help")) {
+        std::cout << runHelp;
+        return ExitOk;
+    }
+    if (!options.positionals().empty()) throw UsageError{"run takes no positional arguments"};
+    std::string policyPath = options.value("policy").value_or(host::DefaultPolicyPath);
+    std::string socketPath = options.value("socket").value_or(host::DefaultAgentSocket);
+    std::string engine = options.value("pcc").value_or("auto");
+    if (engine != "auto" && engine != "mango" && engine != "simulated") {
+        throw UsageError{"--pcc takes auto, mango or simulated, not '" + engine + "'"};
+    }
+    auto interval = static_cast<uint32_t>(
+        parseNumberOption("interval-us", options.value("interval-us").value_or("10"), 1000000));
+    auto threads = static_cast<unsigned>(
+        parseNumberOption("threads", options.value("threads").value_or("1"), 1024));
+    if (interval == 0 || threads == 0)
+        throw UsageError{"--interval-us and --threads must be at least 1"};
+
+    int exitCode = ExitOk;
+    auto plan = loadPlanOrReport(policyPath, false, exitCode);
+    if (!plan) return exitCode;
+    std::string error;
+    if (engine == "mango" && !host::libmangoAvailable(error)) throw IoError{error};
+
+    // Signals arrive through a file descriptor the server polls, never in the middle of work.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGHUP);
+    sigprocmask(SIG_BLOCK, &signals, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+    int signalFd = signalfd(-1, &signals, SFD_CLOEXEC);
+    if (signalFd < 0) throw IoError{"signalfd failed"};
+
+    host::PccEngineOpener opener = [engine](const std::string& device, std::string& error) {
+        return host::openPccEngine(engine, device, error);
+    };
+    size_t leaves = 0;
+    for (const auto& e : plan->elements()) leaves += e.leaf;
+    size_t slots = plan->slots().size();
+    host::AgentState state(std::move(*plan), opener, interval, threads, log);
+    host::AgentServer server(state, socketPath);
+    if (!server.listen(error)) {
+        close(signalFd);
+        throw IoError{error};
+    }
+    log("serving " + socketPath + " for policy " + policyPath + " (" + std::to_string(leaves) +
+        " leaves, " + std::to_string(slots) + " PCC slots, engine " + engine + ")");
+
+    server.run(signalFd, [&]() {
+        signalfd_siginfo info{};
+        if (read(signalFd, &info, sizeof info) != sizeof info) return true;
+        if (info.ssi_signo != SIGHUP) {
+            log(std::string("stopping on ") + (info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM"));
+            return false;
+        }
+        std::string why;
+        auto fresh = host::loadHostPlan(policyPath, why);
+        if (!fresh) {
+            log("SIGHUP: keeping the current plan: " + why);
+        } else {
+            state.replacePlan(std::move(*fresh));
+            log("SIGHUP: policy " + policyPath + " reloaded");
+        }
+        return true;
+    });
+    state.shutdown();
+    close(signalFd);
+    return ExitOk;
+}
+
+int runStatus(const std::vector<std::string>& args) {
+    Options options(args, {{"socket", true}, {"timeout", true}, {"json"}});
+    if (options.flag("help")) {
+        std::cout << statusHelp;
+        return ExitOk;
+    }
+    if (!options.positionals().empty()) throw UsageError{"status takes no positional arguments"};
+    std::string socketPath = options.value("socket").value_or(host::DefaultAgentSocket);
+    auto timeout = std::chrono::milliseconds(
+        parseNumberOption("timeout", options.value("timeout").value_or("2000"), 600000));
+    std::vector<host::AgentMessage> qps;
+    std::string error;
+    if (!host::requestAgentStatus(socketPath, timeout, qps, error)) throw IoError{error};
+    if (options.flag("json")) {
+        std::string out = "{\"qps\": [";
+        for (size_t i = 0; i < qps.size(); ++i) {
+            const host::AgentMessage& q = qps[i];
+            out +=
+                std::string(i ? ", " : "") + "{\"pid\": " + std::to_string(q.pid) +
+                ", \"device\": " + jsonString(q.device) + ", \"port\": " + std::to_string(q.port) +
+                ", \"qpn\": " + std::to_string(q.qpNum) +
+                ", \"type\": " + jsonString(host::qpTypeName(q.type)) +
+                ", \"sl\": " + jsonOptional(q.sl ? std::optional<int>(*q.sl) : std::nullopt) +
+                ", \"leaf\": " + (q.leaf.empty() ? "null" : jsonString(q.leaf)) +
+                ", \"attached\": " + (q.attached ? "true" : "false") +
+                ", \"pcc_slot\": " + jsonOptional(q.slot) +
+                ", \"pcc_algorithm\": " + (q.algorithm.empty() ? "null" : jsonString(q.algorithm)) +
+                "}";
+        }
+        std::cout << out << "]}\n";
+        return ExitOk;
+    }
+    char line[256];
+    std::snprintf(line, sizeof line, "%-8s %-10s %-9s %-5s %-3s %-16s %-8s %s\n", "pid", "device",
+                  "qpn", "type", "sl", "leaf", "attached", "pcc-slot");
+    std::cout << line;
+    for (const host::AgentMessage& q : qps) {
+        char qpn[16];
+        std::snprintf(qpn, sizeof qpn, "0x%06x", q.qpNum);
+        std::string slot = q.slot ? std::to_string(*q.slot) + " " + q.algorithm : "-";
+        std::snprintf(line, sizeof line, "%-8u %-10s %-9s %-5s %-3s %-16s %-8s %s\n", q.pid,
+                      q.device.c_str(), qpn, std::string(host::qpTypeName(q.type)).c_str(),
+                      q.sl ? std::to_string(*q.sl).c_str() : "-",
+                      q.leaf.empty() ? "-" : q.leaf.c_str(), q.attached ? "yes" : "no",
+                      slot.c_str());
+        std::cout << line;
+    }
+    std::cout << qps.size() << (qps.size() == 1 ? " QP\n" : " QPs\n");
+    return ExitOk;
+}
+
+}  // namespace ibqos::cli

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+// FluidLink: queue integration, ECN marking, CNP generation, RTT samples, engine cycles.
+#include "fluid_link.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ibqos::host {
+
+FluidLink::FluidLink(FluidLinkConfig config, SimulatedPccEngine& engine)
+    : config_(config), engine_(engine) {
+    feedbackSteps_ = static_cast<size_t>(std::lround(config_.baseRttUs / 2 / config_.stepUs));
+}
+
+void FluidLink::addFlow(uint32_t qpNum, double startUs) {
+    Flow f;
+    f.qpNum = qpNum;
+    f.startUs = startUs;
+    flows_.push_back(f);
+}
+
+double FluidLink::markProbability(double queue) const {
+    if (queue <= config_.kminBytes) return 0;
+    if (queue >= config_.kmaxBytes) return 1;
+    return config_.pmax * (queue - config_.kminBytes) / (config_.kmaxBytes - config_.kminBytes);
+}
+
+void FluidLink::step() {
+    double dt = config_.stepUs;
+    double capacity = config_.capacityGbps * 1e3 / 8;  // bytes per us
+    double delayedQueue = queueHistory_.size() > feedbackSteps_
+                              ? queueHistory_[queueHistory_.size() - 1 - feedbackSteps_]
+                              : (queueHistory_.empty() ? 0.0 : queueHistory_.front());
+    double rttUs = config_.baseRttUs + queue_ / capacity;
+
+    // The engine runs its algorithms every interval, with an RTT sample for each active flow.
+    if (now_ >= nextCycleUs_) {
+        for (const Flow& f : flows_) {
+            if (now_ < f.startUs) continue;
+            double sampleUs = config_.baseRttUs + delayedQueue / capacity;
+            engine_.signal(f.qpNum, {0, static_cast<uint64_t>(sampleUs * 1000), true});
+        }
+        engine_.cycle();
+        nextCycleUs_ += engine_.intervalUs();
+    }
+
+    double arrivals = 0;
+    double p = markProbability(queue_);
+    for (Flow& f : flows_) {
+        if (now_ < f.startUs) {
+            f.rateBps = 0;
+            continue;
+        }
+        uint32_t window = 0;
+        engine_.window(f.qpNum, window);
+        f.rateBps = std::min(window / rttUs, capacity);
+        double bytes = f.rateBps * dt;
+        arrivals += bytes;
+        f.bytesSinceTake += bytes;
+        // Marking as a fluid: a flow's marked packets accumulate at p per packet sent; each
+        // whole one reaches the receiver, which turns it into a CNP unless it sent one for
+        // this flow within the CNP interval. The CNP reaches the sender half an RTT later.
+        f.markedPackets += p * bytes / config_.packetBytes;
+        if (f.markedPackets >= 1) {
+            f.markedPackets -= std::floor(f.markedPackets);
+            if (now_ - f.lastCnpUs >= config_.cnpIntervalUs) {
+                f.lastCnpUs = now_;
+                f.cnpArrivals.push_back(now_ + config_.baseRttUs / 2);
+            }
+        }
+        while (!f.cnpArrivals.empty() && f.cnpArrivals.front() <= now_) {
+            f.cnpArrivals.pop_front();
+            engine_.signal(f.qpNum, {1, 0, false});
+        }
+    }
+    queue_ = std::max(0.0, queue_ + arrivals - capacity * dt);
+    queueHistory_.push_back(queue_);
+    if (queueHistory_.size() > feedbackSteps_ + 1) queueHistory_.pop_front();
+    now_ += dt;
+}
+
+void FluidLink::runUntil(double us) {
+    while (now_ < us) step();
+}
+
+std::vector<double> FluidLink::takeAverageRatesGbps() {
+    std::vector<double> rates;
+    double span = now_ - lastTakeUs_;
+    for (Flow& f : flows_) {
+        rates.push_back(span > 0 ? f.bytesSinceTake / span * 8 / 1e3 : 0);
+        f.bytesSinceTake = 0;
+    }
+    lastTakeUs_ = now_;
+    return rates;
+}
+
+double jainFairness(const std::vector<double>& rates) {
+    double sum = 0, squares = 0;
+    for (double r : rates) {
+        sum += r;
+        squares += r * r;
+    }
+    if (rates.empty() || squares == 0) return 0;
+    return sum * sum / (static_cast<double>(rates.size()) * squares);
+}
+
+}  // namespace ibqos::host

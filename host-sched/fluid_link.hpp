@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+// FluidLink: a fluid model of flows sharing one congested link, driving a simulated PCC engine.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "pcc_simulated.hpp"
+
+namespace ibqos::host {
+
+// The link and the network around the senders.
+struct FluidLinkConfig {
+    double capacityGbps = 40;
+    double baseRttUs = 10;        // RTT with empty queues
+    uint32_t packetBytes = 1024;  // RoCE payload per packet (marking is per packet)
+    // The congestion point marks ECN like RED (DCQCN section 3.1): probability 0 below Kmin,
+    // rising linearly to Pmax at Kmax, 1 above; the paper's 5 KB, 200 KB and 1 %.
+    double kminBytes = 5'000;
+    double kmaxBytes = 200'000;
+    double pmax = 0.01;
+    // The notification point sends at most one CNP per flow in this interval (section 3.2).
+    double cnpIntervalUs = 50;
+    double stepUs = 0.25;  // integration step
+};
+
+// Flows are QPs of the engine, each limited by its window: it sends window / RTT, RTT being
+// the base RTT plus the queue's delay, and never more than the line rate. The queue grows
+// by what arrives beyond the capacity. Feedback takes half a base RTT to come back: a CNP
+// for a packet marked now, and the queueing delay in an RTT sample. The engine's algorithms
+// run every engine interval with the CNPs and RTT samples that arrived in between.
+class FluidLink {
+  public:
+    FluidLink(FluidLinkConfig config, SimulatedPccEngine& engine);
+
+    // A flow of an engine QP (already applied to a slot) that starts sending at startUs.
+    void addFlow(uint32_t qpNum, double startUs);
+    void runUntil(double us);
+
+    double nowUs() const { return now_; }
+    double queueBytes() const { return queue_; }
+    // Each flow's throughput since the previous call (Gbit/s), in addFlow order.
+    std::vector<double> takeAverageRatesGbps();
+
+  private:
+    struct Flow {
+        uint32_t qpNum = 0;
+        double startUs = 0;
+        double rateBps = 0;  // bytes per us
+        double lastCnpUs = -1e18;
+        double markedPackets = 0;        // expected marks not yet turned into a CNP
+        std::deque<double> cnpArrivals;  // when CNPs reach the sender
+        double bytesSinceTake = 0;
+    };
+
+    double markProbability(double queue) const;
+    void step();
+
+    FluidLinkConfig config_;
+    SimulatedPccEngine& engine_;
+    std::vector<Flow> flows_;
+    double now_ = 0;
+    double queue_ = 0;
+    double lastTakeUs_ = 0;
+    double nextCycleUs_ = 0;
+    std::deque<double> queueHistory_;  // one entry per step, newest last
+    size_t feedbackSteps_;
+};
+
+// Jain's fairness index of a set of rates: 1 when equal, 1/n when one takes everything.
+double jainFairness(const std::vector<double>& rates);
+
+}  // namespace ibqos::host

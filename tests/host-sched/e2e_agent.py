@@ -1,0 +1,275 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""End-to-end test of the host side against a real OpenSM on ibsim.
+
+A stock OpenSM (qos TRUE) serves samples/policies/host-sched.conf without its host-sched
+section. From another host, `ibqos-agent resolve` asks the SA for paths with several ServiceIDs
+and QoS classes: its SLs must equal what `saquery -p` answers for the same requests, and its
+leaves and PCC slots must follow the policy's host plan. Then a running `ibqos-agent run` hears
+from a program whose QPs go through RTR with those SLs under libibqos_preload.so (the
+recording stand-in below it, the simulated scheduling backend), and `ibqos-agent status`
+must show each QP on its leaf and slot, and forget it on destroy or when its process dies.
+Exit status 77 (skipped) when ibsim or OpenSM are not installed.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--agent", required=True)
+ap.add_argument("--preload", required=True)
+ap.add_argument("--driver", required=True)
+ap.add_argument("--source-root", required=True)
+args = ap.parse_args()
+for name in ("agent", "preload", "driver", "source_root"):
+    setattr(args, name, os.path.abspath(getattr(args, name)))
+
+sys.path.insert(0, os.path.join(args.source_root, "tests", "fabric"))
+import simfabric  # noqa: E402
+
+if not simfabric.available():
+    print("skipped: ibsim, OpenSM or libumad2sim is not installed")
+    sys.exit(77)
+
+POLICY = os.path.join(args.source_root, "samples", "policies", "host-sched.conf")
+NET = os.path.join(args.source_root, "samples", "fabrics", "two-switch.net")
+failures = []
+processes = []
+
+
+def check(condition, message):
+    print(("ok   " if condition else "FAIL ") + message)
+    if not condition:
+        failures.append(message)
+
+
+def plain_policy(text):
+    """The policy OpenSM can read: everything but the host-sched section (what `ibqos compile
+    --emit opensm` will write once it exists)."""
+    return re.sub(r"^host-sched\s*\n.*?^end-host-sched\s*\n", "", text, flags=re.S | re.M)
+
+
+def spawn(argv, **kwargs):
+    p = subprocess.Popen(argv, preexec_fn=simfabric._die_with_parent, **kwargs)
+    processes.append(p)
+    return p
+
+
+def stop(p, sig=signal.SIGTERM, timeout=10):
+    if p.poll() is None:
+        p.send_signal(sig)
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    return p.returncode
+
+
+def agent(*argv, host=None, fabric=None, check_rc=None):
+    command = [args.agent] + list(argv)
+    if fabric:
+        return fabric.tool(command, host, check=False)
+    return subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+
+def status(sock):
+    p = agent("status", "--socket", sock, "--json")
+    if p.returncode != 0:
+        raise RuntimeError("ibqos-agent status failed: " + p.stderr)
+    return json.loads(p.stdout)["qps"]
+
+
+def wait_until(predicate, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    return predicate()
+
+
+def read_until(stream, marker, timeout=20.0):
+    """Lines of the driver's stdout up to the one holding marker."""
+    seen = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = stream.readline()
+        if not line:
+            break
+        seen.append(line.rstrip("\n"))
+        if marker in line:
+            return seen
+    raise RuntimeError(f"no {marker!r} from the driver; it said:\n" + "\n".join(seen))
+
+
+scratch = tempfile.mkdtemp(prefix="ibqos-e2e-host-")
+try:
+    with open(POLICY) as f:
+        policy_text = f.read()
+    plain_path = os.path.join(scratch, "qos-policy.conf")
+    with open(plain_path, "w") as f:
+        f.write(plain_policy(policy_text))
+    plan = json.loads(agent("plan", POLICY, "--json").stdout)
+    slots = {}
+    for s in plan["pcc_slots"]:
+        for leaf in s["leaves"]:
+            slots[leaf] = (s["slot"], s["algorithm"])
+
+    os.makedirs(os.path.join(scratch, "fabric"))
+    with simfabric.SimFabric(NET, workdir=os.path.join(scratch, "fabric")) as fabric:
+        osm = fabric.start_opensm({"qos": "TRUE", "qos_policy_file": plain_path}, "0x0000000000100001", "Hca1")
+        check("osm_qos_parse_policy_file" in osm.log() and "ERR AC" not in osm.log(),
+              "OpenSM loads the plain policy without errors")
+
+        # The hosts and their LIDs (NodeDescription by LID through SMPs).
+        lids = {}
+        for lid in range(1, 16):
+            p = fabric.tool(["smpquery", "nodedesc", str(lid)], "Hca2", check=False)
+            m = re.search(r"Node Description:\.+(\S+)", p.stdout)
+            if m:
+                lids[m.group(1)] = lid
+        guid3 = re.search(r"PortGuid:\.+(0x[0-9a-f]+)",
+                          fabric.tool(["smpquery", "nodeinfo", str(lids["Hca3"])], "Hca2").stdout).group(1)
+        me = lids["Hca2"]
+
+        # Requests: (ServiceID, QoS class); the SL the policy gives each is in the comment.
+        requests = [
+            (None, None),       # default: 0
+            ("0x10005", None),  # storage: 2
+            ("0x1ffff", None),  # storage: 2
+            (None, "3"),        # mpi: 3
+            ("0x20001", "5"),   # training: 4
+            ("0x20001", None),  # no class: default 0
+            (None, "7"),        # management: 1
+            ("0x10000", "3"),   # the storage rule comes first: 2
+        ]
+        resolved = {}
+        for dst in ("Hca1", "Hca3", "Hca4"):
+            for service, qos in requests:
+                extra, sq = [], ["saquery", "-p", "--slid", str(me), "--dlid", str(lids[dst])]
+                if service:
+                    extra += ["--service-id", service]
+                    sq += ["--service_id", service]
+                if qos:
+                    extra += ["--qos-class", qos]
+                    sq += ["-Q", qos]
+                p = agent("resolve", "--policy", POLICY, "--dst", str(lids[dst]), "--json", *extra,
+                          host="Hca2", fabric=fabric)
+                record = simfabric.parse_pathrecord(fabric.tool(sq, "Hca2").stdout)
+                what = f"to {dst} service-id {service} qos-class {qos}"
+                if p.returncode != 0 or record is None:
+                    check(False, f"resolve {what}: exit {p.returncode} {p.stderr.strip()}, saquery {record}")
+                    continue
+                answer = json.loads(p.stdout)
+                sl = answer["sl"]
+                check(sl == int(record["sl"], 0), f"resolve {what}: SL {sl} equals saquery's {record['sl']}")
+                leaf = plan["sl_to_leaf"][sl]
+                check((answer["leaf"] or {}).get("name") == leaf, f"  leaf {answer['leaf'] and answer['leaf']['name']} "
+                      f"is the plan's leaf for SL {sl} ({leaf})")
+                expected_slot = slots.get(leaf, (None, None))
+                check((answer["pcc_slot"], answer["pcc_algorithm"]) == expected_slot,
+                      f"  pcc-slot {answer['pcc_slot']} {answer['pcc_algorithm']} follows the plan {expected_slot}")
+                check(answer["path"]["slid"] == me and answer["path"]["dlid"] == lids[dst], "  the path is ours")
+                resolved[(service, qos)] = sl
+
+        # A port GUID asks by GID and gets the same level.
+        p = agent("resolve", "--policy", POLICY, "--dst", guid3, "--qos-class", "3", "--json", host="Hca2",
+                  fabric=fabric)
+        check(p.returncode == 0 and json.loads(p.stdout)["sl"] == resolved[(None, "3")],
+              f"resolve by port GUID {guid3} gives the same SL as by LID")
+        # An SL the policy contradicts: no path (as saquery: an empty answer), exit 1.
+        p = agent("resolve", "--policy", POLICY, "--dst", str(lids["Hca1"]), "--qos-class", "3", "--sl", "5",
+                  "--json", host="Hca2", fabric=fabric)
+        sq = fabric.tool(["saquery", "-p", "--slid", str(me), "--dlid", str(lids["Hca1"]), "-Q", "3", "--sl", "5"],
+                         "Hca2", check=False)
+        check(p.returncode == 1 and json.loads(p.stdout)["status"] == "no-path" and
+              simfabric.parse_pathrecord(sq.stdout) is None,
+              "an SL the policy contradicts: no path, exit 1, like saquery's empty answer")
+        p = agent("resolve", "--policy", POLICY, "--dst", str(lids["Hca1"]), "--qos-class", "3", "--sl", "3",
+                  host="Hca2", fabric=fabric)
+        check(p.returncode == 0 and p.stdout.startswith("sl 3\nleaf mpi"), "asking for the policy's own SL works")
+
+        # The daemon and the preload library.
+        sock = os.path.join(scratch, "agent.sock")
+        agent_log = open(os.path.join(scratch, "agent.log"), "w+")
+        daemon = spawn([args.agent, "run", "--policy", POLICY, "--socket", sock, "--pcc", "simulated"],
+                       cwd=scratch, stdin=subprocess.DEVNULL, stdout=agent_log, stderr=subprocess.STDOUT)
+        check(wait_until(lambda: os.path.exists(sock)), "the agent serves its socket")
+        env = dict(os.environ, LD_PRELOAD=args.preload, IBQOS_POLICY=POLICY, IBQOS_AGENT_SOCKET=sock,
+                   IBQOS_SCHED_BACKEND="simulated")
+        env.pop("SIM_HOST", None)
+        sls = sorted(set(resolved.values()))
+        steps = ["open", "mlx5_0"]
+        for i, sl in enumerate(sls):
+            qpn = 0x100 + i
+            steps += ["qp", "mlx5_0", hex(qpn), "rc", "rtr", hex(qpn), str(sl), "rts", hex(qpn)]
+        steps += ["wait"] + sum((["destroy", hex(0x100 + i)] for i in range(len(sls))), []) + ["wait"]
+        driver = spawn([args.driver] + steps, cwd=scratch, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+        read_until(driver.stdout, "driver: waiting")
+        qps = wait_until(lambda: len(status(sock)) == len(sls) and status(sock))
+        check(len(qps or []) == len(sls), f"the agent knows the {len(sls)} QPs that reached RTR")
+        for q in qps or []:
+            sl = q["sl"]
+            leaf = plan["sl_to_leaf"][sl]
+            check(q["pid"] == driver.pid and q["device"] == "mlx5_0" and q["attached"],
+                  f"QP {q['qpn']:#x} (SL {sl}) was attached by the preloaded process {driver.pid}")
+            check(q["leaf"] == leaf, f"  on leaf {q['leaf']}, the plan's leaf for SL {sl} ({leaf})")
+            check((q["pcc_slot"], q["pcc_algorithm"]) == slots.get(leaf, (None, None)),
+                  f"  with pcc-slot {q['pcc_slot']} {q['pcc_algorithm']}")
+        driver.stdin.write("\n")
+        driver.stdin.flush()
+        read_until(driver.stdout, "driver: waiting")
+        check(wait_until(lambda: status(sock) == []), "destroyed QPs are forgotten")
+        driver.stdin.write("\n")
+        driver.stdin.flush()
+        check(driver.wait(10) == 0 and driver.stderr.read() == "", "the program ran undisturbed and silent")
+
+        # A process that dies with live QPs, and a client that sends garbage.
+        victim = spawn([args.driver, "open", "mlx5_0", "qp", "mlx5_0", "0x300", "rc", "rtr", "0x300", "2", "wait"],
+                       cwd=scratch, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        read_until(victim.stdout, "driver: waiting")
+        check(wait_until(lambda: len(status(sock)) == 1), "a QP of a second process is known")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+            s.connect(sock)
+            for junk in (b"\x00" * 64, b"ibqos1 rtr pid=1 dev=x", os.urandom(900), b"x" * 4000):
+                s.send(junk)
+        stop(victim, signal.SIGKILL)
+        check(wait_until(lambda: status(sock) == []), "the QPs of a killed process are forgotten")
+        check(daemon.poll() is None, "the agent survives garbage and vanishing clients")
+
+        check(stop(daemon) == 0, "SIGTERM stops the agent cleanly (exit 0)")
+        check(not os.path.exists(sock), "the agent removes its socket")
+        agent_log.seek(0)
+        log = agent_log.read()
+        check("message ignored" in log and "stopping on SIGTERM" in log, "the agent logged the garbage and its stop")
+
+        # An SA that does not answer: retries with backoff, then exit 2.
+        osm.stop()
+        started = time.monotonic()
+        p = agent("resolve", "--policy", POLICY, "--dst", str(lids["Hca1"]), "--timeout", "100", "--retries", "2",
+                  host="Hca2", fabric=fabric)
+        elapsed = time.monotonic() - started
+        check(p.returncode == 2 and "after 3 attempts (timeouts 100 ms, 200 ms, 400 ms)" in p.stderr,
+              f"a silent SA: exit {p.returncode}, {p.stderr.strip()}")
+        check(0.7 <= elapsed < 10, f"  the three attempts took their backoff ({elapsed:.2f} s)")
+finally:
+    for p in processes:
+        stop(p, signal.SIGKILL)
+    if not failures and not os.environ.get("IBQOS_KEEP_SCRATCH"):
+        shutil.rmtree(scratch, ignore_errors=True)
+    else:
+        print("scratch kept in " + scratch)
+
+print(f"{len(failures)} failures")
+sys.exit(1 if failures else 0)

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+// A verbs application for the preload tests: its calls go to whatever defines them first
+// (libibqos_preload.so under LD_PRELOAD), then to the recording stand-in it is linked with.
+//
+//   preload-driver STEP...   with steps
+//     open DEV [noqos|notmlx5]   an emulated device context
+//     qp DEV QPN rc|uc|ud        a QP in RESET, moved to INIT
+//     rtr QPN SL                 INIT -> RTR with an address vector on that SL
+//     rtr-noav QPN               INIT -> RTR without an address vector (as UD QPs do)
+//     rts QPN                    RTR -> RTS
+//     destroy QPN                ibv_destroy_qp
+//     close DEV                  ibv_close_device
+//     wait                       print "driver: waiting" and read a line from stdin
+//     exit                       leave at once, without destroying anything
+// Each verbs call prints "driver: CALL rc=N errno=E".
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <string>
+
+#include "verbs_standin.hpp"
+
+namespace {
+
+void report(const std::string& call, int rc) {
+    std::printf("driver: %s rc=%d errno=%d\n", call.c_str(), rc, rc ? errno : 0);
+    std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::map<std::string, ibv_context*> devices;
+    std::map<uint32_t, ibv_qp*> qps;
+    for (int i = 1; i < argc; ++i) {
+        std::string step = argv[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "preload-driver: %s needs more arguments\n", step.c_str());
+                std::exit(2);
+            }
+            return argv[++i];
+        };
+        auto qpOf = [&](const std::string& text) {
+            ibv_qp* qp = qps[static_cast<uint32_t>(std::strtoul(text.c_str(), nullptr, 0))];
+            if (!qp) {
+                std::fprintf(stderr, "preload-driver: no QP %s\n", text.c_str());
+                std::exit(2);
+            }
+            return qp;
+        };
+        if (step == "open") {
+            std::string name = next();
+            int caps = StandinFullCaps;
+            if (i + 1 < argc && std::strcmp(argv[i + 1], "noqos") == 0) caps = StandinNoQos, ++i;
+            if (i + 1 < argc && std::strcmp(argv[i + 1], "notmlx5") == 0)
+                caps = StandinNotMlx5, ++i;
+            devices[name] = standin_open_device(name.c_str(), caps);
+        } else if (step == "qp") {
+            ibv_context* context = devices[next()];
+            uint32_t qpn = static_cast<uint32_t>(std::strtoul(next().c_str(), nullptr, 0));
+            std::string type = next();
+            ibv_qp_type t = type == "uc" ? IBV_QPT_UC : type == "ud" ? IBV_QPT_UD : IBV_QPT_RC;
+            ibv_qp* qp = standin_create_qp(context, qpn, t);
+            qps[qpn] = qp;
+            ibv_qp_attr attr{};
+            attr.qp_state = IBV_QPS_INIT;
+            attr.port_num = 1;
+            report("init " + std::to_string(qpn),
+                   ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PORT));
+        } else if (step == "rtr" || step == "rtr-noav") {
+            ibv_qp* qp = qpOf(next());
+            ibv_qp_attr attr{};
+            attr.qp_state = IBV_QPS_RTR;
+            int mask = IBV_QP_STATE;
+            if (step == "rtr") {
+                attr.ah_attr.sl = static_cast<uint8_t>(std::strtoul(next().c_str(), nullptr, 0));
+                attr.ah_attr.port_num = 1;
+                attr.ah_attr.dlid = 2;
+                mask |= IBV_QP_AV;
+            }
+            report("rtr " + std::to_string(qp->qp_num), ibv_modify_qp(qp, &attr, mask));
+        } else if (step == "rts") {
+            ibv_qp* qp = qpOf(next());
+            ibv_qp_attr attr{};
+            attr.qp_state = IBV_QPS_RTS;
+            report("rts " + std::to_string(qp->qp_num), ibv_modify_qp(qp, &attr, IBV_QP_STATE));
+        } else if (step == "destroy") {
+            ibv_qp* qp = qpOf(next());
+            uint32_t qpn = qp->qp_num;
+            report("destroy " + std::to_string(qpn), ibv_destroy_qp(qp));
+            qps.erase(qpn);
+        } else if (step == "close") {
+            std::string name = next();
+            report("close " + name, ibv_close_device(devices[name]));
+        } else if (step == "wait") {
+            std::printf("driver: waiting\n");
+            std::fflush(stdout);
+            std::string line;
+            std::getline(std::cin, line);
+        } else if (step == "exit") {
+            std::fflush(stdout);
+            _exit(0);
+        } else {
+            std::fprintf(stderr, "preload-driver: unknown step '%s'\n", step.c_str());
+            return 2;
+        }
+    }
+    return 0;
+}

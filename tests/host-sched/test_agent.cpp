@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: MIT
+// Unit tests of the agent: its messages, its state machine, and its socket server.
+#include <catch2/catch.hpp>
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "agent_server.hpp"
+#include "host_policies.hpp"
+#include "pcc_simulated.hpp"
+
+using namespace ibqos;
+using namespace ibqos::host;
+
+namespace {
+
+const char* const hostSched = R"(
+ sched-leaf
+  name: bulk data
+  sl: 2
+  pcc-slot: 1
+  pcc-algorithm: dcqcn
+ end-sched-leaf
+ sched-leaf
+  name: rpc
+  sl: 3
+  pcc-slot: 2
+  pcc-algorithm: swift
+ end-sched-leaf
+ sched-leaf
+  name: plain
+  sl: 4
+ end-sched-leaf
+)";
+
+HostPlan agentPlan(std::string_view body = hostSched) { return test::planOf(body); }
+
+AgentMessage rtr(uint32_t pid, uint32_t qpn, std::optional<uint8_t> sl,
+                 std::string device = "mlx5_0") {
+    AgentMessage m;
+    m.kind = MessageKind::Rtr;
+    m.pid = pid;
+    m.device = std::move(device);
+    m.port = 1;
+    m.qpNum = qpn;
+    m.type = QpType::Rc;
+    m.sl = sl;
+    m.leaf = sl == 2 ? "bulk data" : sl == 3 ? "rpc" : "";
+    m.attached = true;
+    return m;
+}
+
+AgentMessage destroy(uint32_t pid, uint32_t qpn) {
+    AgentMessage m;
+    m.kind = MessageKind::Destroy;
+    m.pid = pid;
+    m.device = "mlx5_0";
+    m.qpNum = qpn;
+    return m;
+}
+
+// An AgentState on simulated engines that remembers them and what it logged.
+struct Agent {
+    std::map<std::string, SimulatedPccEngine*> engines;
+    std::vector<std::string> logs;
+    std::set<std::string> broken;
+    AgentState state;
+
+    explicit Agent(HostPlan plan = agentPlan())
+        : state(
+              std::move(plan),
+              [this](const std::string& device, std::string& error) -> std::unique_ptr<PccEngine> {
+                  if (broken.count(device)) {
+                      error = "no such device";
+                      return nullptr;
+                  }
+                  auto engine = std::make_unique<SimulatedPccEngine>();
+                  engines[device] = engine.get();
+                  return engine;
+              },
+              10, 1, [this](const std::string& line) { logs.push_back(line); }) {}
+
+    std::vector<std::string> send(uint64_t client, uint32_t pid, const AgentMessage& m) {
+        return state.handle(client, {pid, 1000}, encodeAgentMessage(m));
+    }
+    const TrackedQp* find(uint32_t qpn) {
+        static std::vector<TrackedQp> all;
+        all = state.qps();
+        for (const TrackedQp& q : all) {
+            if (q.qpNum == qpn) return &q;
+        }
+        return nullptr;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("every message kind survives writing and reading", "[host-sched][agent][protocol]") {
+    AgentMessage q = rtr(42, 0xabcdef, 2);
+    q.kind = MessageKind::Qp;
+    q.slot = 1;
+    q.algorithm = "dcqcn";
+    AgentMessage noSl = rtr(7, 1, std::nullopt);
+    noSl.type = QpType::Ud;
+    noSl.port = 0;
+    AgentMessage dash = rtr(7, 2, 4);
+    dash.leaf = "-";  // a leaf literally named "-" is not "no leaf"
+    AgentMessage status;
+    status.kind = MessageKind::Status;
+    AgentMessage end;
+    end.kind = MessageKind::End;
+    end.count = 12;
+    for (const AgentMessage& m : {rtr(1, 2, 3), q, noSl, dash, destroy(9, 0x10), status, end}) {
+        std::string text = encodeAgentMessage(m);
+        MessageError error;
+        auto back = parseAgentMessage(text, error);
+        INFO(text << " -> " << error.message);
+        REQUIRE(back);
+        CHECK(*back == m);
+    }
+    CHECK(
+        encodeAgentMessage(rtr(1, 2, 2)) ==
+        "ibqos1 rtr pid=1 dev=mlx5_0 port=1 qpn=0x000002 type=rc sl=2 leaf=bulk%20data attached=1");
+}
+
+TEST_CASE("malformed messages are refused at the byte where reading stopped",
+          "[host-sched][agent][protocol]") {
+    struct Case {
+        std::string text;
+        size_t offset;
+        const char* says;
+    };
+    std::string good = "ibqos1 destroy pid=5 dev=mlx5_0 qpn=0x10";
+    for (const Case& c : std::vector<Case>{
+             {"", 0, "expected"},
+             {"ibqos2 status", 0, "unknown protocol"},
+             {"ibqos1 reboot", 7, "unknown message kind"},
+             {"ibqos1 destroy pid=5 dev=mlx5_0", 31, "missing key 'qpn'"},
+             {good + " qpn=0x11", 41, "given twice"},
+             {good + " sl=3", 41, "unknown key"},
+             {"ibqos1 destroy pid=0 dev=mlx5_0 qpn=1", 19, "pid"},
+             {"ibqos1 destroy pid=5 dev=mlx5/0 qpn=1", 25, "device"},
+             {"ibqos1 destroy pid=5 dev=mlx5_0 qpn=0x1000000", 36, "qpn"},
+             {"ibqos1 destroy  pid=5", 15, "empty field"},
+             {"ibqos1 destroy pid=5\tdev=x qpn=1", 20, "printable"},
+             {"ibqos1 destroy pid=5 dev=%zz qpn=1", 25, "percent"},
+             {"ibqos1 destroy pid=5 dev qpn=1", 21, "key=value"},
+             {"ibqos1 rtr pid=5 dev=d qpn=1 type=xrc sl=1 leaf=- attached=1", 34, "type"},
+             {"ibqos1 rtr pid=5 dev=d qpn=1 type=rc sl=16 leaf=- attached=1", 40, "sl"},
+             {"ibqos1 rtr pid=5 dev=d qpn=1 type=rc sl=1 leaf=- attached=2", 58, "attached"},
+             {std::string(2000, 'x'), 1024, "longer"},
+         }) {
+        MessageError error;
+        INFO(c.text.substr(0, 80));
+        CHECK_FALSE(parseAgentMessage(c.text, error));
+        CHECK(error.offset == c.offset);
+        CHECK(error.message.find(c.says) != std::string::npos);
+    }
+}
+
+TEST_CASE("a reported QP gets the PCC slot of its SL's leaf on its own device",
+          "[host-sched][agent]") {
+    Agent a;
+    a.send(1, 100, rtr(100, 0x20, 2));
+    a.send(1, 100, rtr(100, 0x21, 3, "mlx5_1"));
+    a.send(1, 100, rtr(100, 0x22, 4));  // a leaf without a slot
+    a.send(1, 100, rtr(100, 0x23, 9));  // an SL on no leaf
+    REQUIRE(a.state.qps().size() == 4);
+    CHECK(a.find(0x20)->slot == 1u);
+    CHECK(a.engines.at("mlx5_0")->slotOf(0x20) == 1u);
+    CHECK(a.find(0x21)->slot == 2u);
+    CHECK(a.engines.at("mlx5_1")->slotOf(0x21) == 2u);
+    CHECK(a.find(0x22)->leaf == a.state.plan().find("plain"));
+    CHECK_FALSE(a.find(0x22)->slot);
+    CHECK_FALSE(a.find(0x23)->leaf);
+    CHECK(a.engines.at("mlx5_0")->running());
+
+    a.send(1, 100, destroy(100, 0x20));
+    CHECK_FALSE(a.find(0x20));
+    CHECK_FALSE(a.state.slotsOf("mlx5_0")->slotOfQp(0x20));
+    CHECK(a.state.qps().size() == 3);
+}
+
+TEST_CASE("a client speaks only for its own process and its own QPs", "[host-sched][agent]") {
+    Agent a;
+    a.send(1, 100, rtr(100, 0x20, 2));
+    a.send(2, 200, rtr(100, 0x21, 2));   // claims another pid
+    a.send(2, 200, rtr(200, 0x20, 3));   // a QP another live process holds
+    a.send(2, 200, destroy(100, 0x20));  // and destroying it
+    a.send(2, 200, destroy(200, 0x20));
+    REQUIRE(a.state.qps().size() == 1);
+    CHECK(a.find(0x20)->pid == 100);
+    CHECK(a.find(0x20)->slot == 1u);
+    CHECK(a.state.rejectedMessages() == 3);
+}
+
+TEST_CASE("garbage changes nothing and a departed client's QPs are forgotten",
+          "[host-sched][agent]") {
+    Agent a;
+    a.send(1, 100, rtr(100, 0x20, 2));
+    a.send(2, 200, rtr(200, 0x30, 3));
+    for (std::string junk : {std::string("\x00\x01\x02", 3), std::string("ibqos1 qp"),
+                             std::string(5000, 'A'), std::string("ibqos1 end count=1")}) {
+        CHECK(a.state.handle(2, {200, 0}, junk).empty());
+    }
+    CHECK(a.state.rejectedMessages() == 4);
+    CHECK(a.state.qps().size() == 2);
+    size_t logged = a.logs.size();
+    for (int i = 0; i < 100; ++i) a.state.handle(2, {200, 0}, "nonsense");
+    CHECK(a.logs.size() <= logged + 3);  // a chatty client cannot flood the log
+
+    a.state.clientGone(2);
+    REQUIRE(a.state.qps().size() == 1);
+    CHECK(a.find(0x20));
+    CHECK_FALSE(a.state.slotsOf("mlx5_0")->slotOfQp(0x30));
+}
+
+TEST_CASE("status lists every QP with its leaf and slot, then the count", "[host-sched][agent]") {
+    Agent a;
+    a.send(1, 100, rtr(100, 0x20, 2));
+    a.send(1, 100, rtr(100, 0x21, 9));
+    AgentMessage status;
+    status.kind = MessageKind::Status;
+    std::vector<std::string> replies = a.send(3, 300, status);
+    REQUIRE(replies.size() == 3);
+    MessageError error;
+    auto first = parseAgentMessage(replies[0], error);
+    REQUIRE(first);
+    CHECK(first->kind == MessageKind::Qp);
+    CHECK(first->leaf == "bulk data");
+    CHECK(first->slot == 1u);
+    CHECK(first->algorithm == "dcqcn");
+    auto second = parseAgentMessage(replies[1], error);
+    CHECK(second->leaf.empty());
+    CHECK_FALSE(second->slot);
+    auto end = parseAgentMessage(replies[2], error);
+    CHECK(end->kind == MessageKind::End);
+    CHECK(end->count == 2);
+}
+
+TEST_CASE("a device without a PCC engine is reported once and its QPs are still tracked",
+          "[host-sched][agent]") {
+    Agent a;
+    a.broken.insert("hfi1_0");
+    a.send(1, 100, rtr(100, 0x20, 2, "hfi1_0"));
+    a.send(1, 100, rtr(100, 0x21, 2, "hfi1_0"));
+    CHECK(a.state.qps().size() == 2);
+    CHECK_FALSE(a.find(0x20)->slot);
+    size_t mentions = 0;
+    for (const std::string& l : a.logs)
+        mentions += l.find("hfi1_0: no PCC engine") != std::string::npos;
+    CHECK(mentions == 1);
+}
+
+TEST_CASE("a new plan moves the known QPs to their new slots", "[host-sched][agent]") {
+    Agent a;
+    a.send(1, 100, rtr(100, 0x20, 2));
+    std::string swapped = hostSched;
+    swapped.replace(swapped.find("sl: 2"), 5, "sl: 9");
+    swapped.replace(swapped.find("sl: 3"), 5, "sl: 2");
+    a.state.replacePlan(agentPlan(swapped));
+    CHECK(a.find(0x20)->slot == 2u);
+    CHECK(a.engines.at("mlx5_0")->slotOf(0x20) == 2u);
+}
+
+TEST_CASE("the server serves reports and status over its socket and survives bad clients",
+          "[host-sched][agent][server]") {
+    char dir[] = "/tmp/ibqos-agent-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    std::string path = std::string(dir) + "/run/agent.sock";
+    Agent a;
+    int stop[2];
+    REQUIRE(pipe(stop) == 0);
+    std::string error;
+    {
+        AgentServer server(a.state, path);
+        REQUIRE(server.listen(error));
+        struct stat st;
+        REQUIRE(stat(path.c_str(), &st) == 0);
+        CHECK((st.st_mode & 0777) == 0666);
+        AgentServer second(a.state, path);
+        CHECK_FALSE(second.listen(error));
+        CHECK(error.find("another agent") != std::string::npos);
+
+        std::thread serving([&] { server.run(stop[0], [] { return false; }); });
+        auto connectClient = [&] {
+            int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+            sockaddr_un address{};
+            address.sun_family = AF_UNIX;
+            std::strcpy(address.sun_path, path.c_str());
+            REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+            return fd;
+        };
+        auto waitFor = [&](size_t count) {
+            std::vector<AgentMessage> qps;
+            for (int i = 0; i < 500; ++i) {
+                REQUIRE(requestAgentStatus(path, std::chrono::milliseconds(2000), qps, error));
+                if (qps.size() == count) break;
+                usleep(2000);
+            }
+            return qps;
+        };
+        int client = connectClient();
+        std::string report = encodeAgentMessage(rtr(static_cast<uint32_t>(getpid()), 0x20, 3));
+        REQUIRE(send(client, report.data(), report.size(), 0) > 0);
+        std::string big(5000, 'x');
+        send(client, big.data(), big.size(), 0);  // oversize garbage
+        std::vector<AgentMessage> qps = waitFor(1);
+        REQUIRE(qps.size() == 1);
+        CHECK(qps[0].leaf == "rpc");
+        CHECK(qps[0].slot == 2u);
+        CHECK(a.state.rejectedMessages() == 1);
+        close(client);  // the process is gone: so are its QPs
+        CHECK(waitFor(0).empty());
+
+        REQUIRE(write(stop[1], "x", 1) == 1);
+        serving.join();
+    }
+    struct stat st;
+    CHECK(stat(path.c_str(), &st) != 0);  // the socket is removed on the way out
+
+    // A stale socket file (an agent that was killed) is replaced.
+    {
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+        sockaddr_un address{};
+        address.sun_family = AF_UNIX;
+        std::strcpy(address.sun_path, path.c_str());
+        REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+        close(fd);
+        AgentServer server(a.state, path);
+        CHECK(server.listen(error));
+    }
+    close(stop[0]);
+    close(stop[1]);
+    std::vector<AgentMessage> none;
+    CHECK_FALSE(requestAgentStatus(path, std::chrono::milliseconds(100), none, error));
+    CHECK(error.find("no agent answers") != std::string::npos);
+    rmdir((std::string(dir) + "/run").c_str());
+    rmdir(dir);
+}

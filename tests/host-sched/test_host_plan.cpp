@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+// Unit tests of the host plan: creation order, SL to leaf, slots, loading a policy file.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+
+#include "host_plan.hpp"
+#include "host_policies.hpp"
+
+using namespace ibqos;
+using namespace ibqos::host;
+
+namespace {
+
+// Nodes written child before parent: the plan must still create parents first.
+const std::string tree = test::withHostSched(R"(
+    sched-node
+        name: inner
+        parent: outer
+        bw-share: 10
+        max-avg-bw: 50000
+    end-sched-node
+    sched-node
+        name: outer
+        bw-share: 90
+    end-sched-node
+    sched-leaf
+        name: fast
+        parent: inner
+        sl: 1, 3-4
+        bw-share: 70
+        pcc-slot: 4
+        pcc-algorithm: swift
+    end-sched-leaf
+    sched-leaf
+        name: slow
+        sl: 2
+        pcc-slot: 1
+        pcc-algorithm: DCQCN
+    end-sched-leaf
+    sched-leaf
+        name: other
+        parent: outer
+        sl: 5
+        pcc-slot: 4
+        pcc-algorithm: swift
+    end-sched-leaf
+)");
+
+}  // namespace
+
+TEST_CASE("the plan creates every node after its parent and the leaves last",
+          "[host-sched][plan]") {
+    test::Compiled c(tree);
+    REQUIRE(c.codes().empty());
+    HostPlan plan = HostPlan::fromPolicy(c.policy.hostSched);
+    const auto& e = plan.elements();
+    REQUIRE(e.size() == 5);
+    CHECK(e[0].name == "outer");
+    CHECK_FALSE(e[0].parent);
+    CHECK(e[1].name == "inner");
+    CHECK(e[1].parent == size_t{0});
+    CHECK(e[1].maxAvgBw == 50000);
+    for (size_t i = 0; i < e.size(); ++i) {
+        if (e[i].parent) CHECK(*e[i].parent < i);
+        if (i > 0 && e[i - 1].leaf) CHECK(e[i].leaf);
+    }
+    CHECK(plan.depth() == 3);
+    CHECK(plan.children(std::nullopt) == std::vector<size_t>{0, 3});
+}
+
+TEST_CASE("each SL of a leaf maps to it and the others to no leaf", "[host-sched][plan]") {
+    test::Compiled c(tree);
+    HostPlan plan = HostPlan::fromPolicy(c.policy.hostSched);
+    auto nameOf = [&](uint8_t sl) {
+        auto leaf = plan.leafForSl(sl);
+        return leaf ? plan.elements()[*leaf].name : std::string("-");
+    };
+    CHECK(nameOf(0) == "-");
+    CHECK(nameOf(1) == "fast");
+    CHECK(nameOf(2) == "slow");
+    CHECK(nameOf(3) == "fast");
+    CHECK(nameOf(4) == "fast");
+    CHECK(nameOf(5) == "other");
+    CHECK(nameOf(15) == "-");
+    CHECK(nameOf(16) == "-");
+}
+
+TEST_CASE("leaves that share a slot share its registration", "[host-sched][plan]") {
+    test::Compiled c(tree);
+    HostPlan plan = HostPlan::fromPolicy(c.policy.hostSched);
+    REQUIRE(plan.slots().size() == 2);
+    CHECK(plan.slots()[0].slot == 1);
+    CHECK(plan.slots()[0].algorithm == "DCQCN");
+    CHECK(plan.slots()[1].slot == 4);
+    CHECK(plan.slots()[1].leaves.size() == 2);
+    CHECK(plan.find("OTHER") == plan.slots()[1].leaves[1]);
+}
+
+TEST_CASE("a policy without host-sched plans nothing", "[host-sched][plan]") {
+    test::Compiled c(
+        "qos-levels\n qos-level\n  name: default\n  sl: 0\n end-qos-level\nend-qos-levels\n");
+    HostPlan plan = HostPlan::fromPolicy(c.policy.hostSched);
+    CHECK(plan.empty());
+    CHECK(plan.depth() == 0);
+    CHECK_FALSE(plan.leafForSl(0));
+}
+
+TEST_CASE("loading a plan reports a missing file or the policy's first error in one line",
+          "[host-sched][plan]") {
+    std::string error;
+    CHECK_FALSE(loadHostPlan("/nonexistent/ibqos.conf", error));
+    CHECK(error.find("/nonexistent/ibqos.conf") != std::string::npos);
+
+    char path[] = "/tmp/ibqos-plan-XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    close(fd);
+    std::ofstream(path)
+        << "qos-levels\n qos-level\n  name: default\n  sl: 99\n end-qos-level\nend-qos-levels\n"
+        << "qos-levels\n qos-level\n  name: default\n  sl: 1\n end-qos-level\nend-qos-levels\n";
+    error.clear();
+    CHECK_FALSE(loadHostPlan(path, error));
+    CHECK(error.find(":4:") != std::string::npos);
+    CHECK(error.find("more error") != std::string::npos);
+
+    std::ofstream(path) << tree;
+    auto plan = loadHostPlan(path, error);
+    std::remove(path);
+    REQUIRE(plan);
+    CHECK(plan->elements().size() == 5);
+}

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: MIT
+// Tests of libibqos_preload.so in a real process: a driver program whose verbs calls pass
+// through the preload library (LD_PRELOAD, dlsym(RTLD_NEXT)) to a recording stand-in, while
+// the test listens on the agent's socket.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "host_policies.hpp"
+
+extern char** environ;
+
+namespace {
+
+const std::string policy = ibqos::test::withHostSched(R"(
+ sched-node
+  name: jobs
+  bw-share: 70
+ end-sched-node
+ sched-leaf
+  name: rpc
+  parent: jobs
+  sl: 3
+  bw-share: 30
+  pcc-slot: 2
+  pcc-algorithm: swift
+ end-sched-leaf
+ sched-leaf
+  name: bulk
+  sl: 2
+  bw-share: 20
+ end-sched-leaf
+)");
+
+struct Run {
+    int status = -1;
+    std::vector<std::string> out;       // stdout lines: the stand-in's and the driver's
+    std::string err;                    // the preload library's log
+    std::vector<std::string> messages;  // what the agent's socket received
+};
+
+struct Scratch {
+    std::string dir;
+    Scratch() {
+        char path[] = "/tmp/ibqos-preload-XXXXXX";
+        dir = mkdtemp(path);
+        std::ofstream(dir + "/policy.conf") << policy;
+    }
+    ~Scratch() {
+        for (const char* f : {"/policy.conf", "/agent.sock"}) unlink((dir + f).c_str());
+        rmdir(dir.c_str());
+    }
+};
+
+std::vector<std::string> lines(const std::string& text) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
+        out.push_back(text.substr(start, nl - start));
+    }
+    return out;
+}
+
+// Runs the driver with the given steps and environment, serving as the agent when asked.
+Run runDriver(const Scratch& scratch, const std::vector<std::string>& steps,
+              std::map<std::string, std::string> env, bool preload = true, bool agent = true) {
+    env.emplace("IBQOS_POLICY", scratch.dir + "/policy.conf");
+    env.emplace("IBQOS_AGENT_SOCKET", scratch.dir + "/agent.sock");
+    env.emplace("IBQOS_SCHED_BACKEND", "mlx5");
+    if (preload) env["LD_PRELOAD"] = PRELOAD_LIB;
+    std::vector<std::string> envText;
+    for (char** e = environ; *e; ++e) {
+        std::string kv = *e;
+        if (!env.count(kv.substr(0, kv.find('=')))) envText.push_back(kv);
+    }
+    for (auto& [k, v] : env) envText.push_back(k + "=" + v);
+    std::vector<char*> envp, argv;
+    for (auto& s : envText) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> args{PRELOAD_DRIVER};
+    args.insert(args.end(), steps.begin(), steps.end());
+    for (auto& s : args) argv.push_back(s.data());
+    argv.push_back(nullptr);
+
+    int listener = -1;
+    std::string path = scratch.dir + "/agent.sock";
+    unlink(path.c_str());
+    if (agent) {
+        listener = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0);
+        sockaddr_un address{};
+        address.sun_family = AF_UNIX;
+        std::strcpy(address.sun_path, path.c_str());
+        REQUIRE(bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+        REQUIRE(listen(listener, 8) == 0);
+    }
+    int out[2], err[2];
+    REQUIRE(pipe(out) == 0);
+    REQUIRE(pipe(err) == 0);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    posix_spawn_file_actions_adddup2(&actions, err[1], 2);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    pid_t pid = -1;
+    REQUIRE(posix_spawn(&pid, PRELOAD_DRIVER, &actions, nullptr, argv.data(), envp.data()) == 0);
+    posix_spawn_file_actions_destroy(&actions);
+    close(out[1]);
+    close(err[1]);
+
+    Run run;
+    std::string outText;
+    std::vector<int> clients;
+    bool outOpen = true, errOpen = true;
+    auto readClients = [&] {
+        char buffer[2048];
+        for (int c : clients) {
+            for (ssize_t n; (n = recv(c, buffer, sizeof buffer, MSG_DONTWAIT)) > 0;) {
+                run.messages.emplace_back(buffer, static_cast<size_t>(n));
+            }
+        }
+    };
+    while (outOpen || errOpen) {
+        std::vector<pollfd> fds{{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+        if (listener >= 0) fds.push_back({listener, POLLIN, 0});
+        for (int c : clients) fds.push_back({c, POLLIN, 0});
+        REQUIRE(poll(fds.data(), fds.size(), 20000) > 0);
+        char buffer[4096];
+        if (fds[0].revents) {
+            ssize_t n = read(out[0], buffer, sizeof buffer);
+            if (n <= 0)
+                outOpen = false, fds[0].fd = -1;
+            else
+                outText.append(buffer, static_cast<size_t>(n));
+        }
+        if (fds[1].revents) {
+            ssize_t n = read(err[0], buffer, sizeof buffer);
+            if (n <= 0)
+                errOpen = false;
+            else
+                run.err.append(buffer, static_cast<size_t>(n));
+        }
+        if (listener >= 0 && fds[2].revents) {
+            int c = accept4(listener, nullptr, nullptr, SOCK_NONBLOCK);
+            if (c >= 0) clients.push_back(c);
+        }
+        readClients();
+    }
+    waitpid(pid, &run.status, 0);
+    readClients();
+    for (int c : clients) close(c);
+    if (listener >= 0) close(listener);
+    close(out[0]);
+    close(err[0]);
+    run.out = lines(outText);
+    return run;
+}
+
+// The index of the first line that contains all of `parts`, searching from `from`.
+size_t indexOf(const std::vector<std::string>& lines, std::initializer_list<std::string> parts,
+               size_t from = 0) {
+    for (size_t i = from; i < lines.size(); ++i) {
+        bool all = true;
+        for (const std::string& p : parts) all &= lines[i].find(p) != std::string::npos;
+        if (all) return i;
+    }
+    return SIZE_MAX;
+}
+
+// The id the emulated device gave the element created with these attributes.
+std::string idCreated(const std::vector<std::string>& lines, const std::string& kind,
+                      const std::string& attrs) {
+    size_t i = indexOf(lines, {"mlx5dv_sched_" + kind + "_create", attrs});
+    if (i == SIZE_MAX) return "?";
+    return lines[i].substr(lines[i].rfind(' ') + 1);
+}
+
+}  // namespace
+
+TEST_CASE("an RC QP joins its SL's leaf while still in INIT, and leaves it before it is destroyed",
+          "[host-sched][preload]") {
+    Scratch s;
+    Run r = runDriver(s,
+                      {"open", "mlx5_0", "qp", "mlx5_0", "0x100", "rc", "rtr", "0x100", "3", "rts",
+                       "0x100", "destroy", "0x100", "close", "mlx5_0"},
+                      {});
+    INFO(r.err);
+    REQUIRE(WIFEXITED(r.status));
+    CHECK(WEXITSTATUS(r.status) == 0);
+    const auto& out = r.out;
+    size_t root = indexOf(out, {"mlx5dv_sched_node_create parent=0 flags=0", "-> 1"});
+    std::string jobs = idCreated(out, "node", "bw_share=70");
+    std::string rpc = idCreated(out, "leaf", "bw_share=30");
+    CHECK(indexOf(out, {"mlx5dv_sched_leaf_create parent=" + jobs, "bw_share=30"}) != SIZE_MAX);
+    size_t attach =
+        indexOf(out, {"mlx5dv_modify_qp_sched_elem qpn=256 state=INIT requestor=" + rpc +
+                      " responder=" + rpc + " -> 0"});
+    size_t toRtr = indexOf(out, {"ibv_modify_qp qpn=256", "state=RTR sl=3 -> 0"});
+    size_t detach = indexOf(
+        out, {"mlx5dv_modify_qp_sched_elem qpn=256 state=RTS requestor=0 responder=0 -> 0"});
+    size_t destroyed = indexOf(out, {"ibv_destroy_qp qpn=256 state=RTS -> 0"});
+    size_t leafGone = indexOf(out, {"mlx5dv_sched_leaf_destroy -> 0"});
+    size_t nodeGone = indexOf(out, {"mlx5dv_sched_node_destroy -> 0"});
+    size_t closed = indexOf(out, {"ibv_close_device mlx5_0"});
+    CHECK(root < attach);
+    CHECK(attach < toRtr);  // the device takes attachments only in INIT or RTS
+    CHECK(toRtr < detach);
+    CHECK(detach < destroyed);
+    CHECK(destroyed < leafGone);
+    CHECK(leafGone < nodeGone);  // leaves before nodes
+    CHECK(nodeGone < closed);
+    CHECK(indexOf(out, {"driver: rtr 256 rc=0 errno=0"}) != SIZE_MAX);
+    CHECK(r.err.empty());
+
+    REQUIRE(r.messages.size() == 2);
+    std::regex rtr(
+        "ibqos1 rtr pid=[0-9]+ dev=mlx5_0 port=1 qpn=0x000100 type=rc sl=3 leaf=rpc attached=1");
+    CHECK(std::regex_match(r.messages[0], rtr));
+    CHECK(std::regex_match(r.messages[1],
+                           std::regex("ibqos1 destroy pid=[0-9]+ dev=mlx5_0 qpn=0x000100")));
+}
+
+TEST_CASE("UD and UC QPs attach as requestor only; a QP without an address vector stays unattached",
+          "[host-sched][preload]") {
+    Scratch s;
+    Run r =
+        runDriver(s, {"open", "mlx5_0", "qp",     "mlx5_0", "0x200",    "ud",   "rtr",   "0x200",
+                      "2",    "qp",     "mlx5_0", "0x201",  "uc",       "rtr",  "0x201", "3",
+                      "qp",   "mlx5_0", "0x202",  "ud",     "rtr-noav", "0x202"},
+                  {});
+    INFO(r.err);
+    std::string bulk = idCreated(r.out, "leaf", "bw_share=20");
+    std::string rpc = idCreated(r.out, "leaf", "bw_share=30");
+    CHECK(indexOf(r.out, {"qp_sched_elem qpn=512 state=INIT requestor=" + bulk +
+                          " responder=0 -> 0"}) != SIZE_MAX);
+    CHECK(indexOf(r.out, {"qp_sched_elem qpn=513 state=INIT requestor=" + rpc +
+                          " responder=0 -> 0"}) != SIZE_MAX);
+    CHECK(indexOf(r.out, {"qp_sched_elem qpn=514"}) == SIZE_MAX);
+    CHECK(indexOf(r.out, {"ibv_modify_qp qpn=514", "state=RTR -> 0"}) != SIZE_MAX);
+    REQUIRE(r.messages.size() == 3);
+    CHECK(r.messages[2].find("qpn=0x000202 type=ud sl=- leaf=- attached=0") != std::string::npos);
+}
+
+TEST_CASE("without the preload library the same program reaches the stand-in and nothing else",
+          "[host-sched][preload]") {
+    Scratch s;
+    Run r = runDriver(
+        s,
+        {"open", "mlx5_0", "qp", "mlx5_0", "0x100", "rc", "rtr", "0x100", "3", "destroy", "0x100"},
+        {}, false);
+    CHECK(WEXITSTATUS(r.status) == 0);
+    CHECK(indexOf(r.out, {"mlx5dv_"}) == SIZE_MAX);
+    CHECK(indexOf(r.out, {"ibv_modify_qp qpn=256", "state=RTR sl=3 -> 0"}) != SIZE_MAX);
+    CHECK(r.messages.empty());
+}
+
+TEST_CASE("a missing policy is logged once and every call still goes through",
+          "[host-sched][preload]") {
+    Scratch s;
+    Run r = runDriver(s, {"open",  "mlx5_0", "qp",      "mlx5_0", "0x100",   "rc",   "rtr",
+                          "0x100", "3",      "qp",      "mlx5_0", "0x101",   "rc",   "rtr",
+                          "0x101", "2",      "destroy", "0x100",  "destroy", "0x101"},
+                      {{"IBQOS_POLICY", s.dir + "/absent.conf"}});
+    CHECK(WEXITSTATUS(r.status) == 0);
+    auto log = lines(r.err);
+    REQUIRE(log.size() == 1);
+    CHECK(log[0].find("no host plan") != std::string::npos);
+    CHECK(log[0].find("absent.conf") != std::string::npos);
+    CHECK(indexOf(r.out, {"driver: rtr 256 rc=0"}) != SIZE_MAX);
+    CHECK(indexOf(r.out, {"driver: rtr 257 rc=0"}) != SIZE_MAX);
+    CHECK(indexOf(r.out, {"driver: destroy 257 rc=0"}) != SIZE_MAX);
+    CHECK(indexOf(r.out, {"mlx5dv_"}) == SIZE_MAX);
+    // The agent still hears of the QPs: it applies PCC slots from its own policy.
+    REQUIRE(r.messages.size() == 4);
+    CHECK(r.messages[0].find("sl=3 leaf=- attached=0") != std::string::npos);
+}
+
+TEST_CASE("a device that cannot schedule is logged once and its QPs are still reported",
+          "[host-sched][preload]") {
+    Scratch s;
+    Run r = runDriver(s,
+                      {"open", "mlx5_0", "noqos", "qp", "mlx5_0", "0x100", "rc", "rtr", "0x100",
+                       "3", "qp", "mlx5_0", "0x101", "rc", "rtr", "0x101", "3"},
+                      {});
+    CHECK(WEXITSTATUS(r.status) == 0);
+    auto log = lines(r.err);
+    REQUIRE(log.size() == 1);
+    CHECK(log[0].find("cannot build the scheduling tree on mlx5_0") != std::string::npos);
+    CHECK(log[0].find("EOPNOTSUPP") != std::string::npos);
+    CHECK(indexOf(r.out, {"driver: rtr 257 rc=0"}) != SIZE_MAX);
+    REQUIRE(r.messages.size() == 2);
+    CHECK(r.messages[1].find("leaf=rpc attached=0") != std::string::npos);
+}
+
+TEST_CASE("a failing transition returns the library's error and errno, and is not reported",
+          "[host-sched][preload]") {
+    Scratch s;
+    Run r = runDriver(
+        s,
+        {"open", "mlx5_0", "qp", "mlx5_0", "0x100", "rc", "rtr", "0x100", "3", "destroy", "0x100"},
+        {{"STANDIN_FAIL_RTR", "1"}});
+    CHECK(indexOf(r.out, {"driver: rtr 256 rc=22 errno=22"}) != SIZE_MAX);
+    // It was attached in INIT; destroyed from INIT, it is detached first.
+    CHECK(indexOf(r.out, {"qp_sched_elem qpn=256 state=INIT requestor=0 responder=0 -> 0"}) !=
+          SIZE_MAX);
+    CHECK(r.messages.empty());
+}
+
+TEST_CASE("with no agent listening the application is not disturbed", "[host-sched][preload]") {
+    Scratch s;
+    Run r = runDriver(s,
+                      {"open", "mlx5_0", "qp", "mlx5_0", "0x100", "rc", "rtr", "0x100", "3", "qp",
+                       "mlx5_0", "0x101", "rc", "rtr", "0x101", "2", "destroy", "0x100"},
+                      {}, true, false);
+    CHECK(WEXITSTATUS(r.status) == 0);
+    auto log = lines(r.err);
+    REQUIRE(log.size() == 1);
+    CHECK(log[0].find("no agent at") != std::string::npos);
+    CHECK(indexOf(r.out, {"qp_sched_elem qpn=257", "-> 0"}) != SIZE_MAX);
+}
+
+TEST_CASE("the simulated backend attaches without touching the device", "[host-sched][preload]") {
+    Scratch s;
+    Run r = runDriver(s, {"open", "mlx5_0", "qp", "mlx5_0", "0x100", "rc", "rtr", "0x100", "2"},
+                      {{"IBQOS_SCHED_BACKEND", "simulated"}});
+    CHECK(WEXITSTATUS(r.status) == 0);
+    CHECK(indexOf(r.out, {"mlx5dv_"}) == SIZE_MAX);
+    REQUIRE(r.messages.size() == 1);
+    CHECK(r.messages[0].find("sl=2 leaf=bulk attached=1") != std::string::npos);
+    CHECK(r.err.empty());
+}
