@@ -68,5 +68,6 @@ void writeFileAtomically(const std::string& path, const std::string& content);
 int runCheck(const std::vector<std::string>& args);
 int runCompile(const std::vector<std::string>& args);
 int runVerify(const std::vector<std::string>& args);
+int runQuery(const std::vector<std::string>& args);
 
 }  // namespace ibqos::cli

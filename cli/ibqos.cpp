@@ -18,6 +18,7 @@ Commands:
   check     report every problem in a policy file (and, with a topology, in its tables)
   compile   the tables every port of a fabric receives, VL shares, or a plain OpenSM setup
   verify    compare every port's tables on the live fabric with what the policy compiles to
+  query     which QoS level, SL and PKey the SA answers for a path, and why
   help      show this help
 
 Run 'ibqos COMMAND --help' for the options of a command; 'man ibqos' for the whole story.
@@ -49,6 +50,7 @@ int main(int argc, char** argv) {
 #ifdef IBQOS_HAVE_VERIFY
         if (command == "verify") return runVerify(args);
 #endif
+        if (command == "query") return runQuery(args);
         throw UsageError{"unknown command '" + command + "'"};
     } catch (const UsageError& e) {
         std::cerr << "ibqos " << command << ": " << e.message << "\n"

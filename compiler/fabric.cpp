@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 namespace ibqos {
 
@@ -33,6 +34,31 @@ void Fabric::index() {
     }
     std::sort(byGuid_.begin(), byGuid_.end());
     for (uint32_t n = 0; n < nodes.size(); ++n) byDescription_.emplace(nodes[n].description, n);
+}
+
+uint32_t Fabric::addNode(NodeType type, uint64_t guid, std::string description, uint8_t ports) {
+    FabricNode node;
+    node.type = type;
+    node.guid = guid;
+    node.description = std::move(description);
+    node.portCount = ports;
+    node.firstPort = static_cast<uint32_t>(this->ports.size());
+    uint32_t index = static_cast<uint32_t>(nodes.size());
+    for (unsigned n = node.lowestPort(); n <= ports; ++n) {
+        FabricPort port;
+        port.node = index;
+        port.number = static_cast<uint8_t>(n);
+        port.guid = type == NodeType::Switch ? guid : guid + n;
+        this->ports.push_back(port);
+    }
+    nodes.push_back(std::move(node));
+    return index;
+}
+
+void Fabric::link(uint32_t a, uint32_t b, uint8_t rate) {
+    ports[a].peer = b;
+    ports[b].peer = a;
+    ports[a].rate = ports[b].rate = rate;
 }
 
 bool Fabric::isEndpoint(uint32_t port) const {

@@ -89,6 +89,14 @@ public:
     // Builds the lookup tables; call once the nodes and ports are complete.
     void index();
 
+    // For fabrics built in code (tests, benchmarks): appends a node and its ports (0..ports for
+    // a switch, 1..ports otherwise) with the port GUIDs ibsim gives (a switch's ports carry its
+    // node GUID, a CA's or router's port n the node GUID + n), and returns the node's index.
+    // LIDs are left 0: set them before index().
+    uint32_t addNode(NodeType type, uint64_t guid, std::string description, uint8_t ports);
+    // Links two ports, with the link's rate (IB rate enum, 0 unknown).
+    void link(uint32_t a, uint32_t b, uint8_t rate = 0);
+
     const FabricNode& nodeOf(uint32_t port) const { return nodes[ports[port].node]; }
     bool isEndpoint(uint32_t port) const;
     NodeType typeOf(uint32_t port) const { return nodeOf(port).type; }

@@ -252,7 +252,9 @@ private:
         if (fresh) {
             members.push_back({port, full});
         } else {
-            members[it->second].full = members[it->second].full || full;  // full wins, as in OpenSM
+            // The last statement wins: osm_prtn_add_port() takes the port out of both of the
+            // partition's member tables before adding it to the one asked for.
+            members[it->second].full = full;
         }
     }
 

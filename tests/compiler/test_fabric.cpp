@@ -135,6 +135,33 @@ TEST_CASE("partitions.conf: members, membership, flags, Default", "[compiler][pa
     CHECK(mc->members.size() == 4);
 }
 
+TEST_CASE("a port listed twice in a partition keeps the membership written last", "[compiler][partitions]") {
+    // osm_prtn_add_port() removes the port from the partition's full and limited tables before
+    // adding it to one: the PKey the SA answers depends on it.
+    Read r(slurp(samples + "two-switch.ibnetdiscover"));
+    SourceFile conf("partitions.conf",
+                    "a=0x10 : ALL_CAS=full, 0x100004=limited ;\n"
+                    "b=0x20 : 0x100004=limited, ALL_CAS=full ;\n"
+                    "a=0x10 : 0x100007=limited ;\n");
+    Diagnostics d;
+    readPartitions(&conf, r.fabric, d);
+    REQUIRE_FALSE(d.hasErrors());
+    auto full = [&](const char* partition, const char* port) {
+        const Partition* p = r.fabric.partitionByName(partition);
+        REQUIRE(p);
+        uint32_t e = endpoint(r.fabric, port);
+        for (const PartitionMember& m : p->members) {
+            if (m.port == e) return m.full;
+        }
+        FAIL("not a member");
+        return false;
+    };
+    CHECK_FALSE(full("a", "0x100004"));
+    CHECK_FALSE(full("a", "0x100007"));  // a later statement for the same PKey
+    CHECK(full("a", "0x100001"));
+    CHECK(full("b", "0x100004"));
+}
+
 TEST_CASE("groups bind by GUID range, name, partition, PKey, node type and SELF", "[compiler][bind]") {
     Read r(slurp(samples + "two-switch.ibnetdiscover"));
     Fabric& f = r.fabric;

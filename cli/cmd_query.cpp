@@ -1,0 +1,507 @@
+// SPDX-License-Identifier: MIT
+// ibqos query: the QoS level, SL, limits and PKey the SA answers for a path, and why.
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
+
+#include "bind.hpp"
+#include "classifier.hpp"
+#include "commands.hpp"
+#include "compile_policy.hpp"
+#include "options.hpp"
+#include "reference_match.hpp"
+
+namespace ibqos::cli {
+
+namespace {
+
+const char* const queryHelp =
+    R"(Usage: ibqos query POLICY --topology FILE [--partitions FILE] [--sm PORT] [--vls N]
+                   --src PORT --dst PORT [--service-id N] [--qos-class N] [--pkey N] [--sl N] [--json]
+       ibqos query POLICY --topology FILE [--partitions FILE] [--sm PORT] [--vls N] --batch FILE
+
+Answers, without a fabric, what OpenSM's SA answers for a PathRecord request under the policy:
+the QoS level, its SL, MTU and rate limits and packet life, the PKey of the path, and which rule
+decided it. Rules are tried in OpenSM's order (qos-match-rules, then qos-ulps lines); a rule
+naming a field the request does not carry never matches it. The answer is "rejected" where
+OpenSM answers nothing: a requested SL other than the level's, a requested PKey the two ports do
+not share (or that the level does not list), or ports sharing no partition. Offline there are
+no routes: the MTU and rate are the level's limits (the path's own where it sets none), and an
+SL that a switch's SL2VL table drops on the way is not seen.
+
+A PORT is a port GUID (0x...), a LID (decimal), or NodeDescription/P<n>.
+
+Options:
+  --src PORT, --dst PORT  the ends of the path
+  --service-id N     the request's ServiceID (0 to 2^64-1); without it the request has none
+  --qos-class N      its QoS class (0 to 4095)
+  --pkey N           its PKey (0 to 0xffff, membership bit included)
+  --sl N             the SL it asks for (0 to 15)
+  --json             print the answer as one JSON object instead of the explanation
+  --batch FILE       answer every line of FILE ('-': standard input), each a request
+                     SRC DST SERVICE_ID QOS_CLASS PKEY SL: fields separated by blanks, a field
+                     holding blanks in double quotes, '-' for a field the request does not have.
+                     One JSON object is printed a line, in order; a line that cannot be read or
+                     names an unknown port gives {"status": "error", "message": ...} and the
+                     batch goes on
+)";
+
+const char* const queryHelpTail = R"(  -h, --help         show this help
+
+JSON keys: status ("ok", "rejected" or "error"), level, sl, mtu_limit, rate_limit (IB enums),
+packet_life (0 on a loopback path), pkeys ([[low, high], ...] of the level), each null where
+the level leaves it unset; pkey (the PKey answered, null when rejected), rule ({"index": N,
+"line": L}, N counting from 0 in OpenSM's order, or null for the default level), and reason
+when rejected.
+
+Exit status: 0 every request was answered ("ok" or "rejected": a rejection is an answer);
+1 the policy, topology or partitions have errors, or a request names an unknown port or
+(--batch) a line cannot be read; 2 usage or I/O error.
+)";
+
+std::string hex(uint64_t v, int width = 0) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%0*llx", width, static_cast<unsigned long long>(v));
+    return buf;
+}
+
+// A number of a batch line or option: decimal or 0x hex, at most max.
+std::optional<uint64_t> parseNumber(const std::string& text, uint64_t max) {
+    if (text.empty() || !(std::isdigit(static_cast<unsigned char>(text[0])))) return std::nullopt;
+    errno = 0;
+    char* end = nullptr;
+    unsigned long long v = std::strtoull(text.c_str(), &end, 0);
+    if (errno != 0 || *end != '\0' || v > max) return std::nullopt;
+    return v;
+}
+
+// What the query command holds once the inputs are read.
+class Answerer {
+  public:
+    Answerer(const Policy& policy, const Fabric& fabric, const BoundPolicy& bound)
+        : policy_(policy), fabric_(fabric), bound_(bound), classifier_(bound), pkeys_(fabric) {}
+
+    PathAnswer answer(const PathQuery& q) const {
+        return answerPath(policy_, pkeys_, q, classifier_.match(q));
+    }
+
+    std::string json(const PathAnswer& a) const {
+        const QosLevel& level = policy_.levels[a.match.level];
+        std::string out = "{\"status\": ";
+        out += a.ok() ? "\"ok\"" : "\"rejected\"";
+        out += ", \"level\": ";
+        appendJsonString(out, level.name);
+        out += ", \"sl\": " + std::to_string(a.sl);
+        out += ", \"mtu_limit\": " + optional(a.mtuLimit);
+        out += ", \"rate_limit\": " + optional(a.rateLimit);
+        out += ", \"packet_life\": " + optional(a.packetLife);
+        out += ", \"pkeys\": ";
+        if (level.pkeys.empty()) {
+            out += "null";
+        } else {
+            out += "[";
+            for (const Range& r : level.pkeys.ranges()) {
+                if (out.back() != '[') out += ", ";
+                out += "[" + std::to_string(r.lo) + ", " + std::to_string(r.hi) + "]";
+            }
+            out += "]";
+        }
+        out += ", \"pkey\": " + (a.ok() ? std::to_string(a.pkey) : std::string("null"));
+        out += ", \"rule\": ";
+        if (a.match.rule == NoRule) {
+            out += "null";
+        } else {
+            out += "{\"index\": " + std::to_string(a.match.rule) +
+                   ", \"line\": " + std::to_string(policy_.rules[a.match.rule].location.line) + "}";
+        }
+        if (!a.ok()) {
+            out += ", \"reason\": ";
+            appendJsonString(out, rejectionText(a.rejection));
+        }
+        return out + "}";
+    }
+
+    std::string explain(const PathQuery& q, const PathAnswer& a) const {
+        MatchExplanation e = explainMatch(bound_, q);
+        if (e.match != a.match)
+            throw std::logic_error("the classifier and OpenSM's rule scan disagree");
+        std::string out = "Request  " + describePort(q.source) + "\n      -> " +
+                          describePort(q.destination) + "\n";
+        out += "         service-id " + (q.serviceId ? hex(*q.serviceId) : "-") + ", qos-class " +
+               (q.qosClass ? std::to_string(*q.qosClass) : "-") + ", pkey " +
+               (q.pkey ? hex(*q.pkey, 4) : "-") + ", sl " + (q.sl ? std::to_string(*q.sl) : "-") +
+               "\n";
+        const QosLevel& level = policy_.levels[a.match.level];
+        out += "Answer   " +
+               std::string(a.ok() ? "ok" : "rejected: " + std::string(rejectionText(a.rejection))) +
+               "\n";
+        out += "         level '" + level.name + "'" + where(level.location) + ": SL " +
+               std::to_string(level.sl) + "\n";
+        out +=
+            "         MTU " + (a.mtuLimit ? "at most " + std::to_string(mtuBytes(*a.mtuLimit)) +
+                                                " (mtu-limit " + std::to_string(*a.mtuLimit) + ")"
+                                          : std::string("the path's"));
+        out += ", rate " + (a.rateLimit ? "at most " + gbps(*a.rateLimit) + " (rate-limit " +
+                                              std::to_string(*a.rateLimit) + ")"
+                                        : std::string("the path's"));
+        out +=
+            ", packet life " + (a.packetLife ? std::to_string(*a.packetLife) +
+                                                   (q.source == q.destination ? " (loopback)" : "")
+                                             : std::string("OpenSM's subnet_timeout"));
+        out += "\n";
+        if (a.ok()) out += "         PKey " + hex(a.pkey, 4) + pkeySource(q, level) + "\n";
+        if (a.rejection == Rejection::SlMismatch) {
+            out += "         the request asks for SL " + std::to_string(*q.sl) + "\n";
+        }
+        if (a.match.rule == NoRule) {
+            out += "No rule matched: the default level.\n";
+        } else {
+            const MatchRule& rule = policy_.rules[a.match.rule];
+            out +=
+                "Decided by rule " + std::to_string(a.match.rule) + " " + ruleLabel(rule) + ":\n";
+            out += matchedFields(rule, q, e);
+        }
+        if (!e.earlier.empty()) {
+            out += a.match.rule == NoRule ? "Every rule, and why it did not match:\n"
+                                          : "Earlier rules, and why they did not match:\n";
+            for (auto [r, why] : e.earlier) {
+                out += "  rule " + std::to_string(r) + " " + ruleLabel(policy_.rules[r]) + ": " +
+                       mismatch(policy_.rules[r], q, why) + "\n";
+            }
+        }
+        return out;
+    }
+
+  private:
+    const Policy& policy_;
+    const Fabric& fabric_;
+    const BoundPolicy& bound_;
+    Classifier classifier_;
+    PkeyTables pkeys_;
+
+    static std::string optional(std::optional<uint8_t> v) {
+        return v ? std::to_string(*v) : "null";
+    }
+
+    static std::string gbps(uint8_t rate) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%g Gb/s", rateGbps(rate));
+        return buf;
+    }
+
+    std::string where(SourceLocation at) const {
+        return at.line ? " (" + policy_.file + ":" + std::to_string(at.line) + ")" : "";
+    }
+
+    std::string describePort(uint32_t port) const {
+        const FabricPort& p = fabric_.ports[port];
+        return fabric_.portName(port) + " (LID " + std::to_string(p.lid) + ", GUID " +
+               hex(p.guid, 16) + ")";
+    }
+
+    std::string ruleLabel(const MatchRule& rule) const {
+        std::string label = "(" + policy_.file + ":" + std::to_string(rule.location.line);
+        if (!rule.use.empty()) label += ", " + std::string(rule.fromUlps ? "" : "use: ") + rule.use;
+        return label + ")";
+    }
+
+    std::string groupNames(const std::vector<uint32_t>& groups) const {
+        std::string out;
+        for (uint32_t g : groups) {
+            const PortGroup& group = policy_.groups[g];
+            out += out.empty() ? "" : ", ";
+            out += group.origin == GroupOrigin::Written ? "'" + group.name + "'" : "the line's port GUIDs";
+        }
+        return out;
+    }
+
+    std::string groupName(uint32_t g) const {
+        const PortGroup& group = policy_.groups[g];
+        return group.origin == GroupOrigin::Written ? "port-group '" + group.name + "'"
+                                                    : "the line's port GUIDs";
+    }
+
+    std::string pkeySource(const PathQuery& q, const QosLevel& level) const {
+        if (q.pkey) return " (requested)";
+        if (!level.pkeys.empty()) return " (the first of the level's pkeys both ports share)";
+        return " (the first PKey both ports share, in OpenSM's order)";
+    }
+
+    std::string matchedFields(const MatchRule& rule, const PathQuery& q,
+                              const MatchExplanation& e) const {
+        std::string out;
+        if (e.sourceGroup != NoGroup) {
+            out += "         source " + fabric_.portName(q.source) + " is in " +
+                   groupName(e.sourceGroup) + "\n";
+        }
+        if (e.destinationGroup != NoGroup) {
+            out += "         destination " + fabric_.portName(q.destination) + " is in " +
+                   groupName(e.destinationGroup) + "\n";
+        }
+        if (!rule.qosClasses.empty()) {
+            out += "         qos-class " + std::to_string(*q.qosClass) + " is in " +
+                   rule.qosClasses.str() + "\n";
+        }
+        if (!rule.serviceIds.empty()) {
+            out += "         service-id " + hex(*q.serviceId) + " is in " +
+                   rule.serviceIds.str(true) + "\n";
+        }
+        if (!rule.pkeys.empty()) {
+            out += "         pkey " + hex(*q.pkey, 4) + " is in " + rule.pkeys.str(true) + "\n";
+        }
+        if (out.empty()) out = "         the rule sets no condition\n";
+        return out;
+    }
+
+    std::string mismatch(const MatchRule& rule, const PathQuery& q, RuleMismatch why) const {
+        switch (why) {
+            case RuleMismatch::Source:
+                return "source " + fabric_.portName(q.source) + " is in none of " +
+                       groupNames(rule.sources);
+            case RuleMismatch::Destination:
+                return "destination " + fabric_.portName(q.destination) + " is in none of " +
+                       groupNames(rule.destinations);
+            case RuleMismatch::QosClassAbsent:
+                return "it needs a qos-class (" + rule.qosClasses.str() + "); the request has none";
+            case RuleMismatch::QosClass:
+                return "qos-class " + std::to_string(*q.qosClass) + " is not in " +
+                       rule.qosClasses.str();
+            case RuleMismatch::ServiceIdAbsent:
+                return "it needs a service-id (" + rule.serviceIds.str(true) +
+                       "); the request has none";
+            case RuleMismatch::ServiceId:
+                return "service-id " + hex(*q.serviceId) + " is not in " +
+                       rule.serviceIds.str(true);
+            case RuleMismatch::PkeyAbsent:
+                return "it needs a pkey (" + rule.pkeys.str(true) + "); the request has none";
+            case RuleMismatch::Pkey:
+                return "pkey " + hex(*q.pkey, 4) + " (base " + hex(*q.pkey & 0x7fff, 4) +
+                       ") is not in " + rule.pkeys.str(true);
+            case RuleMismatch::None:
+                break;
+        }
+        return "matches";
+    }
+};
+
+// One request of a batch: fields split at blanks, double quotes keeping blanks.
+bool splitFields(const std::string& line, std::vector<std::string>& fields, std::string& error) {
+    fields.clear();
+    size_t i = 0;
+    while (true) {
+        while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+        if (i >= line.size()) return true;
+        std::string field;
+        if (line[i] == '"') {
+            size_t close = line.find('"', i + 1);
+            if (close == std::string::npos) {
+                error = "a double quote is not closed";
+                return false;
+            }
+            field = line.substr(i + 1, close - i - 1);
+            i = close + 1;
+            if (i < line.size() && line[i] != ' ' && line[i] != '\t') {
+                error = "a quoted field must be followed by a blank";
+                return false;
+            }
+            fields.push_back(std::move(field));
+            continue;
+        }
+        size_t end = line.find_first_of(" \t", i);
+        if (end == std::string::npos) end = line.size();
+        field = line.substr(i, end - i);
+        if (field.find('"') != std::string::npos) {
+            error = "a double quote inside a field";
+            return false;
+        }
+        fields.push_back(std::move(field));
+        i = end;
+    }
+}
+
+// At most this much of a bad value goes into a message.
+std::string excerpt(const std::string& s) { return s.size() <= 60 ? s : s.substr(0, 57) + "..."; }
+
+std::optional<PathQuery> parseLine(const Fabric& fabric, const std::string& line,
+                                   std::string& error) {
+    if (line.find('\0') != std::string::npos) {
+        error = "the line holds a NUL byte";
+        return std::nullopt;
+    }
+    std::vector<std::string> f;
+    if (!splitFields(line, f, error)) return std::nullopt;
+    if (f.size() != 6) {
+        error = "expected 6 fields (SRC DST SERVICE_ID QOS_CLASS PKEY SL), found " +
+                std::to_string(f.size());
+        return std::nullopt;
+    }
+    PathQuery q;
+    static const char* const names[] = {"SRC", "DST", "SERVICE_ID", "QOS_CLASS", "PKEY", "SL"};
+    for (int i = 0; i < 2; ++i) {
+        std::string why;
+        uint32_t port = fabric.findEndpoint(f[i], why);
+        if (port == NoPort) {
+            error = std::string(names[i]) + ": " + excerpt(why);
+            return std::nullopt;
+        }
+        (i == 0 ? q.source : q.destination) = port;
+    }
+    static const uint64_t max[] = {0, 0, UINT64_MAX, 4095, 0xffff, 15};
+    for (int i = 2; i < 6; ++i) {
+        if (f[i] == "-") continue;
+        auto v = parseNumber(f[i], max[i]);
+        if (!v) {
+            error = std::string(names[i]) + " '" + excerpt(f[i]) + "' is not a number from 0 to " +
+                    (i == 2 ? std::string("2^64-1") : std::to_string(max[i])) + " (or '-')";
+            return std::nullopt;
+        }
+        if (i == 2) q.serviceId = *v;
+        if (i == 3) q.qosClass = static_cast<uint16_t>(*v);
+        if (i == 4) q.pkey = static_cast<uint16_t>(*v);
+        if (i == 5) q.sl = static_cast<uint8_t>(*v);
+    }
+    return q;
+}
+
+std::string errorJson(const std::string& message) {
+    std::string out = "{\"status\": \"error\", \"message\": ";
+    appendJsonString(out, message);
+    return out + "}";
+}
+
+// Reads lines of at most MaxLine bytes; a longer one is reported and skipped, never stored.
+class LineReader {
+  public:
+    static constexpr size_t MaxLine = 65536;
+    explicit LineReader(std::istream& in) : in_(in) {}
+
+    // False at the end; otherwise a line (without its terminator) or tooLong.
+    bool next(std::string& line, bool& tooLong) {
+        line.clear();
+        tooLong = false;
+        bool any = false;
+        char c;
+        while (in_.get(c)) {
+            any = true;
+            if (c == '\n') break;
+            if (line.size() < MaxLine) {
+                line.push_back(c);
+            } else {
+                tooLong = true;
+            }
+        }
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        return any;
+    }
+
+  private:
+    std::istream& in_;
+};
+
+int runBatch(const Answerer& answerer, const Fabric& fabric, const std::string& path) {
+    std::ifstream file;
+    std::istream* in = &std::cin;
+    if (path != "-") {
+        file.open(path, std::ios::binary);
+        if (!file) throw IoError{"cannot read " + path + ": " + std::strerror(errno)};
+        in = &file;
+    }
+    LineReader reader(*in);
+    std::string line;
+    bool tooLong = false, errors = false;
+    while (reader.next(line, tooLong)) {
+        std::string out;
+        std::string error;
+        std::optional<PathQuery> q;
+        if (tooLong) {
+            error = "the line is longer than " + std::to_string(LineReader::MaxLine) + " bytes";
+        } else {
+            q = parseLine(fabric, line, error);
+        }
+        if (q) {
+            out = answerer.json(answerer.answer(*q));
+        } else {
+            errors = true;
+            out = errorJson(error);
+        }
+        std::cout << out << '\n';
+        if (in == &std::cin) std::cout.flush();
+    }
+    if (in->bad()) throw IoError{"reading " + path + " failed"};
+    std::cout.flush();
+    return errors ? ExitInputErrors : ExitOk;
+}
+
+}  // namespace
+
+int runQuery(const std::vector<std::string>& args) {
+    auto specs = fabricOptions();
+    for (const char* name : {"src", "dst", "service-id", "qos-class", "pkey", "sl", "batch"})
+        specs.push_back({name, true});
+    specs.push_back({"json"});
+    Options options(args, specs);
+    if (options.flag("help")) {
+        std::cout << queryHelp << fabricOptionsHelp << queryHelpTail;
+        return ExitOk;
+    }
+    if (options.positionals().size() != 1) throw UsageError{"query takes one POLICY file"};
+    if (!options.value("topology"))
+        throw UsageError{"query needs --topology: the ports and partitions decide the answer"};
+    auto batch = options.value("batch");
+    if (batch) {
+        for (const char* name : {"src", "dst", "service-id", "qos-class", "pkey", "sl"}) {
+            if (options.flag(name))
+                throw UsageError{std::string("--") + name +
+                                 " goes with a single request, not --batch"};
+        }
+    } else {
+        if (!options.value("src") || !options.value("dst"))
+            throw UsageError{"give --src and --dst, or --batch FILE"};
+    }
+    PathQuery query;
+    if (auto v = options.value("service-id"))
+        query.serviceId = parseNumberOption("service-id", *v, UINT64_MAX);
+    if (auto v = options.value("qos-class"))
+        query.qosClass = static_cast<uint16_t>(parseNumberOption("qos-class", *v, 4095));
+    if (auto v = options.value("pkey"))
+        query.pkey = static_cast<uint16_t>(parseNumberOption("pkey", *v, 0xffff));
+    if (auto v = options.value("sl"))
+        query.sl = static_cast<uint8_t>(parseNumberOption("sl", *v, 15));
+
+    Inputs inputs;
+    Diagnostics diagnostics;
+    Policy policy = loadPolicy(inputs.load(options.positionals()[0]), diagnostics);
+    Fabric fabric = std::move(*loadFabric(options, inputs, diagnostics));
+    BoundPolicy bound = bindPolicy(policy, fabric, diagnostics);
+    // Warnings and errors go to standard error, whatever the output form.
+    if (emitDiagnostics(diagnostics, inputs, false) != ExitOk) return ExitInputErrors;
+
+    Answerer answerer(policy, fabric, bound);
+    if (batch) return runBatch(answerer, fabric, *batch);
+
+    bool json = options.flag("json");
+    for (const char* end : {"src", "dst"}) {
+        std::string error;
+        uint32_t port = fabric.findEndpoint(*options.value(end), error);
+        if (port == NoPort) {
+            std::string message = std::string("--") + end + ": " + error;
+            if (json) {
+                std::cout << errorJson(message) << '\n';
+            } else {
+                std::cerr << "ibqos query: " << message << "\n";
+            }
+            return ExitInputErrors;
+        }
+        (std::string(end) == "src" ? query.source : query.destination) = port;
+    }
+    PathAnswer answer = answerer.answer(query);
+    std::cout << (json ? answerer.json(answer) + "\n" : answerer.explain(query, answer));
+    return ExitOk;
+}
+
+}  // namespace ibqos::cli
