@@ -175,10 +175,15 @@ TEST_CASE("DCQCN's alpha decays without CNPs, so later cuts are gentler",
           "[host-sched][pcc][dcqcn]") {
     Caller d("dcqcn");
     d.call(0, 10'000);
-    // 6 ms without a CNP: alpha = (1 - 1/256)^109, about 0.65, and R_C back at line rate.
+    // Before its first CNP a flow is not rate limited: alpha keeps its initial 1 however long
+    // it sends, so the first cut halves the rate.
+    for (int i = 0; i < 600; ++i) d.call(0, 10'000);
+    CHECK(d.call(1, 10'000) == 25'000);
+    // 6 ms without a CNP after it: alpha = (1 - 1/256)^109, about 0.65, and R_C back at line
+    // rate.
     for (int i = 0; i < 600; ++i) d.call(0, 10'000);
     CHECK(d.window == 50'000);
-    double alpha = std::pow(1 - 1.0 / 256, 6000 / 55 + 0);
+    double alpha = std::pow(1 - 1.0 / 256, 6000 / 55);
     uint32_t cut = d.call(1, 10'000);
     CHECK(cut == Approx(50'000 * (1 - alpha / 2)).margin(200));
 }
