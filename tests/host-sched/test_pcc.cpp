@@ -49,9 +49,10 @@ struct Caller {
 };
 
 // Flows of one algorithm sharing a 40 Gbit/s link, one joining every `staggerUs`. Rates are
-// each flow's throughput per millisecond.
+// each flow's throughput per millisecond, judged from the first millisecond that starts after
+// the last flow joined: one in which a flow sent for only part of the time says nothing.
 struct FairnessResult {
-    double firstFairMs = -1;           // end of the first millisecond with Jain >= 0.95
+    double firstFairMs = -1;           // end of the first such millisecond with Jain >= 0.95
     double worstDeviationAfter = 0;    // largest |rate - share| / share from then on
     double worstDeviationAfter20 = 0;  // the same from 20 ms on
 };
@@ -76,7 +77,7 @@ FairnessResult shareLink(const char* name, int flows, double staggerUs, double u
     for (int ms = 1; ms <= untilMs; ++ms) {
         link.runUntil(ms * 1000.0);
         std::vector<double> rates = link.takeAverageRatesGbps();
-        if (result.firstFairMs < 0 && ms > lastStart && jainFairness(rates) >= 0.95)
+        if (result.firstFairMs < 0 && ms - 1 >= lastStart && jainFairness(rates) >= 0.95)
             result.firstFairMs = ms;
         double worst = 0;
         for (double r : rates) worst = std::max(worst, std::abs(r - share) / share);
