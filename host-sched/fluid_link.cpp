@@ -25,6 +25,28 @@ double FluidLink::markProbability(double queue) const {
     return config_.pmax * (queue - config_.kminBytes) / (config_.kmaxBytes - config_.kminBytes);
 }
 
+// The notification point (section 3.2): a marked packet for a flow that had no CNP in the
+// last N us is answered at once; after that, at most one CNP per N us, sent at the end of a
+// window in which a marked packet arrived. Marks inside a window are merged, not lost.
+void FluidLink::notifyMarked(Flow& f, double atUs) {
+    if (atUs - f.lastCnpUs >= config_.cnpIntervalUs) {
+        sendCnp(f, atUs);
+    } else {
+        f.markPending = true;
+    }
+}
+
+void FluidLink::notifyWindowEnd(Flow& f, double nowUs) {
+    double windowEnd = f.lastCnpUs + config_.cnpIntervalUs;
+    if (f.markPending && nowUs >= windowEnd) sendCnp(f, windowEnd);
+}
+
+void FluidLink::sendCnp(Flow& f, double atUs) {
+    f.lastCnpUs = atUs;
+    f.markPending = false;
+    f.cnpArrivals.push_back(atUs + config_.baseRttUs / 2);
+}
+
 void FluidLink::step() {
     double dt = config_.stepUs;
     double capacity = config_.capacityGbps * 1e3 / 8;  // bytes per us
@@ -58,16 +80,13 @@ void FluidLink::step() {
         arrivals += bytes;
         f.bytesSinceTake += bytes;
         // Marking as a fluid: a flow's marked packets accumulate at p per packet sent; each
-        // whole one reaches the receiver, which turns it into a CNP unless it sent one for
-        // this flow within the CNP interval. The CNP reaches the sender half an RTT later.
+        // whole one reaches the receiver. The CNP reaches the sender half an RTT later.
         f.markedPackets += p * bytes / config_.packetBytes;
         if (f.markedPackets >= 1) {
             f.markedPackets -= std::floor(f.markedPackets);
-            if (now_ - f.lastCnpUs >= config_.cnpIntervalUs) {
-                f.lastCnpUs = now_;
-                f.cnpArrivals.push_back(now_ + config_.baseRttUs / 2);
-            }
+            notifyMarked(f, now_);
         }
+        notifyWindowEnd(f, now_);
         while (!f.cnpArrivals.empty() && f.cnpArrivals.front() <= now_) {
             f.cnpArrivals.pop_front();
             engine_.signal(f.qpNum, {1, 0, false});

@@ -20,7 +20,8 @@ struct FluidLinkConfig {
     double kminBytes = 5'000;
     double kmaxBytes = 200'000;
     double pmax = 0.01;
-    // The notification point sends at most one CNP per flow in this interval (section 3.2).
+    // The notification point sends at most one CNP per flow in this interval, at its end if a
+    // marked packet arrived during it (section 3.2).
     double cnpIntervalUs = 50;
     double stepUs = 0.25;  // integration step
 };
@@ -50,11 +51,15 @@ class FluidLink {
         double rateBps = 0;  // bytes per us
         double lastCnpUs = -1e18;
         double markedPackets = 0;        // expected marks not yet turned into a CNP
+        bool markPending = false;        // a marked packet arrived in the current CNP window
         std::deque<double> cnpArrivals;  // when CNPs reach the sender
         double bytesSinceTake = 0;
     };
 
     double markProbability(double queue) const;
+    void notifyMarked(Flow& f, double atUs);
+    void notifyWindowEnd(Flow& f, double nowUs);
+    void sendCnp(Flow& f, double atUs);
     void step();
 
     FluidLinkConfig config_;
