@@ -8,9 +8,7 @@
 namespace ibqos::host {
 
 FluidLink::FluidLink(FluidLinkConfig config, SimulatedPccEngine& engine)
-    : config_(config), engine_(engine) {
-    feedbackSteps_ = static_cast<size_t>(std::lround(config_.baseRttUs / 2 / config_.stepUs));
-}
+    : config_(config), engine_(engine), lastRttSampleUs_(config.baseRttUs) {}
 
 void FluidLink::addFlow(uint32_t qpNum, double startUs) {
     Flow f;
@@ -50,17 +48,24 @@ void FluidLink::sendCnp(Flow& f, double atUs) {
 void FluidLink::step() {
     double dt = config_.stepUs;
     double capacity = config_.capacityGbps * 1e3 / 8;  // bytes per us
-    double delayedQueue = queueHistory_.size() > feedbackSteps_
-                              ? queueHistory_[queueHistory_.size() - 1 - feedbackSteps_]
-                              : (queueHistory_.empty() ? 0.0 : queueHistory_.front());
-    double rttUs = config_.baseRttUs + queue_ / capacity;
+    double queueDelayUs = queue_ / capacity;
+    double rttUs = config_.baseRttUs + queueDelayUs;
+    // A packet entering the queue now reaches the receiver after its queueing delay and half
+    // the base RTT; the receiver's answer (an ACK, a CNP) takes the other half back. The
+    // queue is FIFO, so these times never decrease and the feedback stays in order.
+    double atReceiverUs = now_ + queueDelayUs + config_.baseRttUs / 2;
+    rttSamples_.push_back({atReceiverUs + config_.baseRttUs / 2, rttUs});
 
-    // The engine runs its algorithms every interval, with an RTT sample for each active flow.
+    // The engine runs its algorithms every interval, with the newest RTT sample that has
+    // reached the senders.
     if (now_ >= nextCycleUs_) {
+        while (!rttSamples_.empty() && rttSamples_.front().arrivalUs <= now_) {
+            lastRttSampleUs_ = rttSamples_.front().rttUs;
+            rttSamples_.pop_front();
+        }
         for (const Flow& f : flows_) {
             if (now_ < f.startUs) continue;
-            double sampleUs = config_.baseRttUs + delayedQueue / capacity;
-            engine_.signal(f.qpNum, {0, static_cast<uint64_t>(sampleUs * 1000), true});
+            engine_.signal(f.qpNum, {0, static_cast<uint64_t>(lastRttSampleUs_ * 1000), true});
         }
         engine_.cycle();
         nextCycleUs_ += engine_.intervalUs();
@@ -80,11 +85,16 @@ void FluidLink::step() {
         arrivals += bytes;
         f.bytesSinceTake += bytes;
         // Marking as a fluid: a flow's marked packets accumulate at p per packet sent; each
-        // whole one reaches the receiver. The CNP reaches the sender half an RTT later.
+        // whole one reaches the receiver with the packets that entered the queue with it.
         f.markedPackets += p * bytes / config_.packetBytes;
         if (f.markedPackets >= 1) {
             f.markedPackets -= std::floor(f.markedPackets);
-            notifyMarked(f, now_);
+            f.markArrivals.push_back(atReceiverUs);
+        }
+        while (!f.markArrivals.empty() && f.markArrivals.front() <= now_) {
+            notifyWindowEnd(f, f.markArrivals.front());
+            notifyMarked(f, f.markArrivals.front());
+            f.markArrivals.pop_front();
         }
         notifyWindowEnd(f, now_);
         while (!f.cnpArrivals.empty() && f.cnpArrivals.front() <= now_) {
@@ -93,8 +103,6 @@ void FluidLink::step() {
         }
     }
     queue_ = std::max(0.0, queue_ + arrivals - capacity * dt);
-    queueHistory_.push_back(queue_);
-    if (queueHistory_.size() > feedbackSteps_ + 1) queueHistory_.pop_front();
     now_ += dt;
 }
 

@@ -28,9 +28,11 @@ struct FluidLinkConfig {
 
 // Flows are QPs of the engine, each limited by its window: it sends window / RTT, RTT being
 // the base RTT plus the queue's delay, and never more than the line rate. The queue grows
-// by what arrives beyond the capacity. Feedback takes half a base RTT to come back: a CNP
-// for a packet marked now, and the queueing delay in an RTT sample. The engine's algorithms
-// run every engine interval with the CNPs and RTT samples that arrived in between.
+// by what arrives beyond the capacity. A sender's rate reaches the queue at once; a packet
+// entering it waits its queueing delay, reaches the receiver half a base RTT later, and the
+// receiver's answer takes the other half back: a CNP for a marked packet, an RTT sample
+// (base RTT plus that queueing delay) for any. The engine's algorithms run every engine
+// interval with the CNPs and RTT samples that arrived in between.
 class FluidLink {
   public:
     FluidLink(FluidLinkConfig config, SimulatedPccEngine& engine);
@@ -50,9 +52,10 @@ class FluidLink {
         double startUs = 0;
         double rateBps = 0;  // bytes per us
         double lastCnpUs = -1e18;
-        double markedPackets = 0;        // expected marks not yet turned into a CNP
-        bool markPending = false;        // a marked packet arrived in the current CNP window
-        std::deque<double> cnpArrivals;  // when CNPs reach the sender
+        double markedPackets = 0;         // expected marks not yet a whole packet
+        std::deque<double> markArrivals;  // when marked packets reach the receiver
+        bool markPending = false;         // a marked packet arrived in the current CNP window
+        std::deque<double> cnpArrivals;   // when CNPs reach the sender
         double bytesSinceTake = 0;
     };
 
@@ -69,8 +72,12 @@ class FluidLink {
     double queue_ = 0;
     double lastTakeUs_ = 0;
     double nextCycleUs_ = 0;
-    std::deque<double> queueHistory_;  // one entry per step, newest last
-    size_t feedbackSteps_;
+    struct RttSample {
+        double arrivalUs;  // when the ACK reaches the sender
+        double rttUs;
+    };
+    std::deque<RttSample> rttSamples_;  // in flight, oldest first
+    double lastRttSampleUs_;
 };
 
 // Jain's fairness index of a set of rates: 1 when equal, 1/n when one takes everything.
