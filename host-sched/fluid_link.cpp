@@ -3,12 +3,11 @@
 #include "fluid_link.hpp"
 
 #include <algorithm>
-#include <cmath>
 
 namespace ibqos::host {
 
 FluidLink::FluidLink(FluidLinkConfig config, SimulatedPccEngine& engine)
-    : config_(config), engine_(engine), lastRttSampleUs_(config.baseRttUs) {}
+    : config_(config), engine_(engine), rng_(config.seed), lastRttSampleUs_(config.baseRttUs) {}
 
 void FluidLink::addFlow(uint32_t qpNum, double startUs) {
     Flow f;
@@ -16,6 +15,10 @@ void FluidLink::addFlow(uint32_t qpNum, double startUs) {
     f.startUs = startUs;
     flows_.push_back(f);
 }
+
+// A uniform number in [0, 1) from the top 53 bits: the same sequence with every standard
+// library, unlike the distributions of <random>.
+double FluidLink::uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
 
 double FluidLink::markProbability(double queue) const {
     if (queue <= config_.kminBytes) return 0;
@@ -84,12 +87,13 @@ void FluidLink::step() {
         double bytes = f.rateBps * dt;
         arrivals += bytes;
         f.bytesSinceTake += bytes;
-        // Marking as a fluid: a flow's marked packets accumulate at p per packet sent; each
-        // whole one reaches the receiver with the packets that entered the queue with it.
-        f.markedPackets += p * bytes / config_.packetBytes;
-        if (f.markedPackets >= 1) {
-            f.markedPackets -= std::floor(f.markedPackets);
-            f.markArrivals.push_back(atReceiverUs);
+        // The fluid becomes packets as it enters the queue, each marked with probability p
+        // on its own, as RED does. Marking the expected fraction instead would mark flows of
+        // equal rates in step and take away the randomness of the CNPs a flow receives.
+        f.partialPacketBytes += bytes;
+        for (; f.partialPacketBytes >= config_.packetBytes;
+             f.partialPacketBytes -= config_.packetBytes) {
+            if (p > 0 && uniform() < p) f.markArrivals.push_back(atReceiverUs);
         }
         while (!f.markArrivals.empty() && f.markArrivals.front() <= now_) {
             notifyWindowEnd(f, f.markArrivals.front());

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <random>
 #include <vector>
 
 #include "pcc_simulated.hpp"
@@ -15,8 +16,9 @@ struct FluidLinkConfig {
     double capacityGbps = 40;
     double baseRttUs = 10;        // RTT with empty queues
     uint32_t packetBytes = 1024;  // RoCE payload per packet (marking is per packet)
-    // The congestion point marks ECN like RED (DCQCN section 3.1): probability 0 below Kmin,
-    // rising linearly to Pmax at Kmax, 1 above; the paper's 5 KB, 200 KB and 1 %.
+    // The congestion point marks ECN like RED (DCQCN section 3.1): each arriving packet with
+    // a probability of the queue it finds, 0 below Kmin, rising linearly to Pmax at Kmax, 1
+    // above; the paper's 5 KB, 200 KB and 1 %.
     double kminBytes = 5'000;
     double kmaxBytes = 200'000;
     double pmax = 0.01;
@@ -24,6 +26,7 @@ struct FluidLinkConfig {
     // marked packet arrived during it (section 3.2).
     double cnpIntervalUs = 50;
     double stepUs = 0.25;  // integration step
+    uint64_t seed = 1;     // of the marking decisions: a run is reproducible
 };
 
 // Flows are QPs of the engine, each limited by its window: it sends window / RTT, RTT being
@@ -52,13 +55,14 @@ class FluidLink {
         double startUs = 0;
         double rateBps = 0;  // bytes per us
         double lastCnpUs = -1e18;
-        double markedPackets = 0;         // expected marks not yet a whole packet
+        double partialPacketBytes = 0;    // sent, but not yet a whole packet
         std::deque<double> markArrivals;  // when marked packets reach the receiver
         bool markPending = false;         // a marked packet arrived in the current CNP window
         std::deque<double> cnpArrivals;   // when CNPs reach the sender
         double bytesSinceTake = 0;
     };
 
+    double uniform();
     double markProbability(double queue) const;
     void notifyMarked(Flow& f, double atUs);
     void notifyWindowEnd(Flow& f, double nowUs);
@@ -67,6 +71,7 @@ class FluidLink {
 
     FluidLinkConfig config_;
     SimulatedPccEngine& engine_;
+    std::mt19937_64 rng_;
     std::vector<Flow> flows_;
     double now_ = 0;
     double queue_ = 0;
