@@ -376,13 +376,14 @@ TEST_CASE(
     "DCQCN flows with the paper's parameters share the link fairly over 20 ms, but miss the "
     "10 ms and 10 % target",
     "[host-sched][pcc][fairness][dcqcn]") {
-    // The same two cases. A flow joining at line rate fills the queue past Kmax before the
-    // first marks come back; every flow then gets a CNP each 50 us until the queue drains,
-    // each one halving its rate, and R_AI = 40 Mbit/s per 55 us brings them back to their
-    // share only after many milliseconds. Near the share the queue holds 10-80 KB and marks
-    // at most one packet in 250, so each flow gets one to three CNPs a millisecond, at
-    // random: its rate swings by more than 10 % from one millisecond to the next. What holds
-    // is fairness on average, for these seeds of the marking as for the 50 tried.
+    // The same two cases. A flow joining at line rate fills the queue to around Kmax before the
+    // first marks come back; every flow then gets a CNP nearly every 50 us until the queue drains,
+    // each one nearly halving its rate, and R_AI = 40 Mbit/s per 55 us brings them back to their
+    // share only after many milliseconds. Near the share the queue holds 10-80 KB and marks at most
+    // one packet in 250, so each flow gets one to three CNPs a millisecond, at random: its rate
+    // swings by more than 10 % from one millisecond to the next. What holds is fairness on average,
+    // for these seeds of the marking as for the 50 tried. Figures: docs/ibqos-agent.8.scd,
+    // CONGESTION-CONTROL ALGORITHMS, Convergence.
     for (auto [flows, staggerUs] : {std::pair{2, 1000.0}, std::pair{8, 100.0}}) {
         for (uint64_t seed = 1; seed <= 4; ++seed) {
             INFO(flows << " dcqcn flows, marking seed " << seed);
