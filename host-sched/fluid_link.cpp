@@ -3,14 +3,11 @@
 #include "fluid_link.hpp"
 
 #include <algorithm>
-#include <cmath>
 
 namespace ibqos::host {
 
 FluidLink::FluidLink(FluidLinkConfig config, SimulatedPccEngine& engine)
-    : config_(config), engine_(engine) {
-    feedbackSteps_ = static_cast<size_t>(std::lround(config_.baseRttUs / 2 / config_.stepUs));
-}
+    : config_(config), engine_(engine), rng_(config.seed), lastRttSampleUs_(config.baseRttUs) {}
 
 void FluidLink::addFlow(uint32_t qpNum, double startUs) {
     Flow f;
@@ -19,26 +16,59 @@ void FluidLink::addFlow(uint32_t qpNum, double startUs) {
     flows_.push_back(f);
 }
 
+// A uniform number in [0, 1) from the top 53 bits: the same sequence with every standard
+// library, unlike the distributions of <random>.
+double FluidLink::uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
+
 double FluidLink::markProbability(double queue) const {
     if (queue <= config_.kminBytes) return 0;
     if (queue >= config_.kmaxBytes) return 1;
     return config_.pmax * (queue - config_.kminBytes) / (config_.kmaxBytes - config_.kminBytes);
 }
 
+// The notification point (section 3.2): a marked packet for a flow that had no CNP in the
+// last N us is answered at once; after that, at most one CNP per N us, sent at the end of a
+// window in which a marked packet arrived. Marks inside a window are merged, not lost.
+void FluidLink::notifyMarked(Flow& f, double atUs) {
+    if (atUs - f.lastCnpUs >= config_.cnpIntervalUs) {
+        sendCnp(f, atUs);
+    } else {
+        f.markPending = true;
+    }
+}
+
+void FluidLink::notifyWindowEnd(Flow& f, double nowUs) {
+    double windowEnd = f.lastCnpUs + config_.cnpIntervalUs;
+    if (f.markPending && nowUs >= windowEnd) sendCnp(f, windowEnd);
+}
+
+void FluidLink::sendCnp(Flow& f, double atUs) {
+    f.lastCnpUs = atUs;
+    f.markPending = false;
+    f.cnpArrivals.push_back(atUs + config_.baseRttUs / 2);
+}
+
 void FluidLink::step() {
     double dt = config_.stepUs;
     double capacity = config_.capacityGbps * 1e3 / 8;  // bytes per us
-    double delayedQueue = queueHistory_.size() > feedbackSteps_
-                              ? queueHistory_[queueHistory_.size() - 1 - feedbackSteps_]
-                              : (queueHistory_.empty() ? 0.0 : queueHistory_.front());
-    double rttUs = config_.baseRttUs + queue_ / capacity;
+    double queueDelayUs = queue_ / capacity;
+    double rttUs = config_.baseRttUs + queueDelayUs;
+    // A packet entering the queue now reaches the receiver after its queueing delay and half
+    // the base RTT; the receiver's answer (an ACK, a CNP) takes the other half back. The
+    // queue is FIFO, so these times never decrease and the feedback stays in order.
+    double atReceiverUs = now_ + queueDelayUs + config_.baseRttUs / 2;
+    rttSamples_.push_back({atReceiverUs + config_.baseRttUs / 2, rttUs});
 
-    // The engine runs its algorithms every interval, with an RTT sample for each active flow.
+    // The engine runs its algorithms every interval, with the newest RTT sample that has
+    // reached the senders.
     if (now_ >= nextCycleUs_) {
+        while (!rttSamples_.empty() && rttSamples_.front().arrivalUs <= now_) {
+            lastRttSampleUs_ = rttSamples_.front().rttUs;
+            rttSamples_.pop_front();
+        }
         for (const Flow& f : flows_) {
             if (now_ < f.startUs) continue;
-            double sampleUs = config_.baseRttUs + delayedQueue / capacity;
-            engine_.signal(f.qpNum, {0, static_cast<uint64_t>(sampleUs * 1000), true});
+            engine_.signal(f.qpNum, {0, static_cast<uint64_t>(lastRttSampleUs_ * 1000), true});
         }
         engine_.cycle();
         nextCycleUs_ += engine_.intervalUs();
@@ -57,25 +87,26 @@ void FluidLink::step() {
         double bytes = f.rateBps * dt;
         arrivals += bytes;
         f.bytesSinceTake += bytes;
-        // Marking as a fluid: a flow's marked packets accumulate at p per packet sent; each
-        // whole one reaches the receiver, which turns it into a CNP unless it sent one for
-        // this flow within the CNP interval. The CNP reaches the sender half an RTT later.
-        f.markedPackets += p * bytes / config_.packetBytes;
-        if (f.markedPackets >= 1) {
-            f.markedPackets -= std::floor(f.markedPackets);
-            if (now_ - f.lastCnpUs >= config_.cnpIntervalUs) {
-                f.lastCnpUs = now_;
-                f.cnpArrivals.push_back(now_ + config_.baseRttUs / 2);
-            }
+        // The fluid becomes packets as it enters the queue, each marked with probability p
+        // on its own, as RED does. Marking the expected fraction instead would mark flows of
+        // equal rates in step and take away the randomness of the CNPs a flow receives.
+        f.partialPacketBytes += bytes;
+        for (; f.partialPacketBytes >= config_.packetBytes;
+             f.partialPacketBytes -= config_.packetBytes) {
+            if (p > 0 && uniform() < p) f.markArrivals.push_back(atReceiverUs);
         }
+        while (!f.markArrivals.empty() && f.markArrivals.front() <= now_) {
+            notifyWindowEnd(f, f.markArrivals.front());
+            notifyMarked(f, f.markArrivals.front());
+            f.markArrivals.pop_front();
+        }
+        notifyWindowEnd(f, now_);
         while (!f.cnpArrivals.empty() && f.cnpArrivals.front() <= now_) {
             f.cnpArrivals.pop_front();
             engine_.signal(f.qpNum, {1, 0, false});
         }
     }
     queue_ = std::max(0.0, queue_ + arrivals - capacity * dt);
-    queueHistory_.push_back(queue_);
-    if (queueHistory_.size() > feedbackSteps_ + 1) queueHistory_.pop_front();
     now_ += dt;
 }
 

@@ -27,6 +27,7 @@ struct DcqcnParams {
     uint32_t baseRttNs;          // RTT for the window until the first sample
 
     uint32_t started;
+    uint32_t limited;  // a CNP has arrived: the rate limiter and its timers are running
     double alpha;
     double currentRateMbps;  // R_C
     double targetRateMbps;   // R_T
@@ -92,14 +93,17 @@ mango_pcc_result_t dcqcnEvent(void* params, const mango_pcc_context_t* ctx) {
     if (ctx->cnp_delta > 0) {
         // A CNP (Eq. 1): remember the rate as the target, cut by alpha/2, raise alpha.
         // One cut per call: the notification point sends at most one CNP per 50 us.
+        p.limited = 1;
         p.targetRateMbps = p.currentRateMbps;
         p.currentRateMbps *= 1 - p.alpha / 2;
         p.alpha = (1 - p.g) * p.alpha + p.g;
         p.alphaElapsedNs = p.timerElapsedNs = 0;
         p.bytesSinceEvent = 0;
         p.timerCount = p.byteCount = 0;
-    } else {
-        // No CNP for K: alpha decays (Eq. 2).
+    } else if (p.limited) {
+        // No CNP for K: alpha decays (Eq. 2). Like the rate-increase timer, the alpha timer
+        // starts with the first CNP: until then the flow sends at line rate with its initial
+        // alpha, as the reference implementation and the NIC's rate limiter do.
         uint64_t k = uint64_t{std::max(p.alphaTimerUs, 1u)} * 1000;
         for (p.alphaElapsedNs += dtNs; p.alphaElapsedNs >= k; p.alphaElapsedNs -= k) {
             p.alpha *= 1 - p.g;

@@ -49,14 +49,17 @@ struct Caller {
 };
 
 // Flows of one algorithm sharing a 40 Gbit/s link, one joining every `staggerUs`. Rates are
-// each flow's throughput per millisecond.
+// each flow's throughput per millisecond, judged from the first millisecond that starts after
+// the last flow joined: one in which a flow sent for only part of the time says nothing.
 struct FairnessResult {
-    double firstFairMs = -1;           // end of the first millisecond with Jain >= 0.95
-    double worstDeviationAfter = 0;    // largest |rate - share| / share from then on
-    double worstDeviationAfter20 = 0;  // the same from 20 ms on
+    double firstFairMs = -1;         // end of the first such millisecond with Jain >= 0.95
+    double worstDeviationAfter = 0;  // largest |rate - share| / share from then on
+    double lastJain = 0;             // Jain index of each flow's average over the last 20 ms
+    double lastUtilization = 0;      // the link's use over the last 20 ms
 };
 
-FairnessResult shareLink(const char* name, int flows, double staggerUs, double untilMs = 40) {
+FairnessResult shareLink(const char* name, int flows, double staggerUs, uint64_t seed = 1) {
+    const int untilMs = 40;
     const PccAlgorithm& algorithm = *findPccAlgorithm(name);
     SimulatedPccEngine engine(40'000 * 10 / 8);  // a line-rate window
     REQUIRE(engine.configureInterval(10).ok());
@@ -64,6 +67,7 @@ FairnessResult shareLink(const char* name, int flows, double staggerUs, double u
     REQUIRE(engine.registerAlgorithm(1, algorithm, block).ok());
     REQUIRE(engine.run(1).ok());
     FluidLinkConfig config;
+    config.seed = seed;
     FluidLink link(config, engine);
     for (int i = 0; i < flows; ++i) {
         uint32_t qpn = 0x100 + static_cast<uint32_t>(i);
@@ -73,18 +77,23 @@ FairnessResult shareLink(const char* name, int flows, double staggerUs, double u
     FairnessResult result;
     double share = config.capacityGbps / flows;
     double lastStart = (flows - 1) * staggerUs / 1000;
+    std::vector<double> lastAverages(flows, 0);
     for (int ms = 1; ms <= untilMs; ++ms) {
         link.runUntil(ms * 1000.0);
         std::vector<double> rates = link.takeAverageRatesGbps();
-        if (result.firstFairMs < 0 && ms > lastStart && jainFairness(rates) >= 0.95)
+        if (result.firstFairMs < 0 && ms - 1 >= lastStart && jainFairness(rates) >= 0.95)
             result.firstFairMs = ms;
         double worst = 0;
         for (double r : rates) worst = std::max(worst, std::abs(r - share) / share);
         if (result.firstFairMs >= 0 && ms > result.firstFairMs) {
             result.worstDeviationAfter = std::max(result.worstDeviationAfter, worst);
         }
-        if (ms > 20) result.worstDeviationAfter20 = std::max(result.worstDeviationAfter20, worst);
+        if (ms > untilMs - 20) {
+            for (size_t i = 0; i < rates.size(); ++i) lastAverages[i] += rates[i] / 20;
+        }
     }
+    result.lastJain = jainFairness(lastAverages);
+    for (double r : lastAverages) result.lastUtilization += r / config.capacityGbps;
     return result;
 }
 
@@ -175,10 +184,15 @@ TEST_CASE("DCQCN's alpha decays without CNPs, so later cuts are gentler",
           "[host-sched][pcc][dcqcn]") {
     Caller d("dcqcn");
     d.call(0, 10'000);
-    // 6 ms without a CNP: alpha = (1 - 1/256)^109, about 0.65, and R_C back at line rate.
+    // Before its first CNP a flow is not rate limited: alpha keeps its initial 1 however long
+    // it sends, so the first cut halves the rate.
+    for (int i = 0; i < 600; ++i) d.call(0, 10'000);
+    CHECK(d.call(1, 10'000) == 25'000);
+    // 6 ms without a CNP after it: alpha = (1 - 1/256)^109, about 0.65, and R_C back at line
+    // rate.
     for (int i = 0; i < 600; ++i) d.call(0, 10'000);
     CHECK(d.window == 50'000);
-    double alpha = std::pow(1 - 1.0 / 256, 6000 / 55 + 0);
+    double alpha = std::pow(1 - 1.0 / 256, 6000 / 55);
     uint32_t cut = d.call(1, 10'000);
     CHECK(cut == Approx(50'000 * (1 - alpha / 2)).margin(200));
 }
@@ -349,7 +363,7 @@ TEST_CASE("2 and 8 flows reach fairness within 10 ms and then keep within 10 % o
         int flows;
         double staggerUs;
     };
-    for (Case c : {Case{"swift", 2, 1000}, Case{"swift", 8, 100}, Case{"dcqcn", 2, 1000}}) {
+    for (Case c : {Case{"swift", 2, 1000}, Case{"swift", 8, 100}}) {
         INFO(c.flows << " " << c.algorithm << " flows");
         FairnessResult r = shareLink(c.algorithm, c.flows, c.staggerUs);
         CHECK(r.firstFairMs > 0);
@@ -358,14 +372,26 @@ TEST_CASE("2 and 8 flows reach fairness within 10 ms and then keep within 10 % o
     }
 }
 
-TEST_CASE("eight DCQCN flows with the paper's parameters converge, but slower than 10 ms",
-          "[host-sched][pcc][fairness]") {
-    // Flows joining 100 us apart at line rate push the queue past Kmax, every flow is cut
-    // every 50 us, and R_AI = 40 Mbit/s per 55 us brings them back slowly: Jain reaches 0.95
-    // around 10 ms and the rates settle within 10 % of the share only after about 16 ms.
-    // This records what the paper's defaults do on this link; the 10 ms target is not met.
-    FairnessResult r = shareLink("dcqcn", 8, 100);
-    CHECK(r.firstFairMs > 0);
-    CHECK(r.firstFairMs <= 12);
-    CHECK(r.worstDeviationAfter20 <= 0.10);
+TEST_CASE(
+    "DCQCN flows with the paper's parameters share the link fairly over 20 ms, but miss the "
+    "10 ms and 10 % target",
+    "[host-sched][pcc][fairness][dcqcn]") {
+    // The same two cases. A flow joining at line rate fills the queue to around Kmax before the
+    // first marks come back; every flow then gets a CNP nearly every 50 us until the queue drains,
+    // each one nearly halving its rate, and R_AI = 40 Mbit/s per 55 us brings them back to their
+    // share only after many milliseconds. Near the share the queue holds 10-80 KB and marks at most
+    // one packet in 250, so each flow gets one to three CNPs a millisecond, at random: its rate
+    // swings by more than 10 % from one millisecond to the next. What holds is fairness on average,
+    // for these seeds of the marking as for the 50 tried. Figures: docs/ibqos-agent.8.scd,
+    // CONGESTION-CONTROL ALGORITHMS, Convergence.
+    for (auto [flows, staggerUs] : {std::pair{2, 1000.0}, std::pair{8, 100.0}}) {
+        for (uint64_t seed = 1; seed <= 4; ++seed) {
+            INFO(flows << " dcqcn flows, marking seed " << seed);
+            FairnessResult r = shareLink("dcqcn", flows, staggerUs, seed);
+            CHECK(r.firstFairMs > 0);
+            CHECK(r.lastJain >= 0.9);
+            CHECK(r.lastUtilization >= 0.95);
+            CHECK(r.worstDeviationAfter > 0.10);  // the target is missed
+        }
+    }
 }
