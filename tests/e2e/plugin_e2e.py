@@ -8,6 +8,7 @@
 import argparse
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fabric"))
+import pathrecords  # noqa: E402
 import simfabric  # noqa: E402
 
 ROOT = None
@@ -157,6 +159,32 @@ def reloads(work):
         check(osm.alive(), "OpenSM is still running")
 
 
+def sa_answers_equal_query(work):
+    scenario("the SA's PathRecord answers equal ibqos query, policy after policy (qos-lab, partitions)")
+    host, guid = pathrecords.QOS_LAB_SM
+    partitions = os.path.join(ROOT, "samples/fabrics/qos-lab.partitions.conf")
+    policy = os.path.join(work, "qos-lab-policy.conf")
+    rng = random.Random(5)
+    with simfabric.SimFabric(os.path.join(ROOT, "samples/fabrics/qos-lab.net")) as fabric:
+        for i, name in enumerate(pathrecords.QOS_LAB_POLICIES):
+            shutil.copy(os.path.join(ROOT, "samples/policies", name), policy)
+            if i == 0:
+                osm = fabric.start_opensm(plugin_options(policy, partition_config_file=partitions), guid, host,
+                                          plugin_dir=PLUGIN_DIR)
+            else:
+                osm.heavy_sweep()
+            if not check(osm.count("IBQOS-0010") == i + 1, f"{name} is in force (version {i + 1})"):
+                continue
+            topo = topology(fabric, host)
+            topo_model = pathrecords.Topology(open(topo).read())
+            requests = pathrecords.random_requests(rng, sorted(topo_model.endpoints), 120)
+            theirs = pathrecords.ask_sa(fabric, host, requests)
+            ours = pathrecords.ask_ibqos(IBQOS, policy, topo, partitions, guid, requests,
+                                         os.path.join(work, name + ".batch"))
+            differences = pathrecords.report("     " + name, topo_model, requests, theirs, ours)
+            check(not differences, f"{name}: the SA's answers under the plugin equal ibqos query")
+
+
 def link_down_and_up(work):
     scenario("a link taken down and back")
     policy = os.path.join(ROOT, "samples/policies/per-port-tables.conf")
@@ -222,7 +250,7 @@ def main():
         return 77
     ROOT, IBQOS, PLUGIN_DIR = os.path.abspath(args.root), os.path.abspath(args.ibqos), os.path.abspath(args.plugin_dir)
     with tempfile.TemporaryDirectory(prefix="ibqos-plugin-") as work:
-        for test in (tables_on_two_fabrics, reloads, link_down_and_up, restart, master_and_standby):
+        for test in (tables_on_two_fabrics, reloads, sa_answers_equal_query, link_down_and_up, restart, master_and_standby):
             try:
                 test(work)
             except simfabric.FabricError as e:
