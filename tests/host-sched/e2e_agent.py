@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: MIT
 """End-to-end test of the host side against a real OpenSM on ibsim.
 
-A stock OpenSM (qos TRUE) serves samples/policies/host-sched.conf without its host-sched
-section. From another host, `ibqos-agent resolve` asks the SA for paths with several ServiceIDs
-and QoS classes: its SLs must equal what `saquery -p` answers for the same requests, and its
-leaves and PCC slots must follow the policy's host plan. Then a running `ibqos-agent run` hears
+OpenSM with the ibqos plugin serves samples/policies/host-sched.conf. From another host,
+`ibqos-agent resolve` asks the SA for paths with several ServiceIDs and QoS classes: its SLs must
+equal what `ibqos query` answers offline and what `saquery -p` gets for the same requests, and
+its leaves and PCC slots must follow the policy's host plan. Then a running `ibqos-agent run` hears
 from a program whose QPs go through RTR with those SLs under libibqos_preload.so (the
 recording stand-in below it, the simulated scheduling backend), and `ibqos-agent status`
 must show each QP on its leaf and slot, and forget it on destroy or when its process dies.
@@ -27,9 +27,11 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--agent", required=True)
 ap.add_argument("--preload", required=True)
 ap.add_argument("--driver", required=True)
+ap.add_argument("--ibqos", required=True)
+ap.add_argument("--plugin-dir", required=True)
 ap.add_argument("--source-root", required=True)
 args = ap.parse_args()
-for name in ("agent", "preload", "driver", "source_root"):
+for name in ("agent", "preload", "driver", "ibqos", "plugin_dir", "source_root"):
     setattr(args, name, os.path.abspath(getattr(args, name)))
 
 sys.path.insert(0, os.path.join(args.source_root, "tests", "fabric"))
@@ -49,12 +51,6 @@ def check(condition, message):
     print(("ok   " if condition else "FAIL ") + message)
     if not condition:
         failures.append(message)
-
-
-def plain_policy(text):
-    """The policy OpenSM can read: everything but the host-sched section (what `ibqos compile
-    --emit opensm` will write once it exists)."""
-    return re.sub(r"^host-sched\s*\n.*?^end-host-sched\s*\n", "", text, flags=re.S | re.M)
 
 
 def spawn(argv, **kwargs):
@@ -114,11 +110,6 @@ def read_until(stream, marker, timeout=20.0):
 
 scratch = tempfile.mkdtemp(prefix="ibqos-e2e-host-")
 try:
-    with open(POLICY) as f:
-        policy_text = f.read()
-    plain_path = os.path.join(scratch, "qos-policy.conf")
-    with open(plain_path, "w") as f:
-        f.write(plain_policy(policy_text))
     plan = json.loads(agent("plan", POLICY, "--json").stdout)
     slots = {}
     for s in plan["pcc_slots"]:
@@ -127,9 +118,12 @@ try:
 
     os.makedirs(os.path.join(scratch, "fabric"))
     with simfabric.SimFabric(NET, workdir=os.path.join(scratch, "fabric")) as fabric:
-        osm = fabric.start_opensm({"qos": "TRUE", "qos_policy_file": plain_path}, "0x0000000000100001", "Hca1")
-        check("osm_qos_parse_policy_file" in osm.log() and "ERR AC" not in osm.log(),
-              "OpenSM loads the plain policy without errors")
+        osm = fabric.start_opensm({"event_plugin_name": "ibqos_osm", "event_plugin_options": "policy=" + POLICY},
+                                  "0x0000000000100001", "Hca1", plugin_dir=args.plugin_dir)
+        check(osm.count("IBQOS-0010") == 1 and "ERR AC" not in osm.log(), "OpenSM has the policy in force")
+        topology = os.path.join(scratch, "fabric.ibnetdiscover")
+        with open(topology, "w") as f:
+            f.write(fabric.tool(["ibnetdiscover"], "Hca2").stdout)
 
         # The hosts and their LIDs (NodeDescription by LID through SMPs).
         lids = {}
@@ -163,6 +157,9 @@ try:
                 if qos:
                     extra += ["--qos-class", qos]
                     sq += ["-Q", qos]
+                offline = subprocess.run([args.ibqos, "query", POLICY, "--topology", topology, "--sm", "0x100001",
+                                          "--src", str(me), "--dst", str(lids[dst]), "--json", *extra],
+                                         capture_output=True, text=True, timeout=60)
                 p = agent("resolve", "--policy", POLICY, "--dst", str(lids[dst]), "--json", *extra,
                           host="Hca2", fabric=fabric)
                 record = simfabric.parse_pathrecord(fabric.tool(sq, "Hca2").stdout)
@@ -173,6 +170,8 @@ try:
                 answer = json.loads(p.stdout)
                 sl = answer["sl"]
                 check(sl == int(record["sl"], 0), f"resolve {what}: SL {sl} equals saquery's {record['sl']}")
+                offline_sl = json.loads(offline.stdout)["sl"] if offline.returncode == 0 else offline.stderr.strip()
+                check(offline_sl == sl, f"  and ibqos query's SL {offline_sl}")
                 leaf = plan["sl_to_leaf"][sl]
                 check((answer["leaf"] or {}).get("name") == leaf, f"  leaf {answer['leaf'] and answer['leaf']['name']} "
                       f"is the plan's leaf for SL {sl} ({leaf})")
