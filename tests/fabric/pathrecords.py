@@ -27,7 +27,8 @@ RATE_GBPS = {2: 2.5, 3: 10, 4: 30, 5: 5, 6: 20, 7: 40, 8: 60, 9: 80, 10: 120, 11
 LANE_GBPS = {"SDR": 2.5, "DDR": 5, "QDR": 10, "FDR10": 10, "FDR": 14, "EDR": 25, "HDR": 50}
 
 # Values the requests draw from: those the sample policies name, their neighbours, and others.
-SERVICE_IDS = [0x0, 0x2, 0x3, 0x4, 0xff, 0x100, 0x150, 0x1ff, 0x200, 0x500, 0x5ff, 0x600, 0x1000, 0x1001,
+# Not 0: saquery takes a ServiceID or PKey of 0 for "not given" and leaves it out of the request.
+SERVICE_IDS = [0x1, 0x2, 0x3, 0x4, 0xff, 0x100, 0x150, 0x1ff, 0x200, 0x500, 0x5ff, 0x600, 0x1000, 0x1001,
                0x2000, 0x20ff, 0x10000, 0x1000a, 0x10010, 0x10011, 0x11000, 0x1ffff, 0x20000,
                0x1060000 + 0x48ca, 0x1060000 + 20000, 0x1060000 + 0x0cbc, 0x1060000 + 900, 0x1060000 + 905,
                0x1060000 + 906, 0xffffffffffff0000, 0xffffffffffffffff]
@@ -100,7 +101,7 @@ def random_requests(rng, lids, count):
     for _ in range(count):
         requests.append({
             "src": rng.choice(lids), "dst": rng.choice(lids),
-            "sid": (rng.choice(SERVICE_IDS) if rng.random() < 0.85 else rng.getrandbits(64)) if rng.random() < 0.5 else None,
+            "sid": (rng.choice(SERVICE_IDS) if rng.random() < 0.85 else rng.getrandbits(64) or 1) if rng.random() < 0.5 else None,
             "qos": (rng.choice(QOS_CLASSES) if rng.random() < 0.85 else rng.randrange(4096)) if rng.random() < 0.4 else None,
             "pkey": rng.choice(PKEYS) if rng.random() < 0.4 else None,
             "sl": rng.randrange(16) if rng.random() < 0.25 else None,
