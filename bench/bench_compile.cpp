@@ -26,14 +26,16 @@ std::string policyFor(const bench::FatTree& tree, unsigned groups) {
     for (unsigned g = 0; g < groups; ++g) {
         unsigned first = g * slice;
         std::snprintf(buf, sizeof buf,
-                      "  port-group\n    name: hosts-%u\n    port-guid: 0x%llx-0x%llx\n    port-name: host%u HCA-1/P1\n  end-port-group\n",
-                      g, (unsigned long long)tree.hostPortGuid(first), (unsigned long long)tree.hostPortGuid(first + slice / 2),
-                      first + slice - 1);
+                      "  port-group\n    name: hosts-%u\n    port-guid: 0x%llx-0x%llx\n    "
+                      "port-name: host%u HCA-1/P1\n  end-port-group\n",
+                      g, (unsigned long long)tree.hostPortGuid(first),
+                      (unsigned long long)tree.hostPortGuid(first + slice / 2), first + slice - 1);
         p += buf;
     }
     p += "  port-group\n    name: switches\n    node-type: SWITCH\n  end-port-group\n";
     p += "  port-group\n    name: spines\n";
-    std::snprintf(buf, sizeof buf, "    port-guid: 0x%llx-0x%llx\n  end-port-group\n", (unsigned long long)bench::FatTree::SpineGuid,
+    std::snprintf(buf, sizeof buf, "    port-guid: 0x%llx-0x%llx\n  end-port-group\n",
+                  (unsigned long long)bench::FatTree::SpineGuid,
                   (unsigned long long)(bench::FatTree::SpineGuid + tree.spines - 1));
     p += buf;
     p += "end-port-groups\nqos-levels\n";
@@ -45,25 +47,34 @@ std::string policyFor(const bench::FatTree& tree, unsigned groups) {
     p += "end-qos-levels\nqos-match-rules\n";
     for (unsigned r = 0; r < groups; ++r) {
         std::snprintf(buf, sizeof buf,
-                      "  qos-match-rule\n    source: hosts-%u\n    destination: hosts-%u\n    qos-class: %u\n    qos-level-name: level%u\n  end-qos-match-rule\n",
+                      "  qos-match-rule\n    source: hosts-%u\n    destination: hosts-%u\n    "
+                      "qos-class: %u\n    qos-level-name: level%u\n  end-qos-match-rule\n",
                       r, (r * 7 + 3) % groups, r % 64, 1 + r % 7);
         p += buf;
     }
     p += "end-qos-match-rules\nqos-setup\n  vlarb-tables\n";
-    p += "    vlarb-scope\n      group: switches\n      vlarb-high: 0:64\n      bandwidth: 1:10%, 2:20%, 3:30%, 4:20%, 5:10%, 6:5%, 7:5%\n      vl-high-limit: 4\n    end-vlarb-scope\n";
+    p += "    vlarb-scope\n      group: switches\n      vlarb-high: 0:64\n      bandwidth: 1:10%, "
+         "2:20%, 3:30%, 4:20%, 5:10%, 6:5%, 7:5%\n      vl-high-limit: 4\n    end-vlarb-scope\n";
     for (unsigned g = 0; g < groups; g += 50) {
-        std::snprintf(buf, sizeof buf,
-                      "    vlarb-scope\n      group: hosts-%u\n      vlarb-high: 0:64\n      vlarb-low: 1:64, 2:128, 3:192, 4:64, 5:64, 6:64, 7:64\n    end-vlarb-scope\n",
-                      g);
+        std::snprintf(
+            buf, sizeof buf,
+            "    vlarb-scope\n      group: hosts-%u\n      vlarb-high: 0:64\n      vlarb-low: "
+            "1:64, 2:128, 3:192, 4:64, 5:64, 6:64, 7:64\n    end-vlarb-scope\n",
+            g);
         p += buf;
     }
-    p += "    vlarb-scope\n      group: switches\n      across: spines\n      vlarb-high: 0:128\n    end-vlarb-scope\n";
+    p += "    vlarb-scope\n      group: switches\n      across: spines\n      vlarb-high: 0:128\n  "
+         "  end-vlarb-scope\n";
     p += "  end-vlarb-tables\n  sl2vl-tables\n";
-    p += "    sl2vl-scope\n      group: switches\n      sl2vl-table: 0,1,2,3,4,5,6,7,1,1,1,1,1,1,1,15\n    end-sl2vl-scope\n";
-    p += "    sl2vl-scope\n      group: switches\n      across-from: spines\n      to: 1-24\n      sl2vl-table: 0,1,2,3,4,5,6,7,2,2,2,2,2,2,2,15\n    end-sl2vl-scope\n";
+    p += "    sl2vl-scope\n      group: switches\n      sl2vl-table: "
+         "0,1,2,3,4,5,6,7,1,1,1,1,1,1,1,15\n    end-sl2vl-scope\n";
+    p += "    sl2vl-scope\n      group: switches\n      across-from: spines\n      to: 1-24\n      "
+         "sl2vl-table: 0,1,2,3,4,5,6,7,2,2,2,2,2,2,2,15\n    end-sl2vl-scope\n";
     for (unsigned g = 0; g < groups; g += 100) {
         std::snprintf(buf, sizeof buf,
-                      "    sl2vl-scope\n      group: hosts-%u\n      sl2vl-table: 0,1,2,3,4,5,6,7,3,3,3,3,3,3,3,15\n    end-sl2vl-scope\n", g);
+                      "    sl2vl-scope\n      group: hosts-%u\n      sl2vl-table: "
+                      "0,1,2,3,4,5,6,7,3,3,3,3,3,3,3,15\n    end-sl2vl-scope\n",
+                      g);
         p += buf;
     }
     p += "  end-sl2vl-tables\nend-qos-setup\n";
@@ -91,7 +102,8 @@ int main(int argc, char** argv) {
     Diagnostics compileDiagnostics;
     Policy policy = loadPolicy(policyText, compileDiagnostics);
     if (compileDiagnostics.hasErrors()) {
-        std::fprintf(stderr, "the generated policy has errors: %s\n", compileDiagnostics.all()[0].message.c_str());
+        std::fprintf(stderr, "the generated policy has errors: %s\n",
+                     compileDiagnostics.all()[0].message.c_str());
         return 1;
     }
 
@@ -116,7 +128,8 @@ int main(int argc, char** argv) {
     double checkSeconds = bench::secondsSince(t3);
     uint64_t peak = bench::peakRss();
     for (const Diagnostic& x : d.all()) {
-        if (x.severity == Severity::Error) std::fprintf(stderr, "error: [%s] %s\n", x.code.c_str(), x.message.c_str());
+        if (x.severity == Severity::Error)
+            std::fprintf(stderr, "error: [%s] %s\n", x.code.c_str(), x.message.c_str());
     }
     if (d.hasErrors()) return 1;
     size_t pairs = 0;
@@ -138,9 +151,12 @@ int main(int argc, char** argv) {
     report.add({"tables", tableSeconds, "s", params});
     report.add({"read_bind_tables", total, "s", params});
     report.add({"realizability_checks", checkSeconds, "s", params});
-    report.add({"distinct_sl2vl_tables", static_cast<double>(tables.sl2vls.size()), "tables", params});
-    report.add({"distinct_vlarb_tables", static_cast<double>(tables.vlarbs.size()), "tables", params});
+    report.add(
+        {"distinct_sl2vl_tables", static_cast<double>(tables.sl2vls.size()), "tables", params});
+    report.add(
+        {"distinct_vlarb_tables", static_cast<double>(tables.vlarbs.size()), "tables", params});
     report.add({"peak_rss", static_cast<double>(peak) / 1e6, "MB", params});
-    report.add({"peak_rss_added", static_cast<double>(peak - std::min(peak, baseline)) / 1e6, "MB", params});
+    report.add({"peak_rss_added", static_cast<double>(peak - std::min(peak, baseline)) / 1e6, "MB",
+                params});
     return 0;
 }

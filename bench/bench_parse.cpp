@@ -45,7 +45,8 @@ std::string generate(const Shape& shape) {
     line(tail, "qos-levels");
     for (unsigned l = 0; l < shape.levels; ++l) {
         line(tail, "    qos-level");
-        line(tail, "        name: " + std::string(l == 0 ? "default" : "level-" + std::to_string(l)));
+        line(tail,
+             "        name: " + std::string(l == 0 ? "default" : "level-" + std::to_string(l)));
         line(tail, "        sl: " + std::to_string(l % 16));
         line(tail, "        mtu-limit: " + std::to_string(1 + l % 5));
         line(tail, "    end-qos-level");
@@ -56,11 +57,12 @@ std::string generate(const Shape& shape) {
         line(tail, "    qos-match-rule");
         line(tail, "        use: rule " + std::to_string(r));
         line(tail, "        source: group-" + std::to_string(rng() % shape.groups));
-        line(tail, "        destination: group-" + std::to_string(rng() % shape.groups) + ", group-" +
-                       std::to_string(rng() % shape.groups));
+        line(tail, "        destination: group-" + std::to_string(rng() % shape.groups) +
+                       ", group-" + std::to_string(rng() % shape.groups));
         uint64_t sid = 0x10000 + r * 0x100;
         line(tail, "        service-id: " + hex(sid) + "-" + hex(sid + 0xff));
-        line(tail, "        qos-class: " + std::to_string(r % 4000) + "-" + std::to_string(r % 4000 + 10));
+        line(tail, "        qos-class: " + std::to_string(r % 4000) + "-" +
+                       std::to_string(r % 4000 + 10));
         line(tail, "        qos-level-name: level-" + std::to_string(1 + r % (shape.levels - 1)));
         line(tail, "    end-qos-match-rule");
     }
@@ -87,17 +89,20 @@ std::string generate(const Shape& shape) {
             uint64_t a = base + rng() % 50'000'000;
             switch (l % 4) {
                 case 0:
-                    line(out, "        port-guid: " + hex(a) + "-" + hex(a + 1000 + rng() % 100000));
+                    line(out,
+                         "        port-guid: " + hex(a) + "-" + hex(a + 1000 + rng() % 100000));
                     break;
                 case 1:
-                    line(out, "        port-guid: " + hex(a) + ", " + hex(a + 7) + ", " + hex(a + 19) + ", " + hex(a + 33));
+                    line(out, "        port-guid: " + hex(a) + ", " + hex(a + 7) + ", " +
+                                  hex(a + 19) + ", " + hex(a + 33));
                     break;
                 case 2:
-                    line(out, "        port-name: node-" + std::to_string(rng() % 50000) + " HCA-1/P1, node-" +
-                                  std::to_string(rng() % 50000) + " HCA-1/P1");
+                    line(out, "        port-name: node-" + std::to_string(rng() % 50000) +
+                                  " HCA-1/P1, node-" + std::to_string(rng() % 50000) + " HCA-1/P1");
                     break;
                 default:
-                    line(out, "        pkey: 0x" + std::to_string(1000 + rng() % 8000) + ", 0x7fff");
+                    line(out,
+                         "        pkey: 0x" + std::to_string(1000 + rng() % 8000) + ", 0x7fff");
             }
         }
         line(out, "    end-port-group");
@@ -139,7 +144,8 @@ int measure(const std::string& path, bool json) {
     report.add({"parse_check_time", parseSeconds, "s", params});
     report.add({"load_time", loadSeconds, "s", params});
     report.add({"peak_rss", static_cast<double>(peak) / 1e6, "MB", params});
-    report.add({"peak_rss_over_file_size", static_cast<double>(peak - std::min(before, peak)) / (mb * 1e6), "x", params});
+    report.add({"peak_rss_over_file_size",
+                static_cast<double>(peak - std::min(before, peak)) / (mb * 1e6), "x", params});
     return 0;
 }
 
@@ -158,17 +164,25 @@ int main(int argc, char** argv) {
             }
             return argv[++i];
         };
-        if (a == "--lines") shape.lines = std::stoull(next());
-        else if (a == "--groups") shape.groups = static_cast<unsigned>(std::stoul(next()));
-        else if (a == "--levels") shape.levels = static_cast<unsigned>(std::stoul(next()));
-        else if (a == "--rules") shape.rules = static_cast<unsigned>(std::stoul(next()));
-        else if (a == "--json") json = true;
-        else if (a == "--keep") keep = next();
-        else if (a == "--measure") measurePath = next();  // internal: the measuring child
+        if (a == "--lines")
+            shape.lines = std::stoull(next());
+        else if (a == "--groups")
+            shape.groups = static_cast<unsigned>(std::stoul(next()));
+        else if (a == "--levels")
+            shape.levels = static_cast<unsigned>(std::stoul(next()));
+        else if (a == "--rules")
+            shape.rules = static_cast<unsigned>(std::stoul(next()));
+        else if (a == "--json")
+            json = true;
+        else if (a == "--keep")
+            keep = next();
+        else if (a == "--measure")
+            measurePath = next();  // internal: the measuring child
         else {
-            std::fprintf(stderr,
-                         "usage: ibqos-bench-parse [--lines N] [--groups G] [--levels L] [--rules R] "
-                         "[--keep FILE] [--json]\n");
+            std::fprintf(
+                stderr,
+                "usage: ibqos-bench-parse [--lines N] [--groups G] [--levels L] [--rules R] "
+                "[--keep FILE] [--json]\n");
             return a == "--help" ? 0 : 2;
         }
     }
@@ -176,14 +190,16 @@ int main(int argc, char** argv) {
 
     // Generate in this process, measure in a fresh one so its peak memory is its own.
     std::string text = generate(shape);
-    std::string path = keep.empty() ? "/tmp/ibqos-bench-parse-" + std::to_string(getpid()) + ".conf" : keep;
+    std::string path =
+        keep.empty() ? "/tmp/ibqos-bench-parse-" + std::to_string(getpid()) + ".conf" : keep;
     {
         std::ofstream out(path, std::ios::binary);
         out << text;
     }
     text.clear();
     text.shrink_to_fit();
-    std::string command = std::string("'") + argv[0] + "' --measure '" + path + "'" + (json ? " --json" : "");
+    std::string command =
+        std::string("'") + argv[0] + "' --measure '" + path + "'" + (json ? " --json" : "");
     int status = std::system(command.c_str());
     if (keep.empty()) std::remove(path.c_str());
     return WIFEXITED(status) ? WEXITSTATUS(status) : 2;

@@ -30,19 +30,29 @@ int main(int argc, char** argv) {
     char buf[256];
     unsigned slice = tree.hosts / 200;
     for (unsigned g = 0; g < 200; ++g) {
-        std::snprintf(buf, sizeof buf, "  port-group\n    name: g%u\n    port-guid: 0x%llx-0x%llx\n  end-port-group\n", g,
-                      (unsigned long long)tree.hostPortGuid(g * slice), (unsigned long long)tree.hostPortGuid(g * slice + slice - 1));
+        std::snprintf(
+            buf, sizeof buf,
+            "  port-group\n    name: g%u\n    port-guid: 0x%llx-0x%llx\n  end-port-group\n", g,
+            (unsigned long long)tree.hostPortGuid(g * slice),
+            (unsigned long long)tree.hostPortGuid(g * slice + slice - 1));
         text += buf;
     }
-    text += "end-port-groups\nqos-levels\n  qos-level\n    name: default\n    sl: 0\n  end-qos-level\n"
-            "  qos-level\n    name: fast\n    sl: 1\n  end-qos-level\nend-qos-levels\nqos-match-rules\n";
+    text +=
+        "end-port-groups\nqos-levels\n  qos-level\n    name: default\n    sl: 0\n  end-qos-level\n"
+        "  qos-level\n    name: fast\n    sl: 1\n  "
+        "end-qos-level\nend-qos-levels\nqos-match-rules\n";
     for (unsigned r = 0; r < 1000; ++r) {
-        std::snprintf(buf, sizeof buf, "  qos-match-rule\n    source: g%u\n    destination: g%u\n    service-id: 0x%x-0x%x\n"
-                      "    qos-level-name: fast\n  end-qos-match-rule\n", r % 200, (r * 7) % 200, 0x10000 + r * 16, 0x10000 + r * 16 + 15);
+        std::snprintf(
+            buf, sizeof buf,
+            "  qos-match-rule\n    source: g%u\n    destination: g%u\n    service-id: 0x%x-0x%x\n"
+            "    qos-level-name: fast\n  end-qos-match-rule\n",
+            r % 200, (r * 7) % 200, 0x10000 + r * 16, 0x10000 + r * 16 + 15);
         text += buf;
     }
-    text += "end-qos-match-rules\nqos-setup\n  vlarb-tables\n    vlarb-scope\n      group: g0, g1, g2\n"
-            "      vlarb-high: 0:64\n      bandwidth: 1:70%, 2:30%\n    end-vlarb-scope\n  end-vlarb-tables\nend-qos-setup\n";
+    text +=
+        "end-qos-match-rules\nqos-setup\n  vlarb-tables\n    vlarb-scope\n      group: g0, g1, g2\n"
+        "      vlarb-high: 0:64\n      bandwidth: 1:70%, 2:30%\n    end-vlarb-scope\n  "
+        "end-vlarb-tables\nend-qos-setup\n";
     SourceFile policyText("policy.conf", text);
     Policy policy = loadPolicy(policyText, d);
     if (d.hasErrors()) {
@@ -64,9 +74,12 @@ int main(int argc, char** argv) {
     }
     std::sort(times.begin(), times.end());
     uint64_t peak = bench::peakRss();
-    osm::QosMadCount stockOptimized = osm::countFullProgramming(sweep->fabric(), sweep->tables(), false, true);
-    osm::QosMadCount hooked = osm::countFullProgramming(sweep->fabric(), sweep->tables(), sweep->needsSl2VlHook(), true);
-    osm::QosMadCount plain = osm::countFullProgramming(sweep->fabric(), sweep->tables(), false, false);
+    osm::QosMadCount stockOptimized =
+        osm::countFullProgramming(sweep->fabric(), sweep->tables(), false, true);
+    osm::QosMadCount hooked =
+        osm::countFullProgramming(sweep->fabric(), sweep->tables(), sweep->needsSl2VlHook(), true);
+    osm::QosMadCount plain =
+        osm::countFullProgramming(sweep->fabric(), sweep->tables(), false, false);
 
     bench::Report report(json);
     report.header("plugin work per heavy sweep, synthetic subnet model (one core)");
@@ -76,10 +89,13 @@ int main(int argc, char** argv) {
         {"rules", std::to_string(policy.rules.size())}};
     report.add({"sweep_compile_median", times[times.size() / 2] * 1000, "ms", params});
     report.add({"generated_policy_size", sweep->policyText().size() / 1e3, "kB", params});
-    report.add({"ports_through_hooks", static_cast<double>(sweep->overriddenPorts()), "ports", params});
+    report.add(
+        {"ports_through_hooks", static_cast<double>(sweep->overriddenPorts()), "ports", params});
     report.add({"peak_rss_added", (peak - std::min(peak, baseline)) / 1e6, "MB", params});
-    report.add({"qos_mads_stock_optimized_sl2vl", static_cast<double>(stockOptimized.total()), "MADs", params});
+    report.add({"qos_mads_stock_optimized_sl2vl", static_cast<double>(stockOptimized.total()),
+                "MADs", params});
     report.add({"qos_mads_with_plugin_hooks", static_cast<double>(hooked.total()), "MADs", params});
-    report.add({"qos_mads_switches_without_optimized_sl2vl", static_cast<double>(plain.total()), "MADs", params});
+    report.add({"qos_mads_switches_without_optimized_sl2vl", static_cast<double>(plain.total()),
+                "MADs", params});
     return 0;
 }

@@ -36,9 +36,7 @@ inline uint64_t peakRss() {
 }
 
 // Resets the peak so that a later peakRss() measures only what follows (Linux clear_refs).
-inline void resetPeakRss() {
-    std::ofstream("/proc/self/clear_refs") << "5";
-}
+inline void resetPeakRss() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
 // The p-quantile (0..1) of a set of samples.
 inline double percentile(std::vector<double> samples, double p) {
@@ -66,12 +64,12 @@ struct Result {
 };
 
 class Report {
-public:
+  public:
     explicit Report(bool json) : json_(json) {}
     void add(Result r) {
         if (json_) {
-            std::cout << "{\"name\": \"" << r.name << "\", \"value\": " << r.value << ", \"unit\": \""
-                      << r.unit << "\"";
+            std::cout << "{\"name\": \"" << r.name << "\", \"value\": " << r.value
+                      << ", \"unit\": \"" << r.unit << "\"";
             for (auto& [k, v] : r.params) std::cout << ", \"" << k << "\": " << v;
             std::cout << "}\n" << std::flush;
         } else {
@@ -87,11 +85,12 @@ public:
         if (json_) return;
         std::cout << title << "\n";
         char line[256];
-        std::snprintf(line, sizeof line, "%-34s %14s %-8s %s\n", "measure", "value", "unit", "parameters");
+        std::snprintf(line, sizeof line, "%-34s %14s %-8s %s\n", "measure", "value", "unit",
+                      "parameters");
         std::cout << line << std::string(80, '-') << "\n";
     }
 
-private:
+  private:
     bool json_;
 };
 

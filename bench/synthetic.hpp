@@ -38,14 +38,18 @@ struct FatTree {
         for (unsigned s = 0; s < spines; ++s) {
             uint64_t g = SpineGuid + s;
             std::snprintf(line, sizeof line,
-                          "\nswitchguid=0x%llx(%llx)\nSwitch\t%u \"S-%016llx\"\t\t# \"spine%u\" base port 0 lid %u lmc 0\n",
-                          (unsigned long long)g, (unsigned long long)g, radix, (unsigned long long)g, s, spineLid(s));
+                          "\nswitchguid=0x%llx(%llx)\nSwitch\t%u \"S-%016llx\"\t\t# \"spine%u\" "
+                          "base port 0 lid %u lmc 0\n",
+                          (unsigned long long)g, (unsigned long long)g, radix,
+                          (unsigned long long)g, s, spineLid(s));
             out += line;
             for (unsigned l = 0; l < leaves; ++l) {
                 for (unsigned k = 0; k < up; ++k) {
                     if (spineOf(l, k) != s) continue;
-                    std::snprintf(line, sizeof line, "[%u]\t\"S-%016llx\"[%u]\t\t# \"leaf%u\" lid %u 4xEDR\n",
-                                  spinePortOf(l, k), (unsigned long long)(LeafGuid + l), down + 1 + k, l, leafLid(l));
+                    std::snprintf(line, sizeof line,
+                                  "[%u]\t\"S-%016llx\"[%u]\t\t# \"leaf%u\" lid %u 4xEDR\n",
+                                  spinePortOf(l, k), (unsigned long long)(LeafGuid + l),
+                                  down + 1 + k, l, leafLid(l));
                     out += line;
                 }
             }
@@ -53,19 +57,25 @@ struct FatTree {
         for (unsigned l = 0; l < leaves; ++l) {
             uint64_t g = LeafGuid + l;
             std::snprintf(line, sizeof line,
-                          "\nswitchguid=0x%llx(%llx)\nSwitch\t%u \"S-%016llx\"\t\t# \"leaf%u\" base port 0 lid %u lmc 0\n",
-                          (unsigned long long)g, (unsigned long long)g, radix, (unsigned long long)g, l, leafLid(l));
+                          "\nswitchguid=0x%llx(%llx)\nSwitch\t%u \"S-%016llx\"\t\t# \"leaf%u\" "
+                          "base port 0 lid %u lmc 0\n",
+                          (unsigned long long)g, (unsigned long long)g, radix,
+                          (unsigned long long)g, l, leafLid(l));
             out += line;
             for (unsigned d = 0; d < down; ++d) {
                 unsigned h = l * down + d;
-                std::snprintf(line, sizeof line, "[%u]\t\"H-%016llx\"[1](%llx)\t\t# \"host%u HCA-1\" lid %u 4xEDR\n", d + 1,
-                              (unsigned long long)(HostGuid + 2ull * h), (unsigned long long)hostPortGuid(h), h, hostLid(h));
+                std::snprintf(line, sizeof line,
+                              "[%u]\t\"H-%016llx\"[1](%llx)\t\t# \"host%u HCA-1\" lid %u 4xEDR\n",
+                              d + 1, (unsigned long long)(HostGuid + 2ull * h),
+                              (unsigned long long)hostPortGuid(h), h, hostLid(h));
                 out += line;
             }
             for (unsigned k = 0; k < up; ++k) {
                 unsigned s = spineOf(l, k);
-                std::snprintf(line, sizeof line, "[%u]\t\"S-%016llx\"[%u]\t\t# \"spine%u\" lid %u 4xEDR\n", down + 1 + k,
-                              (unsigned long long)(SpineGuid + s), spinePortOf(l, k), s, spineLid(s));
+                std::snprintf(line, sizeof line,
+                              "[%u]\t\"S-%016llx\"[%u]\t\t# \"spine%u\" lid %u 4xEDR\n",
+                              down + 1 + k, (unsigned long long)(SpineGuid + s), spinePortOf(l, k),
+                              s, spineLid(s));
                 out += line;
             }
         }
@@ -73,10 +83,12 @@ struct FatTree {
             uint64_t g = HostGuid + 2ull * h;
             unsigned l = h / down;
             std::snprintf(line, sizeof line,
-                          "\ncaguid=0x%llx\nCa\t1 \"H-%016llx\"\t\t# \"host%u HCA-1\"\n[1](%llx)\t\"S-%016llx\"[%u]\t\t# lid %u lmc 0 "
+                          "\ncaguid=0x%llx\nCa\t1 \"H-%016llx\"\t\t# \"host%u "
+                          "HCA-1\"\n[1](%llx)\t\"S-%016llx\"[%u]\t\t# lid %u lmc 0 "
                           "\"leaf%u\" lid %u 4xEDR\n",
-                          (unsigned long long)g, (unsigned long long)g, h, (unsigned long long)hostPortGuid(h),
-                          (unsigned long long)(LeafGuid + l), h % down + 1, hostLid(h), l, leafLid(l));
+                          (unsigned long long)g, (unsigned long long)g, h,
+                          (unsigned long long)hostPortGuid(h), (unsigned long long)(LeafGuid + l),
+                          h % down + 1, hostLid(h), l, leafLid(l));
             out += line;
         }
         return out;

@@ -10,7 +10,8 @@ namespace ibqos::cli {
 
 namespace {
 
-const char* const checkHelp = R"(Usage: ibqos check POLICY [--topology FILE [--partitions FILE] [--sm PORT] [--vls N]] [--json]
+const char* const checkHelp =
+    R"(Usage: ibqos check POLICY [--topology FILE [--partitions FILE] [--sm PORT] [--vls N]] [--json]
 
 Reads an OpenSM QoS policy file (qos-policy.conf, with the ibqos extensions) and reports every
 problem in it, each as FILE:LINE:COL: error|warning: [CODE] message with the source line.

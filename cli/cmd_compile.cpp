@@ -11,7 +11,8 @@ namespace ibqos::cli {
 
 namespace {
 
-const char* const compileHelp = R"(Usage: ibqos compile POLICY --topology FILE [--partitions FILE] [--sm PORT] [--opensm-conf FILE]
+const char* const compileHelp =
+    R"(Usage: ibqos compile POLICY --topology FILE [--partitions FILE] [--sm PORT] [--opensm-conf FILE]
                      --emit opensm|tables|json|shares [-o PATH] [--svg FILE]
 
 Compiles a policy for a fabric: the SL2VL and VL arbitration tables every port will receive
@@ -76,14 +77,17 @@ int runCompile(const std::vector<std::string>& args) {
         deliver(emitTablesText(compiled->bound, compiled->tables));
     } else if (!failed && emit == "shares") {
         deliver(emitSharesText(compiled->bound, compiled->tables));
-        if (auto svg = options.value("svg")) writeFileAtomically(*svg, emitSharesSvg(compiled->bound, compiled->tables));
+        if (auto svg = options.value("svg"))
+            writeFileAtomically(*svg, emitSharesSvg(compiled->bound, compiled->tables));
     } else if (!failed && emit == "opensm") {
         OpenSmFiles files = emitOpenSm(compiled->bound, compiled->tables, diagnostics);
         if (output) {
             writeFileAtomically(*output + "/qos-policy.conf", files.policy);
             writeFileAtomically(*output + "/opensm-qos.conf", files.options);
         } else {
-            std::cout << "# ---- qos-policy.conf\n" << files.policy << "# ---- opensm-qos.conf\n" << files.options;
+            std::cout << "# ---- qos-policy.conf\n"
+                      << files.policy << "# ---- opensm-qos.conf\n"
+                      << files.options;
         }
     }
     return emitDiagnostics(diagnostics, inputs, false);

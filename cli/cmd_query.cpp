@@ -215,7 +215,8 @@ class Answerer {
         for (uint32_t g : groups) {
             const PortGroup& group = policy_.groups[g];
             out += out.empty() ? "" : ", ";
-            out += group.origin == GroupOrigin::Written ? "'" + group.name + "'" : "the line's port GUIDs";
+            out += group.origin == GroupOrigin::Written ? "'" + group.name + "'"
+                                                        : "the line's port GUIDs";
         }
         return out;
     }

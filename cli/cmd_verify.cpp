@@ -11,7 +11,8 @@ namespace ibqos::cli {
 
 namespace {
 
-const char* const verifyHelp = R"(Usage: ibqos verify POLICY [--partitions FILE] [--sm PORT] [--opensm-conf FILE]
+const char* const verifyHelp =
+    R"(Usage: ibqos verify POLICY [--partitions FILE] [--sm PORT] [--opensm-conf FILE]
                     [--hca NAME] [--port N] [--json]
 
 Discovers the fabric from this host (directed-route SMPs, as ibnetdiscover does), reads every
@@ -35,7 +36,12 @@ errors), 2 usage error or the fabric cannot be reached.
 }  // namespace
 
 int runVerify(const std::vector<std::string>& args) {
-    Options options(args, {{"partitions", true}, {"sm", true}, {"opensm-conf", true}, {"hca", true}, {"port", true}, {"json"}});
+    Options options(args, {{"partitions", true},
+                           {"sm", true},
+                           {"opensm-conf", true},
+                           {"hca", true},
+                           {"port", true},
+                           {"json"}});
     if (options.flag("help")) {
         std::cout << verifyHelp;
         return ExitOk;
@@ -50,7 +56,8 @@ int runVerify(const std::vector<std::string>& args) {
 
     probe::ProbeOptions probeOptions;
     probeOptions.ca = options.value("hca").value_or("");
-    if (auto port = options.value("port")) probeOptions.port = static_cast<int>(parseNumberOption("port", *port, 254));
+    if (auto port = options.value("port"))
+        probeOptions.port = static_cast<int>(parseNumberOption("port", *port, 254));
     std::string error;
     auto live = probe::LiveFabric::discover(probeOptions, error);
     if (!live) throw IoError{error};
@@ -67,15 +74,18 @@ int runVerify(const std::vector<std::string>& args) {
 
     if (json) {
         std::string out = "{\"ports_checked\": " + std::to_string(tables.ports.size()) +
-                          ", \"queries\": " + std::to_string(live->queries()) + ", \"differences\": [";
+                          ", \"queries\": " + std::to_string(live->queries()) +
+                          ", \"differences\": [";
         for (size_t i = 0; i < drift.size(); ++i) {
             const probe::Drift& d = drift[i];
             char guid[24];
-            std::snprintf(guid, sizeof guid, "0x%016llx", static_cast<unsigned long long>(fabric.ports[d.port].guid));
+            std::snprintf(guid, sizeof guid, "0x%016llx",
+                          static_cast<unsigned long long>(fabric.ports[d.port].guid));
             out += i ? ",\n  {" : "\n  {";
             out += "\"port\": ";
             appendJsonString(out, fabric.portName(d.port));
-            out += ", \"guid\": \"" + std::string(guid) + "\", \"port_number\": " + std::to_string(fabric.ports[d.port].number) +
+            out += ", \"guid\": \"" + std::string(guid) +
+                   "\", \"port_number\": " + std::to_string(fabric.ports[d.port].number) +
                    ", \"table\": ";
             appendJsonString(out, d.table);
             out += ", \"expected\": ";
@@ -92,11 +102,11 @@ int runVerify(const std::vector<std::string>& args) {
     } else {
         emitDiagnostics(diagnostics, inputs, false);
         for (const probe::Drift& d : drift) {
-            std::cout << fabric.portName(d.port) << " " << d.table << ": expected " << d.expected << ", found " << d.found
-                      << "\n";
+            std::cout << fabric.portName(d.port) << " " << d.table << ": expected " << d.expected
+                      << ", found " << d.found << "\n";
         }
-        std::cout << tables.ports.size() << " ports checked (" << live->queries() << " queries), " << drift.size()
-                  << (drift.size() == 1 ? " difference\n" : " differences\n");
+        std::cout << tables.ports.size() << " ports checked (" << live->queries() << " queries), "
+                  << drift.size() << (drift.size() == 1 ? " difference\n" : " differences\n");
     }
     if (diagnostics.hasErrors()) return ExitInputErrors;
     return drift.empty() ? ExitOk : ExitInputErrors;

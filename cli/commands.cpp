@@ -29,11 +29,12 @@ const SourceFile* Inputs::find(const std::string& name) const {
 }
 
 std::vector<OptionSpec> fabricOptions() {
-    return {{"topology", true}, {"partitions", true}, {"sm", true}, {"vls", true}, {"port-caps", true},
-            {"opensm-conf", true}};
+    return {{"topology", true}, {"partitions", true}, {"sm", true},
+            {"vls", true},      {"port-caps", true},  {"opensm-conf", true}};
 }
 
-const char* const fabricOptionsHelp = R"(  --topology FILE    the fabric: ibnetdiscover output (or an ibsim net file)
+const char* const fabricOptionsHelp =
+    R"(  --topology FILE    the fabric: ibnetdiscover output (or an ibsim net file)
   --partitions FILE  OpenSM's partitions.conf (without it: the Default partition, all full)
   --sm PORT          the SM's port, for node-type SELF (GUID 0x..., LID, or Desc/P<n>)
   --vls N            data VLs assumed on every port (1, 2, 4, 8 or 15; default 8), as
@@ -48,7 +49,8 @@ std::optional<Fabric> loadFabric(const Options& options, Inputs& inputs, Diagnos
     auto topology = options.value("topology");
     if (!topology) {
         for (const char* name : {"partitions", "sm", "vls", "port-caps"}) {
-            if (options.value(name)) throw UsageError{std::string("--") + name + " needs --topology"};
+            if (options.value(name))
+                throw UsageError{std::string("--") + name + " needs --topology"};
         }
         return std::nullopt;
     }
@@ -60,7 +62,8 @@ std::optional<Fabric> loadFabric(const Options& options, Inputs& inputs, Diagnos
         operVls = encoding[n];
     }
     Fabric fabric = readTopology(inputs.load(*topology), diagnostics, operVls);
-    if (auto caps = options.value("port-caps")) readPortCaps(inputs.load(*caps), fabric, diagnostics);
+    if (auto caps = options.value("port-caps"))
+        readPortCaps(inputs.load(*caps), fabric, diagnostics);
     if (auto sm = options.value("sm")) {
         std::string error;
         fabric.smPort = fabric.findEndpoint(*sm, error);
@@ -76,8 +79,8 @@ OpenSmConf loadOpenSmConf(const Options& options, Inputs& inputs, Diagnostics& d
     return path ? readOpenSmConf(inputs.load(*path), diagnostics) : OpenSmConf{};
 }
 
-std::unique_ptr<FabricCompilation> compileForFabric(const Policy& policy, const Options& options, Inputs& inputs,
-                                                    Diagnostics& diagnostics) {
+std::unique_ptr<FabricCompilation> compileForFabric(const Policy& policy, const Options& options,
+                                                    Inputs& inputs, Diagnostics& diagnostics) {
     std::optional<Fabric> fabric = loadFabric(options, inputs, diagnostics);
     if (!fabric) return nullptr;
     auto c = std::make_unique<FabricCompilation>();

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "diagnostics.hpp"
 #include "bind.hpp"
+#include "diagnostics.hpp"
 #include "fabric.hpp"
 #include "opensm_conf.hpp"
 #include "options.hpp"
@@ -27,12 +27,12 @@ struct IoError {
 
 // The files a command has read, kept for the source excerpts of diagnostics.
 class Inputs {
-public:
+  public:
     // Loads a file or throws IoError.
     const SourceFile& load(const std::string& path);
     const SourceFile* find(const std::string& name) const;
 
-private:
+  private:
     std::map<std::string, std::unique_ptr<SourceFile>> files_;
 };
 
@@ -59,8 +59,8 @@ struct FabricCompilation {
     BoundPolicy bound;
     FabricTables tables;
 };
-std::unique_ptr<FabricCompilation> compileForFabric(const Policy& policy, const Options& options, Inputs& inputs,
-                                                    Diagnostics& diagnostics);
+std::unique_ptr<FabricCompilation> compileForFabric(const Policy& policy, const Options& options,
+                                                    Inputs& inputs, Diagnostics& diagnostics);
 
 // Writes a file whole or not at all: a temporary file renamed over the target. Throws IoError.
 void writeFileAtomically(const std::string& path, const std::string& content);

@@ -47,7 +47,8 @@ Options::Options(const std::vector<std::string>& args, const std::vector<OptionS
             continue;
         }
         if (!spec) throw UsageError{"unknown option '--" + name + "'"};
-        if (values_.count(name) && !spec->repeatable) throw UsageError{"--" + name + " is given twice"};
+        if (values_.count(name) && !spec->repeatable)
+            throw UsageError{"--" + name + " is given twice"};
         if (!spec->takesValue) {
             if (inlineValue) throw UsageError{"--" + name + " takes no value"};
             values_[name].push_back("");

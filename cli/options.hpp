@@ -15,14 +15,14 @@ struct UsageError {
 };
 
 struct OptionSpec {
-    std::string name;     // without the leading "--"
+    std::string name;  // without the leading "--"
     bool takesValue = false;
     bool repeatable = false;
 };
 
 // The parsed command line of one subcommand.
 class Options {
-public:
+  public:
     // Throws UsageError for unknown options, missing values and repeats.
     Options(const std::vector<std::string>& args, const std::vector<OptionSpec>& specs);
 
@@ -34,7 +34,7 @@ public:
     // The value of a required option, or a UsageError naming it.
     std::string required(const std::string& name) const;
 
-private:
+  private:
     std::map<std::string, std::vector<std::string>> values_;
     std::vector<std::string> positionals_;
 };

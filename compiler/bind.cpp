@@ -21,7 +21,7 @@ std::string groupName(const PortGroup& g) {
 }
 
 class Binder {
-public:
+  public:
     Binder(const Policy& policy, const Fabric& fabric, Diagnostics& diagnostics)
         : policy_(policy), fabric_(fabric), diagnostics_(diagnostics) {}
 
@@ -36,7 +36,7 @@ public:
         return bound;
     }
 
-private:
+  private:
     const Policy& policy_;
     const Fabric& fabric_;
     Diagnostics& diagnostics_;
@@ -58,39 +58,46 @@ private:
         std::vector<uint32_t>& out = m.ports;
         const auto& byGuid = fabric_.endpointsByGuid();
         for (const WrittenRange& w : g.guidRanges) {
-            auto it = std::lower_bound(byGuid.begin(), byGuid.end(), std::make_pair(w.range.lo, uint32_t{0}));
+            auto it = std::lower_bound(byGuid.begin(), byGuid.end(),
+                                       std::make_pair(w.range.lo, uint32_t{0}));
             size_t before = out.size();
             for (; it != byGuid.end() && it->first <= w.range.hi; ++it) out.push_back(it->second);
             if (out.size() == before) {
-                std::string what = w.range.lo == w.range.hi ? "GUID " + hex(w.range.lo)
-                                                            : "GUIDs " + hex(w.range.lo) + "-" + hex(w.range.hi);
-                warning("unknown-guid", w.location, "no port in " + fabric_.source + " has " + what + " (" + groupName(g) +
-                                                        "; OpenSM ignores it silently)");
+                std::string what = w.range.lo == w.range.hi
+                                       ? "GUID " + hex(w.range.lo)
+                                       : "GUIDs " + hex(w.range.lo) + "-" + hex(w.range.hi);
+                warning("unknown-guid", w.location,
+                        "no port in " + fabric_.source + " has " + what + " (" + groupName(g) +
+                            "; OpenSM ignores it silently)");
             }
         }
         for (const PortNameRef& n : g.portNames) {
             auto nodes = fabric_.nodesByDescription(n.nodeDescription);
             if (nodes.empty()) {
-                warning("unknown-node", n.location, "no node in " + fabric_.source + " is described as '" +
-                                                        n.nodeDescription + "' (OpenSM ignores it silently)");
+                warning("unknown-node", n.location,
+                        "no node in " + fabric_.source + " is described as '" + n.nodeDescription +
+                            "' (OpenSM ignores it silently)");
                 continue;
             }
             for (uint32_t node : nodes) {
                 uint32_t port = fabric_.portOf(node, n.port);
                 if (port == NoPort) {
-                    error("port-name", n.location, "'" + n.nodeDescription + "' has no port " + std::to_string(n.port) +
-                                                      " (OpenSM rejects the policy)");
+                    error("port-name", n.location,
+                          "'" + n.nodeDescription + "' has no port " + std::to_string(n.port) +
+                              " (OpenSM rejects the policy)");
                     continue;
                 }
-                if (uint32_t endpoint = fabric_.endpointFor(port); endpoint != NoPort) out.push_back(endpoint);
+                if (uint32_t endpoint = fabric_.endpointFor(port); endpoint != NoPort)
+                    out.push_back(endpoint);
             }
         }
         for (const NameRef& name : g.partitions) {
             if (const Partition* p = fabric_.partitionByName(name.name)) {
                 addPartition(*p, out);
             } else {
-                warning("unknown-partition", name.location, "no partition is named '" + name.name +
-                                                                "' (partition names are case-sensitive; OpenSM ignores it silently)");
+                warning("unknown-partition", name.location,
+                        "no partition is named '" + name.name +
+                            "' (partition names are case-sensitive; OpenSM ignores it silently)");
             }
         }
         for (const WrittenRange& w : g.pkeyRanges) {
@@ -102,14 +109,17 @@ private:
                 }
             }
             if (!any) {
-                warning("unknown-pkey", w.location, "no partition has PKey " + hex(w.range.lo) +
-                                                        (w.range.hi != w.range.lo ? "-" + hex(w.range.hi) : "") +
-                                                        " (OpenSM ignores it silently)");
+                warning("unknown-pkey", w.location,
+                        "no partition has PKey " + hex(w.range.lo) +
+                            (w.range.hi != w.range.lo ? "-" + hex(w.range.hi) : "") +
+                            " (OpenSM ignores it silently)");
             }
         }
         if (g.self) {
             if (fabric_.smPort == NoPort) {
-                warning("unknown-sm", g.location, groupName(g) + " has node-type SELF, but the SM's port is not known: give --sm PORT");
+                warning("unknown-sm", g.location,
+                        groupName(g) +
+                            " has node-type SELF, but the SM's port is not known: give --sm PORT");
             } else {
                 out.push_back(fabric_.smPort);
             }
@@ -119,7 +129,9 @@ private:
         // Endpoints the node types already hold need not be listed.
         if (m.nodeTypes) {
             out.erase(std::remove_if(out.begin(), out.end(),
-                                     [&](uint32_t p) { return (m.nodeTypes & nodeTypeBit(fabric_.typeOf(p))) != 0; }),
+                                     [&](uint32_t p) {
+                                         return (m.nodeTypes & nodeTypeBit(fabric_.typeOf(p))) != 0;
+                                     }),
                       out.end());
         }
         out.shrink_to_fit();
@@ -135,11 +147,13 @@ private:
                 for (uint64_t pkey = r.lo; pkey <= r.hi; ++pkey) {
                     const Partition* p = fabric_.partitionByPkey(static_cast<uint16_t>(pkey));
                     if (!p) {
-                        error("ipoib-partition", rule.location, "IPoIB partition " + hex(pkey) +
-                                                                    " does not exist (OpenSM rejects the policy)");
+                        error("ipoib-partition", rule.location,
+                              "IPoIB partition " + hex(pkey) +
+                                  " does not exist (OpenSM rejects the policy)");
                     } else if (p->fullMembers() < 2) {
-                        error("ipoib-partition", rule.location, "IPoIB partition " + hex(pkey) + " ('" + p->name +
-                                                                    "') has fewer than two full members (OpenSM rejects the policy)");
+                        error("ipoib-partition", rule.location,
+                              "IPoIB partition " + hex(pkey) + " ('" + p->name +
+                                  "') has fewer than two full members (OpenSM rejects the policy)");
                     }
                 }
             }
@@ -152,11 +166,13 @@ private:
             if (rule.ipoib || rule.pkeys.empty()) continue;
             for (const Range& r : rule.pkeys.ranges()) {
                 bool any = false;
-                for (const Partition& p : fabric_.partitions) any |= p.pkey >= r.lo && p.pkey <= r.hi;
+                for (const Partition& p : fabric_.partitions)
+                    any |= p.pkey >= r.lo && p.pkey <= r.hi;
                 if (!any) {
-                    warning("unknown-pkey", rule.location, "no partition has PKey " + hex(r.lo) +
-                                                               (r.hi != r.lo ? "-" + hex(r.hi) : "") +
-                                                               ", so this rule's pkey never matches a real request");
+                    warning("unknown-pkey", rule.location,
+                            "no partition has PKey " + hex(r.lo) +
+                                (r.hi != r.lo ? "-" + hex(r.hi) : "") +
+                                ", so this rule's pkey never matches a real request");
                 }
             }
         }

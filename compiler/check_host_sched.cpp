@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Pass 6: the host-sched tree (extension): one leaf per SL, parents, caps, congestion-control slots.
+// Pass 6: the host-sched tree (extension): one leaf per SL, parents, caps, congestion-control
+// slots.
 #include <map>
 #include <string>
 
@@ -16,8 +17,9 @@ void checkHostSched(const Reporter& report, Policy& policy) {
     for (uint32_t i = 0; i < host.leaves.size(); ++i) {
         const SchedLeaf& leaf = host.leaves[i];
         if (leaf.sls.none()) {
-            report.warning("unused-leaf", leaf.location,
-                           "sched-leaf '" + leaf.name + "' lists no 'sl:', so no QP will attach to it");
+            report.warning(
+                "unused-leaf", leaf.location,
+                "sched-leaf '" + leaf.name + "' lists no 'sl:', so no QP will attach to it");
         }
         for (unsigned sl = 0; sl < 16; ++sl) {
             if (!leaf.sls.test(sl)) continue;
@@ -25,8 +27,8 @@ void checkHostSched(const Reporter& report, Policy& policy) {
             if (owner >= 0) {
                 const SchedLeaf& other = host.leaves[static_cast<size_t>(owner)];
                 report.error("sl-on-two-leaves", leaf.slLocation,
-                             "SL " + std::to_string(sl) + " is already on sched-leaf '" + other.name +
-                                 "' (line " + std::to_string(other.location.line) +
+                             "SL " + std::to_string(sl) + " is already on sched-leaf '" +
+                                 other.name + "' (line " + std::to_string(other.location.line) +
                                  "); a QP can only attach to one leaf");
                 continue;
             }
@@ -73,14 +75,16 @@ void checkHostSched(const Reporter& report, Policy& policy) {
     for (const SchedLeaf& leaf : host.leaves) {
         bool hasAlgorithm = !leaf.pccAlgorithm.empty();
         if (leaf.pccSlot.has_value() != hasAlgorithm) {
-            report.error("pcc-slot", leaf.location,
-                         "sched-leaf '" + leaf.name + "' needs both 'pcc-slot:' and 'pcc-algorithm:'");
+            report.error(
+                "pcc-slot", leaf.location,
+                "sched-leaf '" + leaf.name + "' needs both 'pcc-slot:' and 'pcc-algorithm:'");
             continue;
         }
         if (!hasAlgorithm) continue;
         if (!isKnownPccAlgorithm(leaf.pccAlgorithm)) {
             report.error("pcc-slot", leaf.location,
-                         "unknown pcc-algorithm '" + leaf.pccAlgorithm + "'; known: " + knownPccAlgorithmList());
+                         "unknown pcc-algorithm '" + leaf.pccAlgorithm +
+                             "'; known: " + knownPccAlgorithmList());
             continue;
         }
         auto [it, fresh] = slotOwner.emplace(*leaf.pccSlot, &leaf);

@@ -8,18 +8,19 @@ namespace ibqos::passes {
 
 void checkQosSetup(const Reporter& report, const Policy& policy) {
     if (policy.hasQosSetup) {
-        report.warning("qos-setup-applied", policy.qosSetupLocation,
-                       "OpenSM ignores qos-setup; ibqos applies it (SL2VL and VL arbitration tables "
-                       "per port, see docs/compatibility.md)");
+        report.warning(
+            "qos-setup-applied", policy.qosSetupLocation,
+            "OpenSM ignores qos-setup; ibqos applies it (SL2VL and VL arbitration tables "
+            "per port, see docs/compatibility.md)");
     }
     for (const VlArbScope& scope : policy.vlarbScopes) {
         if (!scope.bandwidth) continue;
         unsigned total = 0;
         for (const VlShare& s : *scope.bandwidth) total += s.percent;
         if (total > 100) {
-            report.error("bandwidth", scope.bandwidthLocation,
-                         "the bandwidth shares add up to " + std::to_string(total) +
-                             "%, more than 100%");
+            report.error(
+                "bandwidth", scope.bandwidthLocation,
+                "the bandwidth shares add up to " + std::to_string(total) + "%, more than 100%");
         }
     }
 }

@@ -14,7 +14,7 @@ using ast::BlockKind;
 using ast::Key;
 
 class Elaborator {
-public:
+  public:
     Elaborator(const Reporter& report, Policy& policy, std::vector<UlpEntry>& ulps, Gaps& gaps)
         : report_(report), policy_(policy), ulps_(ulps), gaps_(gaps) {}
 
@@ -58,7 +58,7 @@ public:
         }
     }
 
-private:
+  private:
     const Reporter& report_;
     Policy& policy_;
     std::vector<UlpEntry>& ulps_;
@@ -92,8 +92,9 @@ private:
     bool requireField(const ast::Block& b, const std::bitset<64>& seen, Key key) {
         if (seen[static_cast<size_t>(key)]) return true;
         if (report_.syntaxErrorsIn(b)) return false;
-        report_.error("missing-field", at(b.open),
-                      std::string(ast::openKeyword(b.kind)) + " has no '" + ast::keyName(key) + ":'");
+        report_.error(
+            "missing-field", at(b.open),
+            std::string(ast::openKeyword(b.kind)) + " has no '" + ast::keyName(key) + ":'");
         return false;
     }
 
@@ -115,17 +116,18 @@ private:
                                   std::to_string(n.value) + "); remove the leading 0");
                 return std::nullopt;
             case ast::NumberForm::Octal:
-                report_.warning("octal-number", at(n),
-                                "a leading 0 makes this octal: it is read as " +
-                                    std::to_string(n.value) +
-                                    ", as OpenSM does; write it without the 0 if you meant decimal");
+                report_.warning(
+                    "octal-number", at(n),
+                    "a leading 0 makes this octal: it is read as " + std::to_string(n.value) +
+                        ", as OpenSM does; write it without the 0 if you meant decimal");
                 return n.value;
             default:
                 return n.value;
         }
     }
 
-    std::optional<uint64_t> bounded(const ast::Number& n, uint64_t lo, uint64_t hi, const std::string& what) {
+    std::optional<uint64_t> bounded(const ast::Number& n, uint64_t lo, uint64_t hi,
+                                    const std::string& what) {
         auto v = number(n);
         if (!v) return std::nullopt;
         if (*v < lo || *v > hi) {
@@ -326,7 +328,8 @@ private:
                 case Key::RateLimit:
                     if (!once(*f, seen, b.kind)) break;
                     if (auto* n = value<ast::Number>(*f)) {
-                        if (auto v = bounded(*n, 2, 22, "rate-limit (the IB rate enum, 2=2.5 .. 22=600 Gb/s)")) {
+                        if (auto v = bounded(
+                                *n, 2, 22, "rate-limit (the IB rate enum, 2=2.5 .. 22=600 Gb/s)")) {
                             level.rateLimit = static_cast<uint8_t>(*v);
                         }
                     }
@@ -379,10 +382,12 @@ private:
                     if (auto* r = value<ast::RangeList>(*f)) {
                         ranges(*r, classes);
                         for (const ast::Range& range : *r) {
-                            uint64_t top = range.hi ? std::max(range.lo.value, range.hi->value) : range.lo.value;
+                            uint64_t top = range.hi ? std::max(range.lo.value, range.hi->value)
+                                                    : range.lo.value;
                             if (top > 0xfff) {
-                                report_.warning("value-range", at(range.lo),
-                                                "a QoS class has 12 bits: values above 4095 never match");
+                                report_.warning(
+                                    "value-range", at(range.lo),
+                                    "a QoS class has 12 bits: values above 4095 never match");
                             }
                         }
                     }
@@ -423,8 +428,9 @@ private:
             }
         }
         if (lines == 0) {
-            report_.warning("empty-section", at(b.open),
-                            "empty qos-ulps section (OpenSM rejects a qos-ulps section without a line)");
+            report_.warning(
+                "empty-section", at(b.open),
+                "empty qos-ulps section (OpenSM rejects a qos-ulps section without a line)");
         }
     }
 
@@ -441,7 +447,8 @@ private:
         static const char* ulpNames[] = {"default", "any", "sdp", "srp", "rds", "ipoib", "iser"};
         std::string ulpName = ulpNames[static_cast<size_t>(line.ulp)];
         UlpQualifier q = line.condition ? line.condition->qualifier.kind : UlpQualifier::None;
-        SourceLocation qualifierAt = line.condition ? at(line.condition->qualifier) : entry.location;
+        SourceLocation qualifierAt =
+            line.condition ? at(line.condition->qualifier) : entry.location;
         bool allowed = false;
         const char* forms = "";
         switch (line.ulp) {
@@ -451,8 +458,9 @@ private:
                 break;
             case Ulp::Any:
                 allowed = q != UlpQualifier::None && q != UlpQualifier::PortNum;
-                forms = "'any, service-id|pkey|target-port-guid|source-port-guid|"
-                        "source-target-port-guid <values> : <sl>'";
+                forms =
+                    "'any, service-id|pkey|target-port-guid|source-port-guid|"
+                    "source-target-port-guid <values> : <sl>'";
                 break;
             case Ulp::Sdp:
             case Ulp::Rds:
@@ -506,12 +514,14 @@ private:
         for (const ast::Pair& p : list) {
             if (p.percent) {
                 report_.error("value-range", at(p),
-                              std::string(field) + " takes VL:weight pairs; percentages belong in 'bandwidth:'");
+                              std::string(field) +
+                                  " takes VL:weight pairs; percentages belong in 'bandwidth:'");
                 continue;
             }
             auto vl = bounded(p.key, 0, 14, "a data VL");
             auto weight = bounded(p.value, 0, 255, "a VL arbitration weight (64-byte credits)");
-            if (vl && weight) out.push_back({static_cast<uint8_t>(*vl), static_cast<uint8_t>(*weight)});
+            if (vl && weight)
+                out.push_back({static_cast<uint8_t>(*vl), static_cast<uint8_t>(*weight)});
         }
     }
 
@@ -550,9 +560,11 @@ private:
                     if (auto* n = value<ast::Number>(*f)) {
                         if (scope.highLimit) {
                             report_.warning("duplicate-field", at(*f),
-                                            "vlarb-scope has more than one 'vl-high-limit:'; the last one is used");
+                                            "vlarb-scope has more than one 'vl-high-limit:'; the "
+                                            "last one is used");
                         }
-                        if (auto v = bounded(*n, 0, 255, "vl-high-limit")) scope.highLimit = static_cast<uint8_t>(*v);
+                        if (auto v = bounded(*n, 0, 255, "vl-high-limit"))
+                            scope.highLimit = static_cast<uint8_t>(*v);
                     }
                     break;
                 case Key::Bandwidth:
@@ -574,15 +586,17 @@ private:
                 (*table)->resize(64);
             }
         }
-        if (!scope.high && !scope.low && !scope.highLimit && !scope.bandwidth && !report_.syntaxErrorsIn(b)) {
+        if (!scope.high && !scope.low && !scope.highLimit && !scope.bandwidth &&
+            !report_.syntaxErrorsIn(b)) {
             report_.warning("empty-scope", scope.location,
                             "this vlarb-scope sets nothing: give vlarb-high:, vlarb-low:, "
                             "vl-high-limit: or bandwidth:");
         }
         if (scope.bandwidth && scope.low) {
-            report_.error("bandwidth", lowAt,
-                          "'bandwidth:' computes the low-priority table, so 'vlarb-low:' cannot be in "
-                          "the same vlarb-scope");
+            report_.error(
+                "bandwidth", lowAt,
+                "'bandwidth:' computes the low-priority table, so 'vlarb-low:' cannot be in "
+                "the same vlarb-scope");
         }
         policy_.vlarbScopes.push_back(std::move(scope));
     }
@@ -603,7 +617,8 @@ private:
             if (!vl || !percent) continue;
             for (const VlShare& s : *scope.bandwidth) {
                 if (s.vl == *vl) {
-                    report_.error("bandwidth", at(p), "VL " + std::to_string(*vl) + " is given twice");
+                    report_.error("bandwidth", at(p),
+                                  "VL " + std::to_string(*vl) + " is given twice");
                 }
             }
             scope.bandwidth->push_back({static_cast<uint8_t>(*vl), static_cast<uint8_t>(*percent)});
@@ -625,7 +640,8 @@ private:
         ranges(*list, rs, &written);
         for (const WrittenRange& w : written) {
             if (w.range.hi >= 128) {
-                report_.error("value-range", w.location, "a port number in from:/to: must be below 128");
+                report_.error("value-range", w.location,
+                              "a port number in from:/to: must be below 128");
                 continue;
             }
             for (uint64_t p = w.range.lo; p <= w.range.hi; ++p) ports.set(p);
@@ -669,7 +685,8 @@ private:
                     break;
                 case Key::Sl2VlTable:
                     if (!once(*f, seen, b.kind)) break;
-                    if (auto* list = value<ast::NumberList>(*f)) tableOk = sl2vlTable(*list, *f, scope);
+                    if (auto* list = value<ast::NumberList>(*f))
+                        tableOk = sl2vlTable(*list, *f, scope);
                     break;
                 default:
                     break;
@@ -678,11 +695,12 @@ private:
         if (!fromGiven) scope.from.set();
         if (!toGiven) scope.to.set();
         requireField(b, seen, Key::Sl2VlTable);
-        if (scope.groupNames.empty() && scope.acrossFromNames.empty() && scope.acrossToNames.empty() &&
-            !report_.syntaxErrorsIn(b)) {
-            report_.error("missing-field", scope.location,
-                          "sl2vl-scope selects no ports: give 'group:', 'across:', 'across-from:' or "
-                          "'across-to:'");
+        if (scope.groupNames.empty() && scope.acrossFromNames.empty() &&
+            scope.acrossToNames.empty() && !report_.syntaxErrorsIn(b)) {
+            report_.error(
+                "missing-field", scope.location,
+                "sl2vl-scope selects no ports: give 'group:', 'across:', 'across-from:' or "
+                "'across-to:'");
         }
         if (tableOk) policy_.sl2vlScopes.push_back(std::move(scope));
     }
@@ -712,7 +730,8 @@ private:
             policy_.hostSched.location = at(b.open);
         }
         for (ast::Item& item : b.items) {
-            if (auto* inner = boost::get<ast::x3::forward_ast<ast::Block>>(&item)) block(inner->get());
+            if (auto* inner = boost::get<ast::x3::forward_ast<ast::Block>>(&item))
+                block(inner->get());
         }
     }
 
@@ -744,13 +763,15 @@ private:
                 case Key::BwShare:
                     if (!once(*f, seen, b.kind)) break;
                     if (auto* n = value<ast::Number>(*f)) {
-                        if (auto v = bounded(*n, 1, 100, "bw-share (a relative weight)")) e.bwShare = static_cast<uint32_t>(*v);
+                        if (auto v = bounded(*n, 1, 100, "bw-share (a relative weight)"))
+                            e.bwShare = static_cast<uint32_t>(*v);
                     }
                     break;
                 case Key::MaxAvgBw:
                     if (!once(*f, seen, b.kind)) break;
                     if (auto* n = value<ast::Number>(*f)) {
-                        if (auto v = bounded(*n, 0, UINT32_MAX, "max-avg-bw (Mbit/s, 0 = unlimited)")) {
+                        if (auto v =
+                                bounded(*n, 0, UINT32_MAX, "max-avg-bw (Mbit/s, 0 = unlimited)")) {
                             e.maxAvgBw = static_cast<uint32_t>(*v);
                         }
                     }
@@ -773,7 +794,8 @@ private:
                 case Key::PccSlot:
                     if (!once(*f, seen, b.kind)) break;
                     if (auto* n = value<ast::Number>(*f)) {
-                        if (auto v = bounded(*n, 0, 15, "pcc-slot")) e.pccSlot = static_cast<uint32_t>(*v);
+                        if (auto v = bounded(*n, 0, 15, "pcc-slot"))
+                            e.pccSlot = static_cast<uint32_t>(*v);
                     }
                     break;
                 case Key::PccAlgorithm:

@@ -24,12 +24,13 @@ std::string emitTablesText(const BoundPolicy& bound, const FabricTables& tables)
 struct ArbitrationSetup {
     uint32_t high = 0, low = 0;
     uint8_t highCap = 8, lowCap = 8, highLimit = 0;
-    std::vector<uint32_t> ports;  // indices into FabricTables::ports
-    std::array<double, 15> shares{};  // long-run share of the link per VL, full-size packets
+    std::vector<uint32_t> ports;        // indices into FabricTables::ports
+    std::array<double, 15> shares{};    // long-run share of the link per VL, full-size packets
     std::array<double, 15> intended{};  // from bandwidth:, share of the low-priority bandwidth
     bool hasIntended = false;
 };
-std::vector<ArbitrationSetup> arbitrationSetups(const BoundPolicy& bound, const FabricTables& tables);
+std::vector<ArbitrationSetup> arbitrationSetups(const BoundPolicy& bound,
+                                                const FabricTables& tables);
 
 // The long-run share of each VL for every distinct arbitration setup: a table, and an SVG bar
 // chart of the same.
@@ -44,7 +45,8 @@ struct OpenSmFiles {
     std::string policy;   // qos-policy.conf
     std::string options;  // opensm.conf lines
 };
-OpenSmFiles emitOpenSm(const BoundPolicy& bound, const FabricTables& tables, Diagnostics& diagnostics);
+OpenSmFiles emitOpenSm(const BoundPolicy& bound, const FabricTables& tables,
+                       Diagnostics& diagnostics);
 
 // What per-class opensm.conf options can express: for each port class, the (unfolded) tables
 // most of its ports receive, and the ports that need other tables (per-port programming).

@@ -45,7 +45,7 @@ std::string lower(std::string s) {
 
 // Names for generated groups and levels that no written name takes.
 class NameSpace {
-public:
+  public:
     void reserve(const std::string& name) { taken_.insert(lower(name)); }
     std::string fresh(const std::string& base) {
         std::string name = base;
@@ -54,7 +54,7 @@ public:
         return name;
     }
 
-private:
+  private:
     std::set<std::string> taken_;
 };
 
@@ -82,7 +82,9 @@ ClassPlan planClassOptions(const Fabric& fabric, const FabricTables& tables) {
     using Key = std::tuple<uint32_t, uint32_t, uint8_t, uint32_t>;
     // Switch port 0's pairs (in, 0) for in != 0 use the external-port options; its class
     // decides only (0, 0).
-    auto keyOf = [](const PortTables& t) { return Key{t.rawHigh, t.rawLow, t.highLimit, t.rawSl2vlFor(0)}; };
+    auto keyOf = [](const PortTables& t) {
+        return Key{t.rawHigh, t.rawLow, t.highLimit, t.rawSl2vlFor(0)};
+    };
     std::array<std::map<Key, size_t>, 4> counts;
     for (const PortTables& t : tables.ports) ++counts[static_cast<size_t>(t.portClass)][keyOf(t)];
     ClassPlan plan;
@@ -106,14 +108,16 @@ ClassPlan planClassOptions(const Fabric& fabric, const FabricTables& tables) {
         if (node.type == NodeType::Switch) {
             bool port0 = t.portClass == PortClass::SwitchPort0;
             uint32_t others = port0 ? externalSl2vl : std::get<3>(chosen[c]);
-            for (unsigned in = port0 ? 1 : 0; in <= node.portCount; ++in) differs |= t.rawSl2vlFor(in) != others;
+            for (unsigned in = port0 ? 1 : 0; in <= node.portCount; ++in)
+                differs |= t.rawSl2vlFor(in) != others;
         }
         if (differs) plan.specialPorts.push_back(i);
     }
     return plan;
 }
 
-OpenSmFiles emitOpenSm(const BoundPolicy& bound, const FabricTables& tables, Diagnostics& diagnostics) {
+OpenSmFiles emitOpenSm(const BoundPolicy& bound, const FabricTables& tables,
+                       Diagnostics& diagnostics) {
     const Policy& policy = *bound.policy;
     const Fabric& fabric = *bound.fabric;
     OpenSmFiles files;
@@ -127,8 +131,10 @@ OpenSmFiles emitOpenSm(const BoundPolicy& bound, const FabricTables& tables, Dia
     }
 
     std::string& p = files.policy;
-    p += "# qos-policy.conf written by ibqos from " + policy.file + " for the fabric " + fabric.source + ".\n";
-    p += "# Every port group is an explicit GUID list, qos-ulps lines are match rules in their place,\n";
+    p += "# qos-policy.conf written by ibqos from " + policy.file + " for the fabric " +
+         fabric.source + ".\n";
+    p += "# Every port group is an explicit GUID list, qos-ulps lines are match rules in their "
+         "place,\n";
     p += "# and qos-setup is in the opensm.conf lines written with this file.\n";
 
     // Groups: every group a rule uses, written or generated, as the GUIDs it binds to.
@@ -142,13 +148,15 @@ OpenSmFiles emitOpenSm(const BoundPolicy& bound, const FabricTables& tables, Dia
     for (size_t g = 0; g < policy.groups.size(); ++g) {
         const PortGroup& group = policy.groups[g];
         if (!used[g] && group.origin != GroupOrigin::Written) continue;
-        groupName[g] = group.origin == GroupOrigin::Written ? group.name : names.fresh("ibqos-ulp-ports");
+        groupName[g] =
+            group.origin == GroupOrigin::Written ? group.name : names.fresh("ibqos-ulp-ports");
         if (!anyGroup) p += "\nport-groups\n";
         anyGroup = true;
         p += "    port-group\n        name: " + quote(groupName[g]) + "\n";
         if (!group.use.empty()) p += "        use: " + quote(group.use) + "\n";
         std::vector<Range> guids;
-        for (uint32_t port : bound.groups[g].all(fabric)) guids.push_back({fabric.ports[port].guid, fabric.ports[port].guid});
+        for (uint32_t port : bound.groups[g].all(fabric))
+            guids.push_back({fabric.ports[port].guid, fabric.ports[port].guid});
         RangeSet set = RangeSet::build(std::move(guids));
         const auto& ranges = set.ranges();
         for (size_t i = 0; i < ranges.size(); i += 8) {
@@ -170,7 +178,8 @@ OpenSmFiles emitOpenSm(const BoundPolicy& bound, const FabricTables& tables, Dia
         const QosLevel& level = policy.levels[l];
         bool isDefault = policy.hasDefaultLevel && l == policy.defaultLevel;
         if (level.generated) {
-            levelName[l] = isDefault ? "default" : names.fresh("ibqos-ulp-sl" + std::to_string(level.sl));
+            levelName[l] =
+                isDefault ? "default" : names.fresh("ibqos-ulp-sl" + std::to_string(level.sl));
         } else {
             levelName[l] = level.name;
         }
@@ -179,7 +188,8 @@ OpenSmFiles emitOpenSm(const BoundPolicy& bound, const FabricTables& tables, Dia
         p += "        sl: " + std::to_string(level.sl) + "\n";
         if (level.mtuLimit) p += "        mtu-limit: " + std::to_string(*level.mtuLimit) + "\n";
         if (level.rateLimit) p += "        rate-limit: " + std::to_string(*level.rateLimit) + "\n";
-        if (level.packetLife) p += "        packet-life: " + std::to_string(*level.packetLife) + "\n";
+        if (level.packetLife)
+            p += "        packet-life: " + std::to_string(*level.packetLife) + "\n";
         if (!level.pkeys.empty()) p += "        pkey: " + rangeList(level.pkeys, true) + "\n";
         p += "    end-qos-level\n";
     }
@@ -190,8 +200,10 @@ OpenSmFiles emitOpenSm(const BoundPolicy& bound, const FabricTables& tables, Dia
         for (const MatchRule& rule : policy.rules) {
             p += "    qos-match-rule\n";
             if (!rule.use.empty()) p += "        use: " + quote(rule.use) + "\n";
-            if (!rule.qosClasses.empty()) p += "        qos-class: " + rangeList(rule.qosClasses, false) + "\n";
-            if (!rule.serviceIds.empty()) p += "        service-id: " + rangeList(rule.serviceIds, true) + "\n";
+            if (!rule.qosClasses.empty())
+                p += "        qos-class: " + rangeList(rule.qosClasses, false) + "\n";
+            if (!rule.serviceIds.empty())
+                p += "        service-id: " + rangeList(rule.serviceIds, true) + "\n";
             if (!rule.pkeys.empty()) p += "        pkey: " + rangeList(rule.pkeys, true) + "\n";
             auto groupList = [&](const std::vector<uint32_t>& gs) {
                 std::string s;
@@ -199,7 +211,8 @@ OpenSmFiles emitOpenSm(const BoundPolicy& bound, const FabricTables& tables, Dia
                 return s;
             };
             if (!rule.sources.empty()) p += "        source: " + groupList(rule.sources) + "\n";
-            if (!rule.destinations.empty()) p += "        destination: " + groupList(rule.destinations) + "\n";
+            if (!rule.destinations.empty())
+                p += "        destination: " + groupList(rule.destinations) + "\n";
             p += "        qos-level-name: " + quote(levelName[rule.level]) + "\n";
             p += "    end-qos-match-rule\n";
         }
@@ -209,11 +222,14 @@ OpenSmFiles emitOpenSm(const BoundPolicy& bound, const FabricTables& tables, Dia
     // Options: per port class, the tables most of its ports receive. Ports whose tables differ
     // from their class's need per-port programming, which opensm.conf cannot express.
     std::string& o = files.options;
-    o += "# opensm.conf QoS lines written by ibqos from " + policy.file + " for the fabric " + fabric.source + ".\n";
+    o += "# opensm.conf QoS lines written by ibqos from " + policy.file + " for the fabric " +
+         fabric.source + ".\n";
     o += "qos TRUE\n";
     ClassPlan plan = planClassOptions(fabric, tables);
-    static const char* classNames[] = {"CA ports", "router ports", "switch ports 0 (enhanced)", "switch external ports"};
-    for (PortClass c : {PortClass::Ca, PortClass::Router, PortClass::SwitchPort0, PortClass::SwitchExternal}) {
+    static const char* classNames[] = {"CA ports", "router ports", "switch ports 0 (enhanced)",
+                                       "switch external ports"};
+    for (PortClass c :
+         {PortClass::Ca, PortClass::Router, PortClass::SwitchPort0, PortClass::SwitchExternal}) {
         const ClassTemplate& t = plan.classes[static_cast<size_t>(c)];
         if (!t.present) continue;
         std::string prefix = portClassPrefix(c);
@@ -226,15 +242,19 @@ OpenSmFiles emitOpenSm(const BoundPolicy& bound, const FabricTables& tables, Dia
     std::vector<std::string> special;
     for (uint32_t i : plan.specialPorts) special.push_back(fabric.portName(tables.ports[i].port));
     if (!special.empty()) {
-        o += "\n# " + std::to_string(special.size()) + " ports need tables that these per-class options cannot give;\n";
-        o += "# a stock OpenSM gives them their class's tables. The ibqos plugin (event_plugin_name ibqos_osm)\n";
+        o += "\n# " + std::to_string(special.size()) +
+             " ports need tables that these per-class options cannot give;\n";
+        o += "# a stock OpenSM gives them their class's tables. The ibqos plugin "
+             "(event_plugin_name ibqos_osm)\n";
         o += "# programs them port by port:\n";
         for (const std::string& name : special) o += "#   " + name + "\n";
-        diagnostics.warning("per-port-tables", policy.file, policy.qosSetupLocation.line ? policy.qosSetupLocation : SourceLocation{1, 1},
-                            std::to_string(special.size()) + " port" + (special.size() == 1 ? "" : "s") +
-                                " (e.g. " + special.front() +
-                                ") need tables that opensm.conf's per-class options cannot express: a stock OpenSM "
-                                "will give them their class's tables; the ibqos OpenSM plugin programs them");
+        diagnostics.warning(
+            "per-port-tables", policy.file,
+            policy.qosSetupLocation.line ? policy.qosSetupLocation : SourceLocation{1, 1},
+            std::to_string(special.size()) + " port" + (special.size() == 1 ? "" : "s") +
+                " (e.g. " + special.front() +
+                ") need tables that opensm.conf's per-class options cannot express: a stock OpenSM "
+                "will give them their class's tables; the ibqos OpenSM plugin programs them");
     }
     return files;
 }

@@ -62,9 +62,10 @@ std::string emitTablesJson(const BoundPolicy& bound, const FabricTables& tables,
         const FabricNode& node = fabric.nodes[port.node];
         out += firstPort ? "\n  " : ",\n  ";
         firstPort = false;
-        out += "{\"guid\": \"" + hexGuid(port.guid) + "\", \"port\": " + std::to_string(port.number) +
-               ", \"lid\": " + std::to_string(port.lid) + ", \"node_type\": \"" + nodeTypeName(node.type) +
-               "\", \"node_desc\": ";
+        out += "{\"guid\": \"" + hexGuid(port.guid) +
+               "\", \"port\": " + std::to_string(port.number) +
+               ", \"lid\": " + std::to_string(port.lid) + ", \"node_type\": \"" +
+               nodeTypeName(node.type) + "\", \"node_desc\": ";
         appendJsonString(out, node.description);
         out += ", \"oper_vls\": " + std::to_string(dataVls(t.operVls)) +
                ", \"high_limit\": " + std::to_string(t.highLimit) + ", \"sl2vl\": [";
@@ -72,10 +73,11 @@ std::string emitTablesJson(const BoundPolicy& bound, const FabricTables& tables,
         unsigned ins = inPortCount(fabric, t);
         for (unsigned in = 0; in < ins; ++in) {
             if (in) out += ", ";
-            out += "{\"in\": " + std::to_string(in) + ", \"out\": " + std::to_string(onSwitch ? port.number : 0) +
-                   ", \"vl\": [";
+            out += "{\"in\": " + std::to_string(in) +
+                   ", \"out\": " + std::to_string(onSwitch ? port.number : 0) + ", \"vl\": [";
             const Sl2VlTable& table = tables.sl2vls[t.sl2vlFor(in)];
-            for (unsigned sl = 0; sl < 16; ++sl) out += (sl ? ", " : "") + std::to_string(table[sl]);
+            for (unsigned sl = 0; sl < 16; ++sl)
+                out += (sl ? ", " : "") + std::to_string(table[sl]);
             out += "]}";
         }
         out += "], \"vlarb_high\": ";
@@ -94,26 +96,30 @@ std::string emitTablesJson(const BoundPolicy& bound, const FabricTables& tables,
 std::string emitTablesText(const BoundPolicy& bound, const FabricTables& tables) {
     const Fabric& fabric = *bound.fabric;
     // Ports with the same tables share one entry.
-    using Key = std::tuple<uint32_t, uint32_t, uint8_t, uint8_t, uint8_t, bool, std::vector<uint32_t>>;
+    using Key =
+        std::tuple<uint32_t, uint32_t, uint8_t, uint8_t, uint8_t, bool, std::vector<uint32_t>>;
     std::map<Key, std::vector<uint32_t>> groups;
     std::vector<Key> order;
     for (const PortTables& t : tables.ports) {
         std::vector<uint32_t> sl2vl;
         for (unsigned in = 0; in < inPortCount(fabric, t); ++in) sl2vl.push_back(t.sl2vlFor(in));
-        Key key{t.vlArbHigh, t.vlArbLow, t.highLimit, t.vlArbHighCap, t.vlArbLowCap, t.hasVlArb, std::move(sl2vl)};
+        Key key{t.vlArbHigh,   t.vlArbLow, t.highLimit,     t.vlArbHighCap,
+                t.vlArbLowCap, t.hasVlArb, std::move(sl2vl)};
         auto [it, fresh] = groups.emplace(key, std::vector<uint32_t>{});
         if (fresh) order.push_back(key);
         it->second.push_back(t.port);
     }
     std::string out;
-    out += std::to_string(tables.ports.size()) + " ports receive tables; " + std::to_string(groups.size()) +
-           " distinct sets of tables";
+    out += std::to_string(tables.ports.size()) + " ports receive tables; " +
+           std::to_string(groups.size()) + " distinct sets of tables";
     if (fabric.assumedVlCaps) out += " (VL capabilities assumed: not in the topology file)";
     out += "\n";
     for (const Key& key : order) {
         const std::vector<uint32_t>& ports = groups[key];
-        out += "\n== " + std::to_string(ports.size()) + (ports.size() == 1 ? " port: " : " ports: ");
-        for (size_t i = 0; i < ports.size() && i < 8; ++i) out += (i ? ", " : "") + fabric.portName(ports[i]);
+        out +=
+            "\n== " + std::to_string(ports.size()) + (ports.size() == 1 ? " port: " : " ports: ");
+        for (size_t i = 0; i < ports.size() && i < 8; ++i)
+            out += (i ? ", " : "") + fabric.portName(ports[i]);
         if (ports.size() > 8) out += ", ... (" + std::to_string(ports.size() - 8) + " more)";
         out += "\n";
         const auto& [high, low, limit, highCap, lowCap, hasVlArb, sl2vl] = key;
@@ -123,13 +129,16 @@ std::string emitTablesText(const BoundPolicy& bound, const FabricTables& tables)
                 const VlArbTable& entries = tables.vlarbs[table];
                 for (unsigned i = 0; i < cap && i < 64; ++i) {
                     if (entries[i].weight == 0) continue;
-                    s += (s.empty() ? "" : ", ") + std::to_string(entries[i].vl) + ":" + std::to_string(entries[i].weight);
+                    s += (s.empty() ? "" : ", ") + std::to_string(entries[i].vl) + ":" +
+                         std::to_string(entries[i].weight);
                 }
                 return s.empty() ? std::string("(all weights 0)") : s;
             };
             out += "   VL high limit " + std::to_string(limit) + "\n";
-            out += "   VLArb high (" + std::to_string(highCap) + " entries): " + list(high, highCap) + "\n";
-            out += "   VLArb low  (" + std::to_string(lowCap) + " entries): " + list(low, lowCap) + "\n";
+            out += "   VLArb high (" + std::to_string(highCap) +
+                   " entries): " + list(high, highCap) + "\n";
+            out += "   VLArb low  (" + std::to_string(lowCap) + " entries): " + list(low, lowCap) +
+                   "\n";
         } else {
             out += "   no VL arbitration (one data VL)\n";
         }
@@ -143,8 +152,11 @@ std::string emitTablesText(const BoundPolicy& bound, const FabricTables& tables)
         }
         out += "   SL2VL        SL:  0  1  2  3  4  5  6  7  8  9 10 11 12 13 14 15\n";
         for (uint32_t table : tableOrder) {
-            std::string label = sl2vl.size() == 1 ? "" : tableOrder.size() == 1 ? "all in-ports" : "from " + inPortsOf[table];
-            if (sl2vl.size() > 1 && inPortsOf[table].size() > 20) label = "from " + inPortsOf[table].substr(0, 17) + "...";
+            std::string label = sl2vl.size() == 1        ? ""
+                                : tableOrder.size() == 1 ? "all in-ports"
+                                                         : "from " + inPortsOf[table];
+            if (sl2vl.size() > 1 && inPortsOf[table].size() > 20)
+                label = "from " + inPortsOf[table].substr(0, 17) + "...";
             char row[128];
             std::snprintf(row, sizeof row, "   %-16s", label.c_str());
             out += row;

@@ -141,7 +141,8 @@ uint32_t Fabric::findEndpoint(std::string_view spec, std::string& error) const {
         return p;
     }
     size_t slash = s.rfind('/');
-    if (slash == std::string::npos || slash + 2 > s.size() || (s[slash + 1] != 'P' && s[slash + 1] != 'p')) {
+    if (slash == std::string::npos || slash + 2 > s.size() ||
+        (s[slash + 1] != 'P' && s[slash + 1] != 'p')) {
         error = "'" + s + "' is not a port: give a GUID (0x...), a LID, or NodeDescription/P<n>";
         return NoPort;
     }
@@ -175,25 +176,33 @@ std::string Fabric::portName(uint32_t port) const {
     const FabricNode& n = nodeOf(port);
     if (!n.description.empty()) return n.description + "/P" + std::to_string(ports[port].number);
     char buf[40];
-    std::snprintf(buf, sizeof buf, "0x%016llx/P%u", static_cast<unsigned long long>(n.guid), ports[port].number);
+    std::snprintf(buf, sizeof buf, "0x%016llx/P%u", static_cast<unsigned long long>(n.guid),
+                  ports[port].number);
     return buf;
 }
 
 double rateGbps(uint8_t rate) {
-    static constexpr double gbps[] = {0,   0,   2.5, 10,  30,  5,   20,  40,  60,  80,  120, 14,
-                                      56,  112, 168, 25,  100, 200, 300, 28,  50,  400, 600};
+    static constexpr double gbps[] = {0,  0,   2.5, 10, 30,  5,   20,  40, 60, 80,  120, 14,
+                                      56, 112, 168, 25, 100, 200, 300, 28, 50, 400, 600};
     return rate < sizeof gbps / sizeof gbps[0] ? gbps[rate] : 0;
 }
 
 uint8_t rateForLink(unsigned width, std::string_view speed) {
     double lane = 0;
-    if (speed == "SDR") lane = 2.5;
-    else if (speed == "DDR") lane = 5;
-    else if (speed == "QDR" || speed == "FDR10") lane = 10;
-    else if (speed == "FDR") lane = 14;
-    else if (speed == "EDR") lane = 25;
-    else if (speed == "HDR") lane = 50;
-    else if (speed == "NDR") lane = 100;
+    if (speed == "SDR")
+        lane = 2.5;
+    else if (speed == "DDR")
+        lane = 5;
+    else if (speed == "QDR" || speed == "FDR10")
+        lane = 10;
+    else if (speed == "FDR")
+        lane = 14;
+    else if (speed == "EDR")
+        lane = 25;
+    else if (speed == "HDR")
+        lane = 50;
+    else if (speed == "NDR")
+        lane = 100;
     double total = lane * width;
     for (uint8_t r = 2; r <= 22; ++r) {
         if (rateGbps(r) == total) return r;

@@ -22,27 +22,27 @@ constexpr uint32_t NoPort = UINT32_MAX;
 // subnet's endpoints (they have a LID and take part in PathRecords); switch external ports carry
 // links and tables.
 struct FabricPort {
-    uint32_t node = 0;       // index into Fabric::nodes
-    uint8_t number = 0;      // port number on its node
-    uint64_t guid = 0;       // port GUID (a switch's ports all carry the switch's port GUID)
-    uint16_t lid = 0;        // base LID (switch external ports: the switch's LID); 0 unknown
+    uint32_t node = 0;   // index into Fabric::nodes
+    uint8_t number = 0;  // port number on its node
+    uint64_t guid = 0;   // port GUID (a switch's ports all carry the switch's port GUID)
+    uint16_t lid = 0;    // base LID (switch external ports: the switch's LID); 0 unknown
     uint8_t lmc = 0;
     uint32_t peer = NoPort;  // the port at the other end of the link
-    uint8_t operVls = 4;     // IB OperVLs/VLCap encoding: 1=VL0, 2=VL0-1, 3=VL0-3, 4=VL0-7, 5=VL0-14
+    uint8_t operVls = 4;  // IB OperVLs/VLCap encoding: 1=VL0, 2=VL0-1, 3=VL0-3, 4=VL0-7, 5=VL0-14
     uint8_t vlCap = 4;
     uint8_t vlArbHighCap = 8;  // entries of the high-priority VLArb table the port has
     uint8_t vlArbLowCap = 8;
-    uint8_t rate = 0;        // IB rate enum of the link (2 = 2.5 Gb/s, 3 = 10 Gb/s, ...); 0 unknown
-    uint8_t mtu = 0;         // IB MTU enum of the port; 0 unknown
-    SourceLocation location; // where the topology file defines it
+    uint8_t rate = 0;  // IB rate enum of the link (2 = 2.5 Gb/s, 3 = 10 Gb/s, ...); 0 unknown
+    uint8_t mtu = 0;   // IB MTU enum of the port; 0 unknown
+    SourceLocation location;  // where the topology file defines it
 };
 
 struct FabricNode {
     NodeType type = NodeType::Ca;
-    uint64_t guid = 0;         // node GUID
-    std::string description;   // NodeDescription
-    uint8_t portCount = 0;     // external ports
-    uint32_t firstPort = 0;    // index of port 0 (switch) or port 1 (CA, router) in Fabric::ports
+    uint64_t guid = 0;        // node GUID
+    std::string description;  // NodeDescription
+    uint8_t portCount = 0;    // external ports
+    uint32_t firstPort = 0;   // index of port 0 (switch) or port 1 (CA, router) in Fabric::ports
     bool enhancedPort0 = false;
     SourceLocation location;
 
@@ -60,7 +60,7 @@ struct Partition {
     uint16_t pkey = 0;  // without the membership bit
     std::vector<PartitionMember> members;
     bool ipoib = false;
-    uint8_t sl = 0;     // the partition's (and its IPoIB broadcast group's) SL
+    uint8_t sl = 0;  // the partition's (and its IPoIB broadcast group's) SL
     std::optional<uint8_t> mtu;
     std::optional<uint8_t> rate;
     std::map<std::string, std::string> flags;  // every flag as written
@@ -77,7 +77,7 @@ constexpr unsigned dataVls(uint8_t vlEncoding) {
 
 // A subnet. Build it by filling nodes, ports and partitions, then call index().
 class Fabric {
-public:
+  public:
     std::string source;  // where it was read from, for messages
     std::vector<FabricNode> nodes;
     std::vector<FabricPort> ports;
@@ -126,7 +126,7 @@ public:
     // How a port is shown to people: "NodeDescription/P<n>" (the node GUID when unnamed).
     std::string portName(uint32_t port) const;
 
-private:
+  private:
     std::vector<uint32_t> endpoints_;
     std::vector<std::pair<uint64_t, uint32_t>> byGuid_;
     std::unordered_map<uint16_t, uint32_t> byLid_;

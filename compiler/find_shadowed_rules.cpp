@@ -26,14 +26,16 @@ bool groupCovers(const PortGroup& a, const PortGroup& b) {
     if (!subset(b.partitions, a.partitions)) return false;
     for (const PortNameRef& n : b.portNames) {
         bool found = false;
-        for (const PortNameRef& m : a.portNames) found |= m.nodeDescription == n.nodeDescription && m.port == n.port;
+        for (const PortNameRef& m : a.portNames)
+            found |= m.nodeDescription == n.nodeDescription && m.port == n.port;
         if (!found) return false;
     }
     return true;
 }
 
 // Every port that can satisfy later's group list also satisfies earlier's.
-bool groupsCover(const Policy& p, const std::vector<uint32_t>& earlier, const std::vector<uint32_t>& later) {
+bool groupsCover(const Policy& p, const std::vector<uint32_t>& earlier,
+                 const std::vector<uint32_t>& later) {
     if (earlier.empty()) return true;
     if (later.empty()) return false;
     for (uint32_t l : later) {

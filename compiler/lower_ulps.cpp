@@ -76,9 +76,10 @@ void lowerUlps(const std::vector<UlpEntry>& ulps, const Reporter& report, Policy
     for (const UlpEntry& e : ulps) {
         if (e.ulp == Ulp::Default) {
             if (defaultAt.line != 0) {
-                report.warning("duplicate-field", e.location,
-                               "a second 'default' qos-ulps line: this one replaces the one at line " +
-                                   std::to_string(defaultAt.line) + " (as in OpenSM)");
+                report.warning(
+                    "duplicate-field", e.location,
+                    "a second 'default' qos-ulps line: this one replaces the one at line " +
+                        std::to_string(defaultAt.line) + " (as in OpenSM)");
             }
             defaultAt = e.location;
             QosLevel level;
@@ -111,13 +112,19 @@ void lowerUlps(const std::vector<UlpEntry>& ulps, const Reporter& report, Policy
 
         switch (e.qualifier) {
             case UlpQualifier::None:
-                if (e.ulp == Ulp::Sdp) rule.serviceIds = RangeSet{{SdpServiceId, SdpServiceId + 0xffff}};
-                if (e.ulp == Ulp::Rds) rule.serviceIds = RangeSet{{RdsIserServiceId + RdsPort, RdsIserServiceId + RdsPort}};
-                if (e.ulp == Ulp::Iser) rule.serviceIds = RangeSet{{RdsIserServiceId + IserPort, RdsIserServiceId + IserPort}};
+                if (e.ulp == Ulp::Sdp)
+                    rule.serviceIds = RangeSet{{SdpServiceId, SdpServiceId + 0xffff}};
+                if (e.ulp == Ulp::Rds)
+                    rule.serviceIds =
+                        RangeSet{{RdsIserServiceId + RdsPort, RdsIserServiceId + RdsPort}};
+                if (e.ulp == Ulp::Iser)
+                    rule.serviceIds =
+                        RangeSet{{RdsIserServiceId + IserPort, RdsIserServiceId + IserPort}};
                 if (e.ulp == Ulp::Ipoib) rule.pkeys = RangeSet{{0x7fff, 0x7fff}};
                 break;
             case UlpQualifier::PortNum:
-                rule.serviceIds = shifted(e.values, e.ulp == Ulp::Sdp ? SdpServiceId : RdsIserServiceId);
+                rule.serviceIds =
+                    shifted(e.values, e.ulp == Ulp::Sdp ? SdpServiceId : RdsIserServiceId);
                 break;
             case UlpQualifier::ServiceId:
                 rule.serviceIds = e.values;
@@ -127,7 +134,8 @@ void lowerUlps(const std::vector<UlpEntry>& ulps, const Reporter& report, Policy
                 break;
             case UlpQualifier::TargetPortGuid:
                 rule.destinations.push_back(guidGroup(
-                    policy, e, e.ulp == Ulp::Srp ? GroupOrigin::SrpTargets : GroupOrigin::UlpTargets));
+                    policy, e,
+                    e.ulp == Ulp::Srp ? GroupOrigin::SrpTargets : GroupOrigin::UlpTargets));
                 break;
             case UlpQualifier::SourcePortGuid:
                 rule.sources.push_back(guidGroup(policy, e, GroupOrigin::UlpSources));

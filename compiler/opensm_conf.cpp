@@ -20,7 +20,8 @@ std::string_view trim(std::string_view s) {
 // OpenSM's clean_val: trimmed, one pair of surrounding quotes dropped.
 std::string cleanValue(std::string_view v) {
     v = trim(v);
-    if (v.size() >= 2 && ((v.front() == '"' && v.back() == '"') || (v.front() == '\'' && v.back() == '\''))) {
+    if (v.size() >= 2 &&
+        ((v.front() == '"' && v.back() == '"') || (v.front() == '\'' && v.back() == '\''))) {
         v = v.substr(1, v.size() - 2);
     }
     return std::string(v);
@@ -70,7 +71,8 @@ OpenSmConf readOpenSmConf(const SourceFile& source, Diagnostics& diagnostics) {
         std::string_view line = text.substr(offset, end - offset);
         SourceLocation at = source.locate(static_cast<uint32_t>(offset));
         offset = end + 1;
-        if (size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+        if (size_t hash = line.find('#'); hash != std::string_view::npos)
+            line = line.substr(0, hash);
         line = trim(line);
         if (line.empty()) continue;
         size_t blank = line.find_first_of(" \t");
@@ -128,9 +130,10 @@ OpenSmConf readOpenSmConf(const SourceFile& source, Diagnostics& diagnostics) {
                 set->highLimitAt = at;
             }
         } else if (name == "vlarb_high" || name == "vlarb_low" || name == "sl2vl") {
-            std::optional<std::string>& target =
-                name == "vlarb_high" ? set->vlarbHigh : name == "vlarb_low" ? set->vlarbLow : set->sl2vl;
-            SourceLocation& where = name == "vlarb_high" ? set->vlarbHighAt
+            std::optional<std::string>& target = name == "vlarb_high"  ? set->vlarbHigh
+                                                 : name == "vlarb_low" ? set->vlarbLow
+                                                                       : set->sl2vl;
+            SourceLocation& where = name == "vlarb_high"  ? set->vlarbHighAt
                                     : name == "vlarb_low" ? set->vlarbLowAt
                                                           : set->sl2vlAt;
             if (null) {

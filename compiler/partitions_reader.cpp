@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// readPartitions: OpenSM's partitions.conf ("Name[=PKey][,flag[=value]]... : member[=full|limited|both], ... ;").
+// readPartitions: OpenSM's partitions.conf ("Name[=PKey][,flag[=value]]... :
+// member[=full|limited|both], ... ;").
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -42,12 +43,13 @@ std::pair<std::string_view, std::optional<std::string_view>> nameValue(std::stri
 enum class Membership { Limited, Full, Both };
 
 class PartitionsReader {
-public:
+  public:
     PartitionsReader(const SourceFile& source, Fabric& fabric, Diagnostics& diagnostics)
         : source_(source), fabric_(fabric), diagnostics_(diagnostics) {
         for (const Partition& p : fabric_.partitions) {
             memberIndex_.emplace_back();
-            for (uint32_t i = 0; i < p.members.size(); ++i) memberIndex_.back().emplace(p.members[i].port, i);
+            for (uint32_t i = 0; i < p.members.size(); ++i)
+                memberIndex_.back().emplace(p.members[i].port, i);
         }
     }
 
@@ -62,14 +64,17 @@ public:
             size_t end = text.find('\n', offset);
             if (end == std::string_view::npos) end = text.size();
             std::string_view line = text.substr(offset, end - offset);
-            if (size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+            if (size_t hash = line.find('#'); hash != std::string_view::npos)
+                line = line.substr(0, hash);
             size_t pos = 0;
             while (pos <= line.size()) {
                 size_t semi = line.find(';', pos);
-                std::string_view piece = line.substr(pos, semi == std::string_view::npos ? std::string_view::npos : semi - pos);
+                std::string_view piece = line.substr(
+                    pos, semi == std::string_view::npos ? std::string_view::npos : semi - pos);
                 if (!inStatement && !trim(piece).empty()) {
                     inStatement = true;
-                    statementStart = static_cast<uint32_t>(offset + pos + (trim(piece).data() - piece.data()));
+                    statementStart =
+                        static_cast<uint32_t>(offset + pos + (trim(piece).data() - piece.data()));
                 }
                 if (inStatement) {
                     statement.append(piece);
@@ -88,7 +93,7 @@ public:
         }
     }
 
-private:
+  private:
     const SourceFile& source_;
     Fabric& fabric_;
     Diagnostics& diagnostics_;
@@ -96,10 +101,12 @@ private:
     std::vector<std::unordered_map<uint32_t, uint32_t>> memberIndex_;
 
     void error(uint32_t offset, std::string message) {
-        diagnostics_.error("partitions", source_.name(), source_.locate(offset), std::move(message));
+        diagnostics_.error("partitions", source_.name(), source_.locate(offset),
+                           std::move(message));
     }
     void warning(uint32_t offset, std::string message) {
-        diagnostics_.warning("partitions", source_.name(), source_.locate(offset), std::move(message));
+        diagnostics_.warning("partitions", source_.name(), source_.locate(offset),
+                             std::move(message));
     }
 
     void parseStatement(std::string_view s, uint32_t offset) {
@@ -115,7 +122,8 @@ private:
         std::vector<std::string_view> parts;
         for (size_t p = 0;;) {
             size_t comma = head.find(',', p);
-            parts.push_back(head.substr(p, comma == std::string_view::npos ? std::string_view::npos : comma - p));
+            parts.push_back(head.substr(
+                p, comma == std::string_view::npos ? std::string_view::npos : comma - p));
             if (comma == std::string_view::npos) break;
             p = comma + 1;
         }
@@ -128,7 +136,8 @@ private:
         if (pkeyText) {
             auto v = number(*pkeyText);
             if (!v || *v > 0xffff) {
-                error(offset, "'" + std::string(*pkeyText) + "' is not a PKey (a number up to 0xffff)");
+                error(offset,
+                      "'" + std::string(*pkeyText) + "' is not a PKey (a number up to 0xffff)");
                 return;
             }
             pkey = static_cast<uint16_t>(*v & 0x7fff);
@@ -144,8 +153,8 @@ private:
             }
         }
         if (partition && partition->name != "Default" && partition->name != name) {
-            warning(offset, "PKey " + hexPkey(pkey) + " is already partition '" + partition->name + "'; '" +
-                                std::string(name) + "' is added to it (as OpenSM does)");
+            warning(offset, "PKey " + hexPkey(pkey) + " is already partition '" + partition->name +
+                                "'; '" + std::string(name) + "' is added to it (as OpenSM does)");
         }
         if (!partition) {
             fabric_.partitions.push_back({});
@@ -173,8 +182,8 @@ private:
                 uint64_t max = key == "sl" ? 15 : key == "mtu" ? 5 : 22;
                 uint64_t v = value ? number(*value).value_or(UINT64_MAX) : UINT64_MAX;
                 if (v > max || (key != "sl" && v == 0)) {
-                    warning(offset, "flag '" + key + "' needs a value up to " + std::to_string(max) +
-                                        "; ignored (as OpenSM does)");
+                    warning(offset, "flag '" + key + "' needs a value up to " +
+                                        std::to_string(max) + "; ignored (as OpenSM does)");
                     continue;
                 }
                 uint8_t byte = static_cast<uint8_t>(v);
@@ -191,7 +200,8 @@ private:
                 } else {
                     warning(offset, "flag 'defmember' takes full, limited or both; ignored");
                 }
-            } else if (key != "scope" && key != "Q_Key" && key != "TClass" && key != "FlowLabel" && key != "indx0") {
+            } else if (key != "scope" && key != "Q_Key" && key != "TClass" && key != "FlowLabel" &&
+                       key != "indx0") {
                 warning(offset, "unknown partition flag '" + key + "' is ignored (as OpenSM does)");
             }
         }
@@ -199,24 +209,32 @@ private:
         // Members: GUID, ALL, ALL_CAS, ALL_SWITCHES, ALL_ROUTERS, SELF, NONE; or an mgid line.
         for (size_t p = 0; p <= members.size();) {
             size_t comma = members.find(',', p);
-            std::string_view item = trim(members.substr(p, comma == std::string_view::npos ? std::string_view::npos : comma - p));
+            std::string_view item = trim(members.substr(
+                p, comma == std::string_view::npos ? std::string_view::npos : comma - p));
             p = comma == std::string_view::npos ? members.size() + 1 : comma + 1;
             if (item.empty()) continue;
             auto [member, flag] = nameValue(item);
             if (member == "mgid") break;  // a multicast group definition takes the rest
             Membership membership = defaultMembership;
             if (flag) {
-                if (*flag == "full") membership = Membership::Full;
-                else if (*flag == "both") membership = Membership::Both;
-                else if (*flag == "limited") membership = Membership::Limited;
-                else warning(offset, "member flag '" + std::string(*flag) + "' is not full, limited or both; 'limited' is assumed");
+                if (*flag == "full")
+                    membership = Membership::Full;
+                else if (*flag == "both")
+                    membership = Membership::Both;
+                else if (*flag == "limited")
+                    membership = Membership::Limited;
+                else
+                    warning(offset, "member flag '" + std::string(*flag) +
+                                        "' is not full, limited or both; 'limited' is assumed");
             }
             bool full = membership != Membership::Limited;
             if (member == "NONE") continue;
-            if (member == "ALL" || member == "ALL_CAS" || member == "ALL_SWITCHES" || member == "ALL_ROUTERS") {
+            if (member == "ALL" || member == "ALL_CAS" || member == "ALL_SWITCHES" ||
+                member == "ALL_ROUTERS") {
                 for (uint32_t port : fabric_.endpoints()) {
                     NodeType t = fabric_.typeOf(port);
-                    if ((member == "ALL_CAS" && t != NodeType::Ca) || (member == "ALL_SWITCHES" && t != NodeType::Switch) ||
+                    if ((member == "ALL_CAS" && t != NodeType::Ca) ||
+                        (member == "ALL_SWITCHES" && t != NodeType::Switch) ||
                         (member == "ALL_ROUTERS" && t != NodeType::Router)) {
                         continue;
                     }
@@ -234,12 +252,15 @@ private:
             }
             auto guid = number(member);
             if (!guid || *guid == 0) {
-                error(offset, "'" + std::string(member) + "' is not a port GUID or ALL, ALL_CAS, ALL_SWITCHES, ALL_ROUTERS, SELF");
+                error(offset,
+                      "'" + std::string(member) +
+                          "' is not a port GUID or ALL, ALL_CAS, ALL_SWITCHES, ALL_ROUTERS, SELF");
                 return;
             }
             uint32_t port = fabric_.endpointByGuid(*guid);
             if (port == NoPort) {
-                warning(offset, "no port has GUID " + std::string(member) + " (partition '" + partition->name + "')");
+                warning(offset, "no port has GUID " + std::string(member) + " (partition '" +
+                                    partition->name + "')");
                 continue;
             }
             addMember(partitionIndex, port, full);
@@ -248,7 +269,8 @@ private:
 
     void addMember(size_t partition, uint32_t port, bool full) {
         std::vector<PartitionMember>& members = fabric_.partitions[partition].members;
-        auto [it, fresh] = memberIndex_[partition].emplace(port, static_cast<uint32_t>(members.size()));
+        auto [it, fresh] =
+            memberIndex_[partition].emplace(port, static_cast<uint32_t>(members.size()));
         if (fresh) {
             members.push_back({port, full});
         } else {
@@ -273,12 +295,14 @@ void readPartitions(const SourceFile* source, Fabric& fabric, Diagnostics& diagn
     Partition defaults;
     defaults.name = "Default";
     defaults.pkey = 0x7fff;
-    for (uint32_t port : fabric.endpoints()) defaults.members.push_back({port, source == nullptr || port == fabric.smPort});
+    for (uint32_t port : fabric.endpoints())
+        defaults.members.push_back({port, source == nullptr || port == fabric.smPort});
     fabric.partitions.clear();
     fabric.partitions.push_back(std::move(defaults));
     if (!source) return;
     if (source->text().find('\0') != std::string_view::npos) {
-        diagnostics.error("partitions", source->name(), {1, 1}, "this is not a text file (it holds a NUL byte)");
+        diagnostics.error("partitions", source->name(), {1, 1},
+                          "this is not a text file (it holds a NUL byte)");
         return;
     }
     PartitionsReader(*source, fabric, diagnostics).read();

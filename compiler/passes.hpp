@@ -17,7 +17,8 @@ struct Reporter {
     Diagnostics& diagnostics;
 
     SourceLocation at(const ast::Node& node) const {
-        return node.located() ? source.locate(static_cast<uint32_t>(node.id_first)) : SourceLocation{};
+        return node.located() ? source.locate(static_cast<uint32_t>(node.id_first))
+                              : SourceLocation{};
     }
     SourceLocation at(const ast::Number& number) const {
         return number.located() ? source.locate(number.offset) : SourceLocation{};

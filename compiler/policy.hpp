@@ -17,8 +17,11 @@ namespace ibqos {
 // InfiniBand node types, with the values the wire and OpenSM use.
 enum class NodeType : uint8_t { Ca = 1, Switch = 2, Router = 3 };
 // OpenSM's node-type mask bit for a type (1 << type).
-constexpr uint8_t nodeTypeBit(NodeType type) { return static_cast<uint8_t>(1u << static_cast<unsigned>(type)); }
-constexpr uint8_t AllNodeTypes = nodeTypeBit(NodeType::Ca) | nodeTypeBit(NodeType::Switch) | nodeTypeBit(NodeType::Router);
+constexpr uint8_t nodeTypeBit(NodeType type) {
+    return static_cast<uint8_t>(1u << static_cast<unsigned>(type));
+}
+constexpr uint8_t AllNodeTypes =
+    nodeTypeBit(NodeType::Ca) | nodeTypeBit(NodeType::Switch) | nodeTypeBit(NodeType::Router);
 
 // A name used somewhere in the policy, with where it was written.
 struct NameRef {
@@ -78,11 +81,11 @@ struct QosLevel {
 struct MatchRule {
     std::string use;
     SourceLocation location;
-    bool fromUlps = false;   // lowered from a qos-ulps line
-    bool ipoib = false;      // an "ipoib" qos-ulps line
-    RangeSet qosClasses;     // empty: the rule does not name qos-class
+    bool fromUlps = false;  // lowered from a qos-ulps line
+    bool ipoib = false;     // an "ipoib" qos-ulps line
+    RangeSet qosClasses;    // empty: the rule does not name qos-class
     RangeSet serviceIds;
-    RangeSet pkeys;          // membership bit masked off
+    RangeSet pkeys;  // membership bit masked off
     std::vector<NameRef> sourceNames;
     std::vector<NameRef> destinationNames;
     std::vector<uint32_t> sources;       // indices into Policy::groups
@@ -135,10 +138,10 @@ struct SchedElement {
     std::string name;
     std::string use;
     SourceLocation location;
-    NameRef parentName;                 // empty name: child of the root
-    std::optional<uint32_t> parent;     // index into HostSched::nodes; nullopt: the root
-    uint32_t bwShare = 0;               // relative weight among siblings, 0 = device default
-    uint32_t maxAvgBw = 0;              // Mbit/s, 0 = unlimited
+    NameRef parentName;              // empty name: child of the root
+    std::optional<uint32_t> parent;  // index into HostSched::nodes; nullopt: the root
+    uint32_t bwShare = 0;            // relative weight among siblings, 0 = device default
+    uint32_t maxAvgBw = 0;           // Mbit/s, 0 = unlimited
 };
 
 struct SchedLeaf : SchedElement {

@@ -50,7 +50,9 @@ void readPortCaps(const SourceFile& source, Fabric& fabric, Diagnostics& diagnos
             p = q;
         }
         if (words.empty()) continue;
-        auto error = [&](std::string message) { diagnostics.error("port-caps", source.name(), at, std::move(message)); };
+        auto error = [&](std::string message) {
+            diagnostics.error("port-caps", source.name(), at, std::move(message));
+        };
 
         // Which ports: '*', a port GUID (every port of a switch), or NodeDescription/P<n>.
         std::vector<uint32_t> ports;
@@ -70,7 +72,8 @@ void readPortCaps(const SourceFile& source, Fabric& fabric, Diagnostics& diagnos
             } else if (node.type == NodeType::Switch) {
                 size_t slash = words[0].rfind('/');
                 ports.push_back(fabric.portOf(fabric.ports[endpoint].node,
-                                              static_cast<unsigned>(std::strtoul(words[0].c_str() + slash + 2, nullptr, 10))));
+                                              static_cast<unsigned>(std::strtoul(
+                                                  words[0].c_str() + slash + 2, nullptr, 10))));
             } else {
                 ports.push_back(endpoint);
             }
@@ -79,7 +82,8 @@ void readPortCaps(const SourceFile& source, Fabric& fabric, Diagnostics& diagnos
             size_t eq = words[w].find('=');
             std::string key = words[w].substr(0, eq);
             char* stop = nullptr;
-            unsigned long value = eq == std::string::npos ? 0 : std::strtoul(words[w].c_str() + eq + 1, &stop, 10);
+            unsigned long value =
+                eq == std::string::npos ? 0 : std::strtoul(words[w].c_str() + eq + 1, &stop, 10);
             if (eq == std::string::npos || *stop != '\0') {
                 error("expected key=number, not '" + words[w] + "'");
                 continue;
@@ -98,9 +102,15 @@ void readPortCaps(const SourceFile& source, Fabric& fabric, Diagnostics& diagnos
                         error(key + " (the table's entries) is at most 64");
                         break;
                     }
-                    (key == "vlarb-high" ? port.vlArbHighCap : port.vlArbLowCap) = static_cast<uint8_t>(value);
+                    (key == "vlarb-high" ? port.vlArbHighCap : port.vlArbLowCap) =
+                        static_cast<uint8_t>(value);
                 } else if (key == "mtu") {
-                    uint8_t m = value == 256 ? 1 : value == 512 ? 2 : value == 1024 ? 3 : value == 2048 ? 4 : value == 4096 ? 5 : 0;
+                    uint8_t m = value == 256    ? 1
+                                : value == 512  ? 2
+                                : value == 1024 ? 3
+                                : value == 2048 ? 4
+                                : value == 4096 ? 5
+                                                : 0;
                     if (!m) {
                         error("mtu is 256, 512, 1024, 2048 or 4096");
                         break;

@@ -33,9 +33,9 @@ RangeSet RangeSet::build(std::vector<Range> ranges) {
 void RangeSet::add(uint64_t lo, uint64_t hi) {
     if (lo > hi) std::swap(lo, hi);
     // First range that could touch [lo, hi]: its hi + 1 >= lo (adjacent ranges merge).
-    auto first = std::lower_bound(ranges_.begin(), ranges_.end(), lo, [](const Range& r, uint64_t v) {
-        return r.hi != UINT64_MAX && r.hi + 1 < v;
-    });
+    auto first = std::lower_bound(
+        ranges_.begin(), ranges_.end(), lo,
+        [](const Range& r, uint64_t v) { return r.hi != UINT64_MAX && r.hi + 1 < v; });
     auto last = first;
     while (last != ranges_.end() && (hi == UINT64_MAX || last->lo <= hi + 1)) {
         lo = std::min(lo, last->lo);

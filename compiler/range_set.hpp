@@ -17,7 +17,7 @@ struct Range {
 // A set of values as OpenSM keeps them: sorted closed ranges, overlapping or adjacent ranges
 // merged. Its cost depends on the number of ranges, never on their width.
 class RangeSet {
-public:
+  public:
     RangeSet() = default;
     RangeSet(std::initializer_list<Range> ranges);
     // Builds a set from ranges in any order (reversed ones swapped) in O(n log n).
@@ -42,7 +42,7 @@ public:
     std::string str(bool hex = false) const;
     bool operator==(const RangeSet&) const = default;
 
-private:
+  private:
     std::vector<Range> ranges_;
 };
 

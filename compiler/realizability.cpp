@@ -6,18 +6,22 @@
 #include <array>
 #include <bitset>
 #include <cstdio>
-#include <tuple>
 #include <map>
 #include <string>
+#include <tuple>
 
 namespace ibqos {
 
 namespace {
 
 class Realizability {
-public:
+  public:
     Realizability(const BoundPolicy& bound, const FabricTables& tables, Diagnostics& diagnostics)
-        : bound_(bound), policy_(*bound.policy), fabric_(*bound.fabric), tables_(tables), diagnostics_(diagnostics) {}
+        : bound_(bound),
+          policy_(*bound.policy),
+          fabric_(*bound.fabric),
+          tables_(tables),
+          diagnostics_(diagnostics) {}
 
     void run() {
         levelSls();
@@ -27,7 +31,7 @@ public:
         unusedScopes();
     }
 
-private:
+  private:
     const BoundPolicy& bound_;
     const Policy& policy_;
     const Fabric& fabric_;
@@ -36,7 +40,8 @@ private:
 
     // Ports that can send the level's traffic: its rules' source groups (every CA when a rule
     // has no source or the level is the default).
-    bool mayBeSource(const std::vector<uint32_t>& levelRules, bool isDefault, uint32_t endpoint) const {
+    bool mayBeSource(const std::vector<uint32_t>& levelRules, bool isDefault,
+                     uint32_t endpoint) const {
         if (isDefault) return true;
         for (uint32_t r : levelRules) {
             const MatchRule& rule = policy_.rules[r];
@@ -74,12 +79,14 @@ private:
             const PortTables& t = tables_.ports[i];
             const FabricNode& node = fabric_.nodeOf(t.port);
             bool onSwitch = node.type == NodeType::Switch;
-            if (onSwitch && fabric_.ports[t.port].number == 0) continue;  // the switch's own traffic
+            if (onSwitch && fabric_.ports[t.port].number == 0)
+                continue;  // the switch's own traffic
             std::bitset<16> weighted;
             if (t.hasVlArb) {
                 auto key = std::make_tuple(t.vlArbHigh, t.vlArbLow, t.vlArbHighCap, t.vlArbLowCap);
                 auto it = weightedCache.find(key);
-                if (it == weightedCache.end()) it = weightedCache.emplace(key, weightedVls(t)).first;
+                if (it == weightedCache.end())
+                    it = weightedCache.emplace(key, weightedVls(t)).first;
                 weighted = it->second;
             } else {
                 weighted.set();
@@ -90,13 +97,17 @@ private:
                 if (onSwitch && fabric_.ports[node.firstPort + in].peer == NoPort) continue;
                 const Sl2VlTable& table = tables_.sl2vls[t.sl2vlFor(in)];
                 for (unsigned sl = 0; sl < 16; ++sl) {
-                    if (table[sl] == 15) dropped |= 1u << sl;
-                    else if (!weighted.test(table[sl])) starved |= 1u << sl;
+                    if (table[sl] == 15)
+                        dropped |= 1u << sl;
+                    else if (!weighted.test(table[sl]))
+                        starved |= 1u << sl;
                 }
             }
             for (unsigned sl = 0; sl < 16; ++sl) {
-                if (dropped & (1u << sl)) found.dropped[sl].push_back(i);
-                else if (starved & (1u << sl)) found.starved[sl].push_back(i);
+                if (dropped & (1u << sl))
+                    found.dropped[sl].push_back(i);
+                else if (starved & (1u << sl))
+                    found.starved[sl].push_back(i);
             }
         }
         return found;
@@ -106,7 +117,8 @@ private:
     std::string example(const PortTables& t, unsigned sl, bool dropped) const {
         const FabricNode& node = fabric_.nodeOf(t.port);
         if (node.type != NodeType::Switch) {
-            return fabric_.portName(t.port) + (dropped ? "" : " VL " + std::to_string(tables_.sl2vls[t.sl2vl][sl]));
+            return fabric_.portName(t.port) +
+                   (dropped ? "" : " VL " + std::to_string(tables_.sl2vls[t.sl2vl][sl]));
         }
         for (unsigned in = 1; in <= node.portCount; ++in) {
             if (fabric_.ports[node.firstPort + in].peer == NoPort) continue;
@@ -121,13 +133,15 @@ private:
 
     void levelSls() {
         std::map<uint32_t, std::vector<uint32_t>> rulesOfLevel;
-        for (uint32_t r = 0; r < policy_.rules.size(); ++r) rulesOfLevel[policy_.rules[r].level].push_back(r);
+        for (uint32_t r = 0; r < policy_.rules.size(); ++r)
+            rulesOfLevel[policy_.rules[r].level].push_back(r);
         if (policy_.hasDefaultLevel) rulesOfLevel[policy_.defaultLevel];
         SlProblems problems = findSlProblems();
 
         for (const auto& entry : rulesOfLevel) {
             uint32_t level = entry.first;
-            const std::vector<uint32_t>& rules = entry.second;  // a lambda below uses it (no binding capture in clang 14)
+            const std::vector<uint32_t>& rules =
+                entry.second;  // a lambda below uses it (no binding capture in clang 14)
             const QosLevel& l = policy_.levels[level];
             bool isDefault = policy_.hasDefaultLevel && level == policy_.defaultLevel;
             auto report = [&](const std::vector<uint32_t>& ports, bool dropped) {
@@ -136,19 +150,24 @@ private:
                 for (uint32_t i : ports) {
                     const PortTables& t = tables_.ports[i];
                     // A host port matters only when it can send this level's traffic.
-                    if (fabric_.nodeOf(t.port).type != NodeType::Switch && !mayBeSource(rules, isDefault, t.port)) continue;
+                    if (fabric_.nodeOf(t.port).type != NodeType::Switch &&
+                        !mayBeSource(rules, isDefault, t.port))
+                        continue;
                     if (count++ == 0) first = example(t, l.sl, dropped);
                 }
                 if (count == 0) return;
-                std::string name = l.generated ? "the qos-ulps SL " + std::to_string(l.sl) : "qos-level '" + l.name + "'";
+                std::string name = l.generated ? "the qos-ulps SL " + std::to_string(l.sl)
+                                               : "qos-level '" + l.name + "'";
                 SourceLocation at = l.location.line ? l.location
-                                    : rules.empty()  ? SourceLocation{1, 1}
-                                                     : policy_.rules[rules[0]].location;
-                std::string ports_ = std::to_string(count) + " port" + (count == 1 ? "" : "s") + ", e.g. " + first;
+                                    : rules.empty() ? SourceLocation{1, 1}
+                                                    : policy_.rules[rules[0]].location;
+                std::string ports_ =
+                    std::to_string(count) + " port" + (count == 1 ? "" : "s") + ", e.g. " + first;
                 if (dropped) {
                     diagnostics_.error("sl-dropped", policy_.file, at,
-                                       "SL " + std::to_string(l.sl) + " of " + name + " maps to VL 15 (dropped) on " +
-                                           ports_ + ": requests matched to it get no path there");
+                                       "SL " + std::to_string(l.sl) + " of " + name +
+                                           " maps to VL 15 (dropped) on " + ports_ +
+                                           ": requests matched to it get no path there");
                 } else {
                     diagnostics_.error("sl-starved", policy_.file, at,
                                        "SL " + std::to_string(l.sl) + " of " + name +
@@ -172,8 +191,10 @@ private:
         }
         for (const auto& [origin, count] : byOrigin) {
             const TableOrigin& o = tables_.origins[origin];
-            diagnostics_.warning("high-limit-unbounded", o.file.empty() ? policy_.file : o.file, o.location,
-                                 "a VL high limit of 255 is unbounded: with weighted high-priority VLs, low-priority VLs "
+            diagnostics_.warning("high-limit-unbounded", o.file.empty() ? policy_.file : o.file,
+                                 o.location,
+                                 "a VL high limit of 255 is unbounded: with weighted high-priority "
+                                 "VLs, low-priority VLs "
                                  "starve whenever high-priority traffic is continuous (" +
                                      std::to_string(count) + " port" + (count == 1 ? ")" : "s)"));
         }
@@ -187,15 +208,18 @@ private:
             unsigned credits = (mtu ? mtu : 4096) / 64;
             auto check = [&](uint32_t table, unsigned cap, uint16_t origin) {
                 TableOrigin::Kind kind = tables_.origins[origin].kind;
-                if (kind == TableOrigin::Kind::BuiltIn || kind == TableOrigin::Kind::Bandwidth) return;
+                if (kind == TableOrigin::Kind::BuiltIn || kind == TableOrigin::Kind::Bandwidth)
+                    return;
                 const VlArbTable& entries = tables_.vlarbs[table];
                 for (unsigned i = 0; i < cap && i < 64; ++i) {
                     if (entries[i].weight && entries[i].weight % credits) {
                         auto& slot = byOrigin[origin];
                         if (slot.first++ == 0) {
-                            slot.second = "VL " + std::to_string(entries[i].vl) + " weight " + std::to_string(entries[i].weight) +
-                                          " is not a multiple of " + std::to_string(credits) + " credits (one " +
-                                          std::to_string(credits * 64) + "-byte packet)";
+                            slot.second = "VL " + std::to_string(entries[i].vl) + " weight " +
+                                          std::to_string(entries[i].weight) +
+                                          " is not a multiple of " + std::to_string(credits) +
+                                          " credits (one " + std::to_string(credits * 64) +
+                                          "-byte packet)";
                         }
                         return;
                     }
@@ -207,9 +231,11 @@ private:
         for (const auto& [origin, value] : byOrigin) {
             const TableOrigin& o = tables_.origins[origin];
             diagnostics_.warning("weight-not-mtu-multiple", o.file, o.location,
-                                 value.second + ": a started packet always completes, so such weights give "
-                                                "shares other than their ratio (" +
-                                     std::to_string(value.first) + " port" + (value.first == 1 ? ")" : "s)"));
+                                 value.second +
+                                     ": a started packet always completes, so such weights give "
+                                     "shares other than their ratio (" +
+                                     std::to_string(value.first) + " port" +
+                                     (value.first == 1 ? ")" : "s)"));
         }
     }
 
@@ -218,7 +244,8 @@ private:
     void ipoibSls() {
         for (const Partition& p : fabric_.partitions) {
             if (!p.ipoib) continue;
-            const QosLevel* level = policy_.hasDefaultLevel ? &policy_.levels[policy_.defaultLevel] : nullptr;
+            const QosLevel* level =
+                policy_.hasDefaultLevel ? &policy_.levels[policy_.defaultLevel] : nullptr;
             SourceLocation at = level ? level->location : SourceLocation{1, 1};
             for (const MatchRule& rule : policy_.rules) {
                 if (!rule.serviceIds.empty() || !rule.qosClasses.empty()) continue;
@@ -242,26 +269,31 @@ private:
             if (!level || level->sl == p.sl) continue;
             char pkey[8];
             std::snprintf(pkey, sizeof pkey, "0x%04x", p.pkey);
-            diagnostics_.warning("ipoib-sl", policy_.file, at.line ? at : SourceLocation{1, 1},
-                                 "IPoIB partition '" + p.name + "' (" + pkey + ") has broadcast-group SL " +
-                                     std::to_string(p.sl) + (p.file.empty() ? "" : " (" + p.file + ":" + std::to_string(p.location.line) + ")") +
-                                     ", but the policy gives its PathRecords SL " + std::to_string(level->sl) +
-                                     ": IPoIB multicast and unicast would use different SLs");
+            diagnostics_.warning(
+                "ipoib-sl", policy_.file, at.line ? at : SourceLocation{1, 1},
+                "IPoIB partition '" + p.name + "' (" + pkey + ") has broadcast-group SL " +
+                    std::to_string(p.sl) +
+                    (p.file.empty() ? ""
+                                    : " (" + p.file + ":" + std::to_string(p.location.line) + ")") +
+                    ", but the policy gives its PathRecords SL " + std::to_string(level->sl) +
+                    ": IPoIB multicast and unicast would use different SLs");
         }
     }
 
     void unusedScopes() {
         for (size_t s = 0; s < policy_.vlarbScopes.size(); ++s) {
             if (tables_.vlarbScopeUse[s] == 0) {
-                diagnostics_.warning("scope-unused", policy_.file, policy_.vlarbScopes[s].location,
-                                     "no port keeps what this vlarb-scope sets: it selects no port, or later scopes "
-                                     "overwrite all of it");
+                diagnostics_.warning(
+                    "scope-unused", policy_.file, policy_.vlarbScopes[s].location,
+                    "no port keeps what this vlarb-scope sets: it selects no port, or later scopes "
+                    "overwrite all of it");
             }
         }
         for (size_t s = 0; s < policy_.sl2vlScopes.size(); ++s) {
             if (tables_.sl2vlScopeUse[s] == 0) {
                 diagnostics_.warning("scope-unused", policy_.file, policy_.sl2vlScopes[s].location,
-                                     "no port keeps this sl2vl-scope's table: it selects no (in, out) pair, or later "
+                                     "no port keeps this sl2vl-scope's table: it selects no (in, "
+                                     "out) pair, or later "
                                      "scopes overwrite all of it");
             }
         }
@@ -270,7 +302,8 @@ private:
 
 }  // namespace
 
-void checkRealizability(const BoundPolicy& bound, const FabricTables& tables, Diagnostics& diagnostics) {
+void checkRealizability(const BoundPolicy& bound, const FabricTables& tables,
+                        Diagnostics& diagnostics) {
     Realizability(bound, tables, diagnostics).run();
 }
 

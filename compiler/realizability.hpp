@@ -16,6 +16,7 @@ namespace ibqos {
 // - an IPoIB partition whose broadcast-group SL differs from the SL the policy gives the
 //   partition's PathRecords: warning;
 // - a qos-setup scope that no port ends up using: warning.
-void checkRealizability(const BoundPolicy& bound, const FabricTables& tables, Diagnostics& diagnostics);
+void checkRealizability(const BoundPolicy& bound, const FabricTables& tables,
+                        Diagnostics& diagnostics);
 
 }  // namespace ibqos

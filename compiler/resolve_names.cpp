@@ -20,14 +20,15 @@ std::string folded(std::string_view name) {
 std::string withoutBlanks(std::string_view name) {
     std::string s;
     for (char c : name) {
-        if (c != ' ' && c != '\t') s.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+        if (c != ' ' && c != '\t')
+            s.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
     }
     return s;
 }
 
 // Case-insensitive name -> index, first definition wins (as OpenSM's lookup).
 class NameTable {
-public:
+  public:
     NameTable(const Reporter& report, const char* what) : report_(report), what_(what) {}
 
     void define(const std::string& name, SourceLocation where, uint32_t index) {
@@ -59,7 +60,7 @@ public:
         return "";
     }
 
-private:
+  private:
     struct Entry {
         uint32_t index;
         SourceLocation where;
@@ -183,8 +184,9 @@ void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy) {
         } else if (gaps.elementName) {
             // the parent may be the element whose name a syntax error hid
         } else if (leafTable.find(e.parentName.name)) {
-            report.error("undefined-parent", e.parentName.location,
-                         "'" + e.parentName.name + "' is a sched-leaf; only a sched-node can be a parent");
+            report.error(
+                "undefined-parent", e.parentName.location,
+                "'" + e.parentName.name + "' is a sched-leaf; only a sched-node can be a parent");
         } else {
             report.error("undefined-parent", e.parentName.location,
                          "no sched-node is named '" + e.parentName.name + "'");
@@ -197,5 +199,7 @@ void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy) {
 }  // namespace ibqos::passes
 
 namespace ibqos {
-bool sameName(std::string_view a, std::string_view b) { return passes::folded(a) == passes::folded(b); }
+bool sameName(std::string_view a, std::string_view b) {
+    return passes::folded(a) == passes::folded(b);
+}
 }  // namespace ibqos

@@ -16,8 +16,10 @@ namespace ibqos {
 
 namespace {
 
-constexpr const char* BuiltInVlArbHigh = "0:4,1:0,2:0,3:0,4:0,5:0,6:0,7:0,8:0,9:0,10:0,11:0,12:0,13:0,14:0";
-constexpr const char* BuiltInVlArbLow = "0:0,1:4,2:4,3:4,4:4,5:4,6:4,7:4,8:4,9:4,10:4,11:4,12:4,13:4,14:4";
+constexpr const char* BuiltInVlArbHigh =
+    "0:4,1:0,2:0,3:0,4:0,5:0,6:0,7:0,8:0,9:0,10:0,11:0,12:0,13:0,14:0";
+constexpr const char* BuiltInVlArbLow =
+    "0:0,1:4,2:4,3:4,4:4,5:4,6:4,7:4,8:4,9:4,10:4,11:4,12:4,13:4,14:4";
 constexpr const char* BuiltInSl2Vl = "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,7";
 
 // OpenSM's parse_one_unsigned: strtoul, then skip one delimiter character.
@@ -76,13 +78,18 @@ void negotiateOperVls(Fabric& fabric, uint8_t maxOpVls) {
 namespace {
 
 class TableBuilder {
-public:
+  public:
     TableBuilder(const BoundPolicy& bound, const OpenSmConf& conf, Diagnostics& diagnostics)
-        : bound_(bound), policy_(*bound.policy), fabric_(*bound.fabric), conf_(conf), diagnostics_(diagnostics) {}
+        : bound_(bound),
+          policy_(*bound.policy),
+          fabric_(*bound.fabric),
+          conf_(conf),
+          diagnostics_(diagnostics) {}
 
     FabricTables build() {
         out_.origins.push_back({});  // 0: built-in
-        for (PortClass c : {PortClass::Ca, PortClass::Router, PortClass::SwitchPort0, PortClass::SwitchExternal}) {
+        for (PortClass c : {PortClass::Ca, PortClass::Router, PortClass::SwitchPort0,
+                            PortClass::SwitchExternal}) {
             templates_[static_cast<size_t>(c)] = buildTemplate(c);
         }
         collectPorts();
@@ -94,7 +101,7 @@ public:
         return std::move(out_);
     }
 
-private:
+  private:
     // A port's tables while they are being built (unfolded, with who wrote them).
     struct Draft {
         uint32_t port;
@@ -103,7 +110,7 @@ private:
         uint32_t high, low;  // unfolded tables, indices into out_.vlarbs
         uint16_t highOrigin, lowOrigin, limitOrigin;
         int highScope = -1, lowScope = -1, limitScope = -1;
-        std::vector<uint32_t> sl2vl;       // unfolded tables (indices into raw_) per in-port
+        std::vector<uint32_t> sl2vl;        // unfolded tables (indices into raw_) per in-port
         std::vector<uint16_t> sl2vlOrigin;  // per in-port
         std::vector<int> sl2vlScope;        // per in-port
     };
@@ -136,8 +143,9 @@ private:
         const QosOptionSet& own = conf_.forClass(c);
         const QosOptionSet& all = conf_.all;
         TableTemplate t;
-        auto pick = [&](const std::optional<std::string>& a, SourceLocation aAt, const std::optional<std::string>& b,
-                        SourceLocation bAt, const char* builtIn, uint16_t& originOut) -> std::string {
+        auto pick = [&](const std::optional<std::string>& a, SourceLocation aAt,
+                        const std::optional<std::string>& b, SourceLocation bAt,
+                        const char* builtIn, uint16_t& originOut) -> std::string {
             if (a) {
                 originOut = origin({TableOrigin::Kind::OpenSmConf, conf_.file, aAt, -1});
                 return *a;
@@ -149,25 +157,40 @@ private:
             originOut = 0;
             return builtIn;
         };
-        t.vlarbHigh = parseVlArbOption(pick(own.vlarbHigh, own.vlarbHighAt, all.vlarbHigh, all.vlarbHighAt,
-                                            BuiltInVlArbHigh, t.highOrigin));
-        t.vlarbLow = parseVlArbOption(pick(own.vlarbLow, own.vlarbLowAt, all.vlarbLow, all.vlarbLowAt,
-                                           BuiltInVlArbLow, t.lowOrigin));
-        t.sl2vl = parseSl2VlOption(pick(own.sl2vl, own.sl2vlAt, all.sl2vl, all.sl2vlAt, BuiltInSl2Vl, t.sl2vlOrigin));
+        t.vlarbHigh = parseVlArbOption(pick(own.vlarbHigh, own.vlarbHighAt, all.vlarbHigh,
+                                            all.vlarbHighAt, BuiltInVlArbHigh, t.highOrigin));
+        t.vlarbLow = parseVlArbOption(pick(own.vlarbLow, own.vlarbLowAt, all.vlarbLow,
+                                           all.vlarbLowAt, BuiltInVlArbLow, t.lowOrigin));
+        t.sl2vl = parseSl2VlOption(
+            pick(own.sl2vl, own.sl2vlAt, all.sl2vl, all.sl2vlAt, BuiltInSl2Vl, t.sl2vlOrigin));
         if (own.highLimit) {
             t.highLimit = static_cast<uint8_t>(*own.highLimit);
-            t.limitOrigin = origin({TableOrigin::Kind::OpenSmConf, conf_.file, own.highLimitAt, -1});
+            t.limitOrigin =
+                origin({TableOrigin::Kind::OpenSmConf, conf_.file, own.highLimitAt, -1});
         } else if (all.highLimit) {
             t.highLimit = static_cast<uint8_t>(*all.highLimit);
-            t.limitOrigin = origin({TableOrigin::Kind::OpenSmConf, conf_.file, all.highLimitAt, -1});
+            t.limitOrigin =
+                origin({TableOrigin::Kind::OpenSmConf, conf_.file, all.highLimitAt, -1});
         }
         return t;
     }
 
     void addDraft(uint32_t port, PortClass c, unsigned inPorts) {
         const TableTemplate& t = templates_[static_cast<size_t>(c)];
-        Draft d{port, c, t.highLimit, out_.vlarbs.intern(t.vlarbHigh), out_.vlarbs.intern(t.vlarbLow),
-                t.highOrigin, t.lowOrigin, t.limitOrigin, -1, -1, -1, {}, {}, {}};
+        Draft d{port,
+                c,
+                t.highLimit,
+                out_.vlarbs.intern(t.vlarbHigh),
+                out_.vlarbs.intern(t.vlarbLow),
+                t.highOrigin,
+                t.lowOrigin,
+                t.limitOrigin,
+                -1,
+                -1,
+                -1,
+                {},
+                {},
+                {}};
         uint32_t table = raw_.intern(t.sl2vl);
         d.sl2vl.assign(inPorts, table);
         d.sl2vlOrigin.assign(inPorts, t.sl2vlOrigin);
@@ -196,7 +219,8 @@ private:
                 for (unsigned p = 1; p <= node.portCount; ++p) {
                     uint32_t port = fabric_.portOf(n, p);
                     if (fabric_.ports[port].peer == NoPort) continue;
-                    addDraft(port, node.type == NodeType::Router ? PortClass::Router : PortClass::Ca, 1);
+                    addDraft(port,
+                             node.type == NodeType::Router ? PortClass::Router : PortClass::Ca, 1);
                 }
                 continue;
             }
@@ -255,7 +279,9 @@ private:
             selected = memberDrafts(scope.groups);
             if (!scope.across.empty()) {
                 selected.erase(std::remove_if(selected.begin(), selected.end(),
-                                              [&](uint32_t d) { return !peerIn(scope.across, drafts_[d].port); }),
+                                              [&](uint32_t d) {
+                                                  return !peerIn(scope.across, drafts_[d].port);
+                                              }),
                                selected.end());
             }
         } else {
@@ -263,12 +289,16 @@ private:
                 if (peerIn(scope.across, drafts_[d].port)) selected.push_back(d);
             }
         }
-        uint16_t at = origin({TableOrigin::Kind::Scope, policy_.file, scope.location, static_cast<int>(s)});
-        uint16_t bandwidthAt =
-            scope.bandwidth ? origin({TableOrigin::Kind::Bandwidth, policy_.file, scope.bandwidthLocation, static_cast<int>(s)}) : 0;
+        uint16_t at =
+            origin({TableOrigin::Kind::Scope, policy_.file, scope.location, static_cast<int>(s)});
+        uint16_t bandwidthAt = scope.bandwidth
+                                   ? origin({TableOrigin::Kind::Bandwidth, policy_.file,
+                                             scope.bandwidthLocation, static_cast<int>(s)})
+                                   : 0;
         auto toTable = [](const std::vector<VlWeight>& list) {
             VlArbTable t{};
-            for (size_t i = 0; i < list.size() && i < t.size(); ++i) t[i] = {list[i].vl, list[i].weight};
+            for (size_t i = 0; i < list.size() && i < t.size(); ++i)
+                t[i] = {list[i].vl, list[i].weight};
             return t;
         };
         std::map<unsigned, uint32_t> bandwidthByCap;  // planned once per low-table size
@@ -309,7 +339,8 @@ private:
 
     void applySl2VlScope(size_t s) {
         const Sl2VlScope& scope = policy_.sl2vlScopes[s];
-        uint16_t at = origin({TableOrigin::Kind::Scope, policy_.file, scope.location, static_cast<int>(s)});
+        uint16_t at =
+            origin({TableOrigin::Kind::Scope, policy_.file, scope.location, static_cast<int>(s)});
         uint32_t table = raw_.intern(scope.table);
         // Nodes: the group's members (every node when no group is given).
         std::vector<uint32_t> candidates;
@@ -343,7 +374,9 @@ private:
     struct FoldKey {
         uint16_t origin;
         uint8_t operVls;
-        bool operator<(const FoldKey& o) const { return std::tie(origin, operVls) < std::tie(o.origin, o.operVls); }
+        bool operator<(const FoldKey& o) const {
+            return std::tie(origin, operVls) < std::tie(o.origin, o.operVls);
+        }
     };
     struct FoldNote {
         size_t ports = 0;
@@ -355,7 +388,8 @@ private:
     // describe() says what folding does; it is called once per warning.
     template <typename Describe>
     void noteFold(uint16_t originIndex, uint8_t operVls, uint32_t port, Describe describe) {
-        if (out_.origins[originIndex].kind == TableOrigin::Kind::BuiltIn) return;  // OpenSM's own default relies on it
+        if (out_.origins[originIndex].kind == TableOrigin::Kind::BuiltIn)
+            return;  // OpenSM's own default relies on it
         FoldNote& note = foldWarnings_[{originIndex, operVls}];
         if (note.lastPort == port) return;  // one port counts once, whatever its in-ports
         note.lastPort = port;
@@ -433,7 +467,8 @@ private:
                         const VlArbTable& table = out_.vlarbs[raw];
                         for (unsigned i = 0; i < cap && i < table.size(); ++i) {
                             if (table[i].weight && table[i].vl >= dataVls) {
-                                return "VL " + std::to_string(table[i].vl) + " becomes VL " + std::to_string(table[i].vl & mask);
+                                return "VL " + std::to_string(table[i].vl) + " becomes VL " +
+                                       std::to_string(table[i].vl & mask);
                             }
                         }
                         return std::string();
@@ -447,7 +482,8 @@ private:
             t.rawLow = d.low;
             if (d.highScope >= 0) ++out_.vlarbScopeUse[d.highScope];
             if (d.lowScope >= 0 && d.lowScope != d.highScope) ++out_.vlarbScopeUse[d.lowScope];
-            if (d.limitScope >= 0 && d.limitScope != d.highScope && d.limitScope != d.lowScope) ++out_.vlarbScopeUse[d.limitScope];
+            if (d.limitScope >= 0 && d.limitScope != d.highScope && d.limitScope != d.lowScope)
+                ++out_.vlarbScopeUse[d.limitScope];
 
             std::vector<uint32_t> folded(d.sl2vl.size()), raws(d.sl2vl.size());
             for (size_t in = 0; in < d.sl2vl.size(); ++in) {
@@ -455,7 +491,8 @@ private:
                 folded[in] = f.folded;
                 raws[in] = f.raw;
                 if (f.folds) {
-                    noteFold(d.sl2vlOrigin[in], port.operVls, d.port, [&] { return describeSl2VlFold(raw_[d.sl2vl[in]], mask); });
+                    noteFold(d.sl2vlOrigin[in], port.operVls, d.port,
+                             [&] { return describeSl2VlFold(raw_[d.sl2vl[in]], mask); });
                 }
                 if (d.sl2vlScope[in] >= 0) ++out_.sl2vlScopeUse[d.sl2vlScope[in]];
             }
@@ -472,8 +509,9 @@ private:
             const TableOrigin& o = out_.origins[key.origin];
             unsigned vls = dataVls(key.operVls);
             diagnostics_.warning("vl-folded", o.file, o.location,
-                                 "on " + std::to_string(note.ports) + (note.ports == 1 ? " port" : " ports") +
-                                     " with " + std::to_string(vls) + " data VL" + (vls == 1 ? "" : "s") +
+                                 "on " + std::to_string(note.ports) +
+                                     (note.ports == 1 ? " port" : " ports") + " with " +
+                                     std::to_string(vls) + " data VL" + (vls == 1 ? "" : "s") +
                                      " this table relies on OpenSM's folding of VLs: " + note.what);
         }
     }
@@ -486,10 +524,12 @@ private:
             unsigned vl = raw[sl] & mask;
             std::string sharing;
             for (unsigned other = 0; other < 16; ++other) {
-                if (other != sl && raw[other] != 15 && (raw[other] & mask) == vl) sharing += (sharing.empty() ? "" : ",") + std::to_string(other);
+                if (other != sl && raw[other] != 15 && (raw[other] & mask) == vl)
+                    sharing += (sharing.empty() ? "" : ",") + std::to_string(other);
             }
             if (!out.empty()) out += "; ";
-            out += "SL " + std::to_string(sl) + " (VL " + std::to_string(raw[sl]) + ") lands on VL " + std::to_string(vl);
+            out += "SL " + std::to_string(sl) + " (VL " + std::to_string(raw[sl]) +
+                   ") lands on VL " + std::to_string(vl);
             if (!sharing.empty()) out += ", shared with SL " + sharing;
         }
         return out;
@@ -498,7 +538,8 @@ private:
 
 }  // namespace
 
-FabricTables computeTables(const BoundPolicy& bound, const OpenSmConf& conf, Diagnostics& diagnostics) {
+FabricTables computeTables(const BoundPolicy& bound, const OpenSmConf& conf,
+                           Diagnostics& diagnostics) {
     return TableBuilder(bound, conf, diagnostics).build();
 }
 

@@ -30,7 +30,7 @@ using Sl2VlTable = std::array<uint8_t, 16>;
 // millions of (in, out) pairs.
 template <typename Table>
 class TablePool {
-public:
+  public:
     uint32_t intern(const Table& table) {
         auto [it, fresh] = index_.emplace(table, static_cast<uint32_t>(tables_.size()));
         if (fresh) tables_.push_back(table);
@@ -39,7 +39,7 @@ public:
     const Table& operator[](uint32_t index) const { return tables_[index]; }
     size_t size() const { return tables_.size(); }
 
-private:
+  private:
     // FNV-1a over the table's bytes (the tables are arrays of plain bytes).
     struct Hash {
         size_t operator()(const Table& t) const {
@@ -64,16 +64,16 @@ struct TableOrigin {
 
 // The tables of one physical port that receives them (its output side).
 struct PortTables {
-    uint32_t port = 0;   // index into Fabric::ports
+    uint32_t port = 0;  // index into Fabric::ports
     PortClass portClass = PortClass::Ca;
-    uint8_t operVls = 4; // OperVLs encoding the folding used
+    uint8_t operVls = 4;  // OperVLs encoding the folding used
     uint8_t highLimit = 0;
     bool hasVlArb = true;  // false when the port has a single data VL (OpenSM sends no VLArb)
     uint8_t vlArbHighCap = 8;
     uint8_t vlArbLowCap = 8;
     uint32_t vlArbHigh = 0;  // indices into FabricTables::vlarbs (folded, as sent)
     uint32_t vlArbLow = 0;
-    uint32_t sl2vl = 0;      // the table when every in-port has the same (indices into sl2vls)
+    uint32_t sl2vl = 0;  // the table when every in-port has the same (indices into sl2vls)
     std::vector<uint32_t> sl2vlByIn;  // switch ports: one per in-port 0..N, empty when uniform
     // The same tables before OpenSM's folding, as the options or scopes wrote them.
     uint32_t rawHigh = 0, rawLow = 0, rawSl2vl = 0;
@@ -81,12 +81,14 @@ struct PortTables {
     uint16_t highOrigin = 0, lowOrigin = 0, limitOrigin = 0;  // indices into FabricTables::origins
 
     uint32_t sl2vlFor(unsigned in) const { return sl2vlByIn.empty() ? sl2vl : sl2vlByIn[in]; }
-    uint32_t rawSl2vlFor(unsigned in) const { return rawSl2vlByIn.empty() ? rawSl2vl : rawSl2vlByIn[in]; }
+    uint32_t rawSl2vlFor(unsigned in) const {
+        return rawSl2vlByIn.empty() ? rawSl2vl : rawSl2vlByIn[in];
+    }
 };
 
 struct FabricTables {
     std::vector<PortTables> ports;  // every port that receives tables, in port order
-    TablePool<VlArbTable> vlarbs;  // folded and unfolded tables alike
+    TablePool<VlArbTable> vlarbs;   // folded and unfolded tables alike
     TablePool<Sl2VlTable> sl2vls;
     std::vector<TableOrigin> origins;
     // For each vlarb-scope and sl2vl-scope: how many ports (pairs) finally hold what it set.
@@ -111,7 +113,8 @@ void negotiateOperVls(Fabric& fabric, uint8_t maxOpVls);
 
 // Computes every port's tables. Warnings about folding (VLs beyond a port's OperVLs) point at
 // the table the administrator wrote (an opensm.conf option or a qos-setup scope).
-FabricTables computeTables(const BoundPolicy& bound, const OpenSmConf& conf, Diagnostics& diagnostics);
+FabricTables computeTables(const BoundPolicy& bound, const OpenSmConf& conf,
+                           Diagnostics& diagnostics);
 
 // The VL mask OpenSM applies on a port: (1 << (OperVLs - 1)) - 1.
 constexpr uint8_t vlMask(uint8_t operVls) {

@@ -46,12 +46,16 @@ struct RawNode {
 };
 
 std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r'))
+        s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+        s.remove_suffix(1);
     return s;
 }
 
-bool startsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+bool startsWith(std::string_view s, std::string_view prefix) {
+    return s.substr(0, prefix.size()) == prefix;
+}
 
 std::optional<uint64_t> parseNumber(std::string_view s, int base = 0) {
     std::string text(s);
@@ -84,7 +88,9 @@ uint8_t linkRate(std::string_view comment) {
         if (b < x) {
             auto width = parseNumber(comment.substr(b, x - b));
             if (width) {
-                if (uint8_t r = rateForLink(static_cast<unsigned>(*width), comment.substr(x + 1, e - x - 1))) return r;
+                if (uint8_t r = rateForLink(static_cast<unsigned>(*width),
+                                            comment.substr(x + 1, e - x - 1)))
+                    return r;
             }
         }
         x = x == 0 ? std::string_view::npos : comment.rfind('x', x - 1);
@@ -103,7 +109,7 @@ std::optional<std::string_view> quoted(std::string_view s, std::string_view& res
 }
 
 class TopologyReader {
-public:
+  public:
     TopologyReader(const SourceFile& source, Diagnostics& diagnostics, uint8_t operVls)
         : source_(source), diagnostics_(diagnostics), operVls_(operVls) {}
 
@@ -120,7 +126,7 @@ public:
         return build();
     }
 
-private:
+  private:
     const SourceFile& source_;
     Diagnostics& diagnostics_;
     uint8_t operVls_;
@@ -142,29 +148,34 @@ private:
 
     void line(std::string_view raw, uint32_t offset) {
         std::string_view s = trim(raw);
-        SourceLocation at = source_.locate(offset + static_cast<uint32_t>(s.empty() ? 0 : s.data() - raw.data()));
+        SourceLocation at =
+            source_.locate(offset + static_cast<uint32_t>(s.empty() ? 0 : s.data() - raw.data()));
         if (s.empty()) {
             current_ = nullptr;  // a blank line ends a node record
             return;
         }
         if (s[0] == '#') return;
         if (s[0] == '[') return portLine(s, at);
-        if (startsWith(s, "Switch") || startsWith(s, "Hca") || startsWith(s, "Ca") || startsWith(s, "Rt")) {
+        if (startsWith(s, "Switch") || startsWith(s, "Hca") || startsWith(s, "Ca") ||
+            startsWith(s, "Rt")) {
             return header(s, at);
         }
         if (startsWith(s, "switchguid") || startsWith(s, "caguid") || startsWith(s, "hcaguids") ||
             startsWith(s, "rtguid")) {
             return guidBase(s, at);
         }
-        if (startsWith(s, "vendid") || startsWith(s, "devid") || startsWith(s, "sysimgguid")) return;
+        if (startsWith(s, "vendid") || startsWith(s, "devid") || startsWith(s, "sysimgguid"))
+            return;
         if (startsWith(s, "include") || startsWith(s, "do ") || startsWith(s, "width") ||
             startsWith(s, "speed") || startsWith(s, "extspeed") || startsWith(s, "module") ||
             startsWith(s, "pdebug")) {
-            warning(at, "ibsim directive '" + std::string(s.substr(0, s.find_first_of(" \t="))) + "' is ignored");
+            warning(at, "ibsim directive '" + std::string(s.substr(0, s.find_first_of(" \t="))) +
+                            "' is ignored");
             return;
         }
-        error(at, "this line is not part of a topology file (expected a node header such as "
-                  "'Switch 36 \"id\"', a port line '[1] \"peer\"[2]', or a GUID line)");
+        error(at,
+              "this line is not part of a topology file (expected a node header such as "
+              "'Switch 36 \"id\"', a port line '[1] \"peer\"[2]', or a GUID line)");
     }
 
     // "switchguid=0x200000(200000)", "caguid=0x100006", ibsim's relative "caguid+10".
@@ -220,7 +231,8 @@ private:
         }
         std::string_view rest = trim(s.substr(word));
         size_t digits = 0;
-        while (digits < rest.size() && std::isdigit(static_cast<unsigned char>(rest[digits]))) ++digits;
+        while (digits < rest.size() && std::isdigit(static_cast<unsigned char>(rest[digits])))
+            ++digits;
         auto count = parseNumber(rest.substr(0, digits), 10);
         if (!count || *count < 1 || *count > 254) {
             error(at, "a node has 1 to 254 ports");
@@ -257,7 +269,8 @@ private:
         }
         portTotal_ += node.portCount + 1;
         if (portTotal_ > MaxPorts) {
-            error(at, "the topology has more than " + std::to_string(MaxPorts) + " ports; stopping here");
+            error(at, "the topology has more than " + std::to_string(MaxPorts) +
+                          " ports; stopping here");
             tooLarge_ = true;
             return;
         }
@@ -274,21 +287,24 @@ private:
         RawLink link;
         link.location = at;
         size_t close = s.find(']');
-        auto port = close == std::string_view::npos ? std::nullopt : parseNumber(s.substr(1, close - 1), 10);
+        auto port = close == std::string_view::npos ? std::nullopt
+                                                    : parseNumber(s.substr(1, close - 1), 10);
         if (!port) {
             error(at, "expected '[<port number>]'");
             return;
         }
         link.port = static_cast<unsigned>(*port);
         if (link.port < 1 || link.port > current_->portCount) {
-            error(at, "port " + std::to_string(link.port) + " does not exist on '" + current_->id + "', which has " +
-                          std::to_string(current_->portCount) + " ports");
+            error(at, "port " + std::to_string(link.port) + " does not exist on '" + current_->id +
+                          "', which has " + std::to_string(current_->portCount) + " ports");
             return;
         }
         std::string_view rest = s.substr(close + 1);
         if (!rest.empty() && rest[0] == '(') {
             size_t paren = rest.find(')');
-            auto guid = paren == std::string_view::npos ? std::nullopt : parseNumber(rest.substr(1, paren - 1), 16);
+            auto guid = paren == std::string_view::npos
+                            ? std::nullopt
+                            : parseNumber(rest.substr(1, paren - 1), 16);
             if (!guid) {
                 error(at, "the port GUID in parentheses is not a hexadecimal number");
                 return;
@@ -316,20 +332,24 @@ private:
         std::string_view comment = after.substr(pclose + 1);
         if (size_t hash = comment.find('#'); hash != std::string_view::npos) {
             comment = comment.substr(hash + 1);
-            // CA lines: "lid 5 lmc 0 "peer desc" lid 2 4xSDR"; switch lines: ""peer desc" lid 1 4xSDR".
+            // CA lines: "lid 5 lmc 0 "peer desc" lid 2 4xSDR"; switch lines: ""peer desc" lid 1
+            // 4xSDR".
             std::string_view tail;
             size_t q = comment.find('"');
-            std::string_view own = q == std::string_view::npos ? std::string_view{} : comment.substr(0, q);
+            std::string_view own =
+                q == std::string_view::npos ? std::string_view{} : comment.substr(0, q);
             if (auto lid = numberAfter(own, "lid ")) link.lid = static_cast<uint16_t>(*lid);
             if (auto lmc = numberAfter(own, "lmc ")) link.lmc = static_cast<uint8_t>(*lmc & 7);
             if (quoted(comment, tail)) {
-                if (auto lid = numberAfter(tail, "lid ")) link.peerLid = static_cast<uint16_t>(*lid);
+                if (auto lid = numberAfter(tail, "lid "))
+                    link.peerLid = static_cast<uint16_t>(*lid);
             }
             link.rate = linkRate(comment);
         }
         for (const RawLink& other : current_->links) {
             if (other.port == link.port) {
-                error(at, "port " + std::to_string(link.port) + " of '" + current_->id + "' is listed twice (first at line " +
+                error(at, "port " + std::to_string(link.port) + " of '" + current_->id +
+                              "' is listed twice (first at line " +
                               std::to_string(other.location.line) + ")");
                 return;
             }
@@ -375,7 +395,8 @@ private:
                 FabricPort port;
                 port.node = nodeIndex;
                 port.number = static_cast<uint8_t>(n);
-                port.guid = raw.type == NodeType::Switch ? raw.portGuid.value_or(raw.guid) : raw.guid + n;
+                port.guid =
+                    raw.type == NodeType::Switch ? raw.portGuid.value_or(raw.guid) : raw.guid + n;
                 port.lid = raw.type == NodeType::Switch ? raw.lid : 0;
                 port.lmc = raw.type == NodeType::Switch ? raw.lmc : 0;
                 port.operVls = port.vlCap = operVls_;
@@ -410,7 +431,8 @@ private:
                 }
                 uint32_t remote = fabric.portOf(peerNode->second, link.peerPort);
                 if (remote == NoPort || link.peerPort == 0) {
-                    error(link.location, "'" + link.peerId + "' has no port " + std::to_string(link.peerPort));
+                    error(link.location,
+                          "'" + link.peerId + "' has no port " + std::to_string(link.peerPort));
                     continue;
                 }
                 if (remote == local) {
@@ -420,15 +442,19 @@ private:
                 FabricPort& a = fabric.ports[local];
                 FabricPort& b = fabric.ports[remote];
                 if (b.peer != NoPort && b.peer != local) {
-                    error(link.location, "'" + raw.id + "'[" + std::to_string(link.port) + "] says it is linked to '" +
-                                             link.peerId + "'[" + std::to_string(link.peerPort) + "], but that port is linked to " +
-                                             fabric.portName(b.peer) + " (line " + std::to_string(fabric.ports[b.peer].location.line) + ")");
+                    error(link.location,
+                          "'" + raw.id + "'[" + std::to_string(link.port) +
+                              "] says it is linked to '" + link.peerId + "'[" +
+                              std::to_string(link.peerPort) + "], but that port is linked to " +
+                              fabric.portName(b.peer) + " (line " +
+                              std::to_string(fabric.ports[b.peer].location.line) + ")");
                     continue;
                 }
                 a.peer = remote;
                 b.peer = local;
                 if (link.rate) a.rate = b.rate = link.rate;
-                if (link.peerLid && fabric.nodes[peerNode->second].type != NodeType::Switch && b.lid == 0) {
+                if (link.peerLid && fabric.nodes[peerNode->second].type != NodeType::Switch &&
+                    b.lid == 0) {
                     b.lid = link.peerLid;
                 }
             }
@@ -439,7 +465,8 @@ private:
             if (!fabric.isEndpoint(p)) continue;
             auto [g, fresh] = endpointGuids.emplace(fabric.ports[p].guid, p);
             if (!fresh) {
-                error(fabric.ports[p].location, "port GUID of " + fabric.portName(p) + " is already used by " +
+                error(fabric.ports[p].location, "port GUID of " + fabric.portName(p) +
+                                                    " is already used by " +
                                                     fabric.portName(g->second));
             }
         }
@@ -452,7 +479,8 @@ private:
 
 Fabric readTopology(const SourceFile& source, Diagnostics& diagnostics, uint8_t assumedOperVls) {
     if (source.text().find('\0') != std::string_view::npos) {
-        diagnostics.error("topology", source.name(), {1, 1}, "this is not a text file (it holds a NUL byte)");
+        diagnostics.error("topology", source.name(), {1, 1},
+                          "this is not a text file (it holds a NUL byte)");
         Fabric empty;
         empty.source = source.name();
         return empty;

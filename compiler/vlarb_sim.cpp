@@ -11,10 +11,12 @@ namespace {
 
 // One table's weighted round robin stepped through one whole cycle: how many packets each VL
 // sends per cycle. An entry sends packets while its credits last; a started packet completes.
-std::array<uint64_t, 16> packetsPerCycle(const VlArbEntry* entries, size_t count, unsigned packetCredits) {
+std::array<uint64_t, 16> packetsPerCycle(const VlArbEntry* entries, size_t count,
+                                         unsigned packetCredits) {
     std::array<uint64_t, 16> sent{};
     for (size_t i = 0; i < count; ++i) {
-        for (int credits = entries[i].weight; credits > 0; credits -= static_cast<int>(packetCredits)) {
+        for (int credits = entries[i].weight; credits > 0;
+             credits -= static_cast<int>(packetCredits)) {
             ++sent[entries[i].vl & 15];
         }
     }
@@ -23,8 +25,9 @@ std::array<uint64_t, 16> packetsPerCycle(const VlArbEntry* entries, size_t count
 
 }  // namespace
 
-std::array<double, 15> simulateArbitration(const VlArbEntry* high, size_t highCount, const VlArbEntry* low,
-                                           size_t lowCount, uint8_t highLimit, unsigned packetBytes) {
+std::array<double, 15> simulateArbitration(const VlArbEntry* high, size_t highCount,
+                                           const VlArbEntry* low, size_t lowCount,
+                                           uint8_t highLimit, unsigned packetBytes) {
     std::array<double, 15> share{};
     unsigned packetCredits = std::max(1u, packetBytes / 64);
     std::array<uint64_t, 16> highCycle = packetsPerCycle(high, highCount, packetCredits);
@@ -41,17 +44,23 @@ std::array<double, 15> simulateArbitration(const VlArbEntry* high, size_t highCo
     if (highTotal == 0) {
         highFraction = 0;
     } else if (lowTotal != 0 && highLimit != 255) {
-        double burst = static_cast<double>(std::max<uint64_t>(1, uint64_t{highLimit} * 4096 / packetBytes));
+        double burst =
+            static_cast<double>(std::max<uint64_t>(1, uint64_t{highLimit} * 4096 / packetBytes));
         highFraction = burst / (burst + 1);
     }
     for (unsigned vl = 0; vl < 15; ++vl) {
-        if (highTotal) share[vl] += highFraction * static_cast<double>(highCycle[vl]) / static_cast<double>(highTotal);
-        if (lowTotal) share[vl] += (1 - highFraction) * static_cast<double>(lowCycle[vl]) / static_cast<double>(lowTotal);
+        if (highTotal)
+            share[vl] +=
+                highFraction * static_cast<double>(highCycle[vl]) / static_cast<double>(highTotal);
+        if (lowTotal)
+            share[vl] += (1 - highFraction) * static_cast<double>(lowCycle[vl]) /
+                         static_cast<double>(lowTotal);
     }
     return share;
 }
 
-BandwidthPlan planBandwidth(const std::vector<VlShare>& shares, unsigned maxEntries, unsigned packetCredits) {
+BandwidthPlan planBandwidth(const std::vector<VlShare>& shares, unsigned maxEntries,
+                            unsigned packetCredits) {
     BandwidthPlan plan;
     double total = 0;
     for (const VlShare& s : shares) total += s.percent;
@@ -63,11 +72,13 @@ BandwidthPlan planBandwidth(const std::vector<VlShare>& shares, unsigned maxEntr
     unsigned perEntry = std::max(1u, 255 / packetCredits);  // whole packets one entry can hold
     std::vector<unsigned> best;
     double bestError = 2;
-    for (unsigned cycle = static_cast<unsigned>(shares.size()); cycle <= maxEntries * perEntry; ++cycle) {
+    for (unsigned cycle = static_cast<unsigned>(shares.size()); cycle <= maxEntries * perEntry;
+         ++cycle) {
         std::vector<unsigned> packets;
         unsigned entries = 0, sum = 0;
         for (const VlShare& s : shares) {
-            unsigned n = std::max(1u, static_cast<unsigned>(std::lround(s.percent / total * cycle)));
+            unsigned n =
+                std::max(1u, static_cast<unsigned>(std::lround(s.percent / total * cycle)));
             packets.push_back(n);
             entries += (n + perEntry - 1) / perEntry;
             sum += n;
@@ -97,7 +108,8 @@ BandwidthPlan planBandwidth(const std::vector<VlShare>& shares, unsigned maxEntr
             any = true;
         }
     }
-    plan.achieved = simulateArbitration(nullptr, 0, plan.entries.data(), plan.entries.size(), 0, packetCredits * 64);
+    plan.achieved = simulateArbitration(nullptr, 0, plan.entries.data(), plan.entries.size(), 0,
+                                        packetCredits * 64);
     return plan;
 }
 

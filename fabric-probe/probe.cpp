@@ -35,7 +35,8 @@ std::string tableText(const Sl2VlTable& t) {
 
 std::string vlarbText(const std::vector<VlArbEntry>& entries) {
     std::string s;
-    for (const VlArbEntry& e : entries) s += (s.empty() ? "" : ",") + std::to_string(e.vl) + ":" + std::to_string(e.weight);
+    for (const VlArbEntry& e : entries)
+        s += (s.empty() ? "" : ",") + std::to_string(e.vl) + ":" + std::to_string(e.weight);
     return s;
 }
 
@@ -54,7 +55,8 @@ std::unique_ptr<LiveFabric> LiveFabric::discover(const ProbeOptions& options, st
     n.discovered = ibnd_discover_fabric(ca, options.port, nullptr, &config);
     if (!n.discovered) {
         error = "the fabric could not be discovered from the local port" +
-                (options.ca.empty() ? std::string() : " of " + options.ca) + " (is an HCA present, with umad access?)";
+                (options.ca.empty() ? std::string() : " of " + options.ca) +
+                " (is an HCA present, with umad access?)";
         return nullptr;
     }
     int classes[] = {IB_SMI_CLASS, IB_SMI_DIRECT_CLASS};
@@ -72,7 +74,9 @@ std::unique_ptr<LiveFabric> LiveFabric::discover(const ProbeOptions& options, st
     std::unordered_map<const ibnd_port_t*, uint32_t> portIndex;
     for (ibnd_node_t* node = n.discovered->nodes; node; node = node->next) {
         FabricNode fn;
-        fn.type = node->type == IB_NODE_SWITCH ? NodeType::Switch : node->type == IB_NODE_ROUTER ? NodeType::Router : NodeType::Ca;
+        fn.type = node->type == IB_NODE_SWITCH   ? NodeType::Switch
+                  : node->type == IB_NODE_ROUTER ? NodeType::Router
+                                                 : NodeType::Ca;
         fn.guid = node->guid;
         fn.description = std::string(node->nodedesc, strnlen(node->nodedesc, IB_SMP_DATA_SIZE));
         fn.portCount = static_cast<uint8_t>(node->numports);
@@ -96,8 +100,10 @@ std::unique_ptr<LiveFabric> LiveFabric::discover(const ProbeOptions& options, st
                 }
                 port.vlCap = static_cast<uint8_t>(mad_get_field(p->info, 0, IB_PORT_VL_CAP_F));
                 port.operVls = static_cast<uint8_t>(mad_get_field(p->info, 0, IB_PORT_OPER_VLS_F));
-                port.vlArbHighCap = static_cast<uint8_t>(mad_get_field(p->info, 0, IB_PORT_VL_ARBITRATION_HIGH_CAP_F));
-                port.vlArbLowCap = static_cast<uint8_t>(mad_get_field(p->info, 0, IB_PORT_VL_ARBITRATION_LOW_CAP_F));
+                port.vlArbHighCap = static_cast<uint8_t>(
+                    mad_get_field(p->info, 0, IB_PORT_VL_ARBITRATION_HIGH_CAP_F));
+                port.vlArbLowCap = static_cast<uint8_t>(
+                    mad_get_field(p->info, 0, IB_PORT_VL_ARBITRATION_LOW_CAP_F));
                 port.mtu = static_cast<uint8_t>(mad_get_field(p->info, 0, IB_PORT_NEIGHBOR_MTU_F));
                 portIndex.emplace(p, static_cast<uint32_t>(f.ports.size()));
             }
@@ -120,8 +126,10 @@ std::unique_ptr<LiveFabric> LiveFabric::discover(const ProbeOptions& options, st
     f.index();
     // The SM is where the local port's MasterSMLID points.
     ibnd_node_t* from = n.discovered->from_node;
-    if (from && from->ports && n.discovered->from_portnum <= from->numports && from->ports[n.discovered->from_portnum]) {
-        auto smLid = static_cast<uint16_t>(mad_get_field(from->ports[n.discovered->from_portnum]->info, 0, IB_PORT_SMLID_F));
+    if (from && from->ports && n.discovered->from_portnum <= from->numports &&
+        from->ports[n.discovered->from_portnum]) {
+        auto smLid = static_cast<uint16_t>(
+            mad_get_field(from->ports[n.discovered->from_portnum]->info, 0, IB_PORT_SMLID_F));
         if (smLid) f.smPort = f.endpointByLid(smLid);
     }
     return live;
@@ -147,7 +155,8 @@ std::optional<Sl2VlTable> LiveFabric::readSl2Vl(uint32_t port, unsigned in, std:
     return table;
 }
 
-std::optional<std::vector<VlArbEntry>> LiveFabric::readVlArb(uint32_t port, bool high, unsigned cap, std::string& error) {
+std::optional<std::vector<VlArbEntry>> LiveFabric::readVlArb(uint32_t port, bool high, unsigned cap,
+                                                             std::string& error) {
     const FabricPort& p = fabric_.ports[port];
     const FabricNode& node = fabric_.nodes[p.node];
     ib_portid_t id{};
@@ -158,7 +167,8 @@ std::optional<std::vector<VlArbEntry>> LiveFabric::readVlArb(uint32_t port, bool
         unsigned number = (high ? 3 : 1) + block;  // blocks 1, 2: low; 3, 4: high
         unsigned mod = (number << 16) | (node.type == NodeType::Switch ? p.number : 0);
         ++queries_;
-        if (!smp_query_via(data, &id, IB_ATTR_VL_ARBITRATION, mod, native_->timeoutMs, native_->port)) {
+        if (!smp_query_via(data, &id, IB_ATTR_VL_ARBITRATION, mod, native_->timeoutMs,
+                           native_->port)) {
             error = "no answer to the VLArb query";
             return std::nullopt;
         }

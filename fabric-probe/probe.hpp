@@ -14,14 +14,14 @@
 namespace ibqos::probe {
 
 struct ProbeOptions {
-    std::string ca;          // local HCA ("" = the first)
-    int port = 0;            // local port (0 = the first active)
+    std::string ca;  // local HCA ("" = the first)
+    int port = 0;    // local port (0 = the first active)
     unsigned timeoutMs = 500;
     unsigned retries = 2;
 };
 
 class LiveFabric {
-public:
+  public:
     // Discovers the subnet from the local port; nullptr with a reason in error on failure.
     static std::unique_ptr<LiveFabric> discover(const ProbeOptions& options, std::string& error);
     ~LiveFabric();
@@ -30,11 +30,12 @@ public:
     // The SL2VL table a port applies for (in, out): out is the port itself (0 on a CA).
     std::optional<Sl2VlTable> readSl2Vl(uint32_t port, unsigned in, std::string& error);
     // A port's high or low VLArb table, its cap's worth of entries.
-    std::optional<std::vector<VlArbEntry>> readVlArb(uint32_t port, bool high, unsigned cap, std::string& error);
+    std::optional<std::vector<VlArbEntry>> readVlArb(uint32_t port, bool high, unsigned cap,
+                                                     std::string& error);
     // Queries sent so far.
     size_t queries() const { return queries_; }
 
-private:
+  private:
     LiveFabric() = default;
     struct Native;
     std::unique_ptr<Native> native_;
@@ -44,8 +45,8 @@ private:
 
 // One way a port's tables differ from what the policy compiles to.
 struct Drift {
-    uint32_t port = 0;     // index into Fabric::ports
-    std::string table;     // "sl2vl in 3", "vlarb high", "vlarb low"
+    uint32_t port = 0;  // index into Fabric::ports
+    std::string table;  // "sl2vl in 3", "vlarb high", "vlarb low"
     std::string expected;
     std::string found;
 };

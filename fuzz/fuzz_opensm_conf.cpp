@@ -12,7 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ibqos::SourceFile file("fuzz.conf", std::string(reinterpret_cast<const char*>(data), size));
     ibqos::Diagnostics diagnostics;
     ibqos::OpenSmConf conf = ibqos::readOpenSmConf(file, diagnostics);
-    for (const ibqos::QosOptionSet* set : {&conf.all, &conf.ca, &conf.router, &conf.switchPort0, &conf.switchExternal}) {
+    for (const ibqos::QosOptionSet* set :
+         {&conf.all, &conf.ca, &conf.router, &conf.switchPort0, &conf.switchExternal}) {
         if (set->vlarbHigh) (void)ibqos::parseVlArbOption(*set->vlarbHigh);
         if (set->vlarbLow) (void)ibqos::parseVlArbOption(*set->vlarbLow);
         if (set->sl2vl) (void)ibqos::parseSl2VlOption(*set->sl2vl);

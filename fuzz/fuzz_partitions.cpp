@@ -15,7 +15,8 @@ const ibqos::Fabric& sampleFabric() {
         ibqos::SourceFile net("sample.net",
                               "Switch 8 \"S1\"\n[1] \"H1\"[1]\n[2] \"H2\"[1]\n[3] \"S2\"[3]\n\n"
                               "Switch 8 \"S2\"\n[1] \"H3\"[1]\n[3] \"S1\"[3]\n\n"
-                              "Hca 1 \"H1\"\n[1] \"S1\"[1]\n\nHca 1 \"H2\"\n[1] \"S1\"[2]\n\nHca 1 \"H3\"\n[1] \"S2\"[1]\n");
+                              "Hca 1 \"H1\"\n[1] \"S1\"[1]\n\nHca 1 \"H2\"\n[1] \"S1\"[2]\n\nHca 1 "
+                              "\"H3\"\n[1] \"S2\"[1]\n");
         ibqos::Diagnostics d;
         ibqos::Fabric f = ibqos::readTopology(net, d);
         f.smPort = f.endpointByGuid(0x100001);
@@ -28,7 +29,8 @@ const ibqos::Fabric& sampleFabric() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ibqos::Fabric fabric = sampleFabric();
-    ibqos::SourceFile partitions("fuzz.partitions", std::string(reinterpret_cast<const char*>(data), size));
+    ibqos::SourceFile partitions("fuzz.partitions",
+                                 std::string(reinterpret_cast<const char*>(data), size));
     ibqos::Diagnostics diagnostics;
     ibqos::readPartitions(&partitions, fabric, diagnostics);
     for (const ibqos::Partition& p : fabric.partitions) (void)p.fullMembers();

@@ -15,11 +15,12 @@ namespace {
 
 const ibqos::Fabric& sampleFabric() {
     static const ibqos::Fabric fabric = [] {
-        ibqos::SourceFile net("sample.net",
-                              "Switch 8 \"S1\" enhanced port 0\n[1] \"H1\"[1]\n[2] \"H2\"[1]\n[3] \"S2\"[3]\n\n"
-                              "Switch 8 \"S2\"\n[1] \"H3\"[1]\n[2] \"H2\"[2]\n[3] \"S1\"[3]\n\n"
-                              "Hca 1 \"H1\"\n[1] \"S1\"[1]\n\nHca 2 \"H2\"\n[1] \"S1\"[2]\n[2] \"S2\"[2]\n\n"
-                              "Hca 1 \"H3\"\n[1] \"S2\"[1]\n");
+        ibqos::SourceFile net(
+            "sample.net",
+            "Switch 8 \"S1\" enhanced port 0\n[1] \"H1\"[1]\n[2] \"H2\"[1]\n[3] \"S2\"[3]\n\n"
+            "Switch 8 \"S2\"\n[1] \"H3\"[1]\n[2] \"H2\"[2]\n[3] \"S1\"[3]\n\n"
+            "Hca 1 \"H1\"\n[1] \"S1\"[1]\n\nHca 2 \"H2\"\n[1] \"S1\"[2]\n[2] \"S2\"[2]\n\n"
+            "Hca 1 \"H3\"\n[1] \"S2\"[1]\n");
         ibqos::Diagnostics d;
         ibqos::Fabric f = ibqos::readTopology(net, d);
         f.smPort = f.endpointByGuid(0x100001);

@@ -17,16 +17,18 @@
 
 namespace ibqos::osm {
 
-Plugin* g_plugin = nullptr;  // the hooks' way back to the plugin (OpenSM passes the engine's context)
+Plugin* g_plugin =
+    nullptr;  // the hooks' way back to the plugin (OpenSM passes the engine's context)
 
 namespace {
 
-extern "C" void hookSl2Vl(void* context, osm_physp_t* port, uint8_t in, uint8_t out, ib_slvl_table_t* table) {
+extern "C" void hookSl2Vl(void* context, osm_physp_t* port, uint8_t in, uint8_t out,
+                          ib_slvl_table_t* table) {
     if (g_plugin) g_plugin->updateSl2Vl(context, port, in, out, table);
 }
 
-extern "C" void hookVlArb(void* context, osm_physp_t* port, uint8_t portNumber, ib_vl_arb_table_t* block,
-                          unsigned length, unsigned blockNumber) {
+extern "C" void hookVlArb(void* context, osm_physp_t* port, uint8_t portNumber,
+                          ib_vl_arb_table_t* block, unsigned length, unsigned blockNumber) {
     if (g_plugin) g_plugin->updateVlArb(context, port, portNumber, block, length, blockNumber);
 }
 
@@ -58,7 +60,8 @@ osm_qos_options_t& optionsOf(osm_subn_opt_t& opt, PortClass c) {
 
 bool sameOption(const char* current, const std::string& set) { return current && set == current; }
 
-constexpr PortClass AllClasses[] = {PortClass::Ca, PortClass::Router, PortClass::SwitchPort0, PortClass::SwitchExternal};
+constexpr PortClass AllClasses[] = {PortClass::Ca, PortClass::Router, PortClass::SwitchPort0,
+                                    PortClass::SwitchExternal};
 
 }  // namespace
 
@@ -68,19 +71,22 @@ std::optional<PluginOptions> parsePluginOptions(const char* text, std::string& e
     size_t start = 0;
     while (start <= all.size()) {
         size_t comma = all.find(',', start);
-        std::string item = all.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        std::string item =
+            all.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
         start = comma == std::string::npos ? all.size() + 1 : comma + 1;
         while (!item.empty() && item.front() == ' ') item.erase(item.begin());
         while (!item.empty() && item.back() == ' ') item.pop_back();
         if (item.empty()) continue;
         size_t eq = item.find('=');
-        std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+        std::string key = item.substr(0, eq),
+                    value = eq == std::string::npos ? "" : item.substr(eq + 1);
         if (key == "policy") {
             options.policy = value;
         } else if (key == "generated") {
             options.generated = value;
         } else {
-            error = "unknown option '" + key + "' in event_plugin_options (policy=PATH[,generated=PATH])";
+            error = "unknown option '" + key +
+                    "' in event_plugin_options (policy=PATH[,generated=PATH])";
             return std::nullopt;
         }
     }
@@ -90,7 +96,8 @@ std::optional<PluginOptions> parsePluginOptions(const char* text, std::string& e
     }
     if (options.generated.empty()) {
         const char* cache = std::getenv("OSM_CACHE_DIR");
-        options.generated = std::string(cache && *cache ? cache : "/var/cache/opensm") + "/ibqos-policy.conf";
+        options.generated =
+            std::string(cache && *cache ? cache : "/var/cache/opensm") + "/ibqos-policy.conf";
     }
     return options;
 }
@@ -98,11 +105,13 @@ std::optional<PluginOptions> parsePluginOptions(const char* text, std::string& e
 Plugin::Plugin(osm_opensm_t* osm, PluginOptions options) : osm_(osm), options_(std::move(options)) {
     opt_ = &osm_->subn.opt;
     original_ = confFromOptions(*opt_);
-    log(OSM_LOG_INFO, "0001", "ibqos plugin loaded: policy " + options_.policy + ", plain policy for OpenSM's SA " +
-                                  options_.generated);
+    log(OSM_LOG_INFO, "0001",
+        "ibqos plugin loaded: policy " + options_.policy + ", plain policy for OpenSM's SA " +
+            options_.generated);
     if (!opt_->qos) {
         opt_->qos = TRUE;
-        log(OSM_LOG_INFO, "0002", "QoS was off in opensm.conf ('qos FALSE'); turned on, as the policy needs it");
+        log(OSM_LOG_INFO, "0002",
+            "QoS was off in opensm.conf ('qos FALSE'); turned on, as the policy needs it");
     }
     reloadPolicy();
     // Before the first sweep there is no fabric: the groups are empty, but OpenSM's SA answers
@@ -112,7 +121,9 @@ Plugin::Plugin(osm_opensm_t* osm, PluginOptions options) : osm_(osm), options_(s
         auto sweep = CompiledSweep::compile(*good_.policy, Fabric{}, original_, ignored);
         writeGeneratedPolicy(sweep->policyText());
     } else {
-        writeGeneratedPolicy("qos-levels\n    qos-level\n        name: default\n        sl: 0\n    end-qos-level\nend-qos-levels\n");
+        writeGeneratedPolicy(
+            "qos-levels\n    qos-level\n        name: default\n        sl: 0\n    "
+            "end-qos-level\nend-qos-levels\n");
     }
     // OpenSM frees this string at shutdown and never re-reads it from opensm.conf: the old one
     // is left alone (OpenSM may still hold it).
@@ -137,7 +148,8 @@ void Plugin::report(osm_epi_event_id_t event, void* data) noexcept {
             case OSM_EVENT_ID_HEAVY_SWEEP_DONE:
                 // A first sweep and a standby's takeover sweep report DISCOVERING here; a
                 // standby never reaches this event while it is standby.
-                if (osm_->subn.sm_state == IB_SMINFO_STATE_STANDBY || osm_->subn.sm_state == IB_SMINFO_STATE_NOTACTIVE) {
+                if (osm_->subn.sm_state == IB_SMINFO_STATE_STANDBY ||
+                    osm_->subn.sm_state == IB_SMINFO_STATE_NOTACTIVE) {
                     break;
                 }
                 heavySweepDone();
@@ -149,14 +161,16 @@ void Plugin::report(osm_epi_event_id_t event, void* data) noexcept {
                 subnetUp();
                 break;
             case OSM_EVENT_ID_STATE_CHANGE:
-                log(OSM_LOG_VERBOSE, "0004", "SM state is now " + std::to_string(osm_->subn.sm_state));
+                log(OSM_LOG_VERBOSE, "0004",
+                    "SM state is now " + std::to_string(osm_->subn.sm_state));
                 break;
             default:
                 break;
         }
         (void)data;
     } catch (const std::exception& e) {
-        log(OSM_LOG_ERROR, "0900", std::string("internal error, the previous state stays in force: ") + e.what());
+        log(OSM_LOG_ERROR, "0900",
+            std::string("internal error, the previous state stays in force: ") + e.what());
     } catch (...) {
         log(OSM_LOG_ERROR, "0900", "internal error, the previous state stays in force");
     }
@@ -169,8 +183,10 @@ void Plugin::reloadPolicy() {
             fileMissingLogged_ = true;
             log(OSM_LOG_ERROR, "0013",
                 "cannot read " + options_.policy + " (" + std::strerror(errno) + "): " +
-                    (good_.policy ? "the last good policy (version " + std::to_string(good_.version) + ") stays in force"
-                                  : "no policy is in force yet (OpenSM's default: SL 0 for every path)"));
+                    (good_.policy
+                         ? "the last good policy (version " + std::to_string(good_.version) +
+                               ") stays in force"
+                         : "no policy is in force yet (OpenSM's default: SL 0 for every path)"));
         }
         return;
     }
@@ -188,12 +204,15 @@ void Plugin::reloadPolicy() {
     diagnostics.sort();
     if (diagnostics.hasErrors()) {
         log(OSM_LOG_ERROR, "0011",
-            options_.policy + " is rejected (" + std::to_string(diagnostics.errorCount()) + " errors): " +
-                (good_.policy ? "the last good policy (version " + std::to_string(good_.version) + ") stays in force"
+            options_.policy + " is rejected (" + std::to_string(diagnostics.errorCount()) +
+                " errors): " +
+                (good_.policy ? "the last good policy (version " + std::to_string(good_.version) +
+                                    ") stays in force"
                               : "no policy is in force yet"));
         for (const Diagnostic& d : diagnostics.all()) {
             std::string line = renderText(d, source.get());
-            log(d.severity == Severity::Error ? OSM_LOG_ERROR : OSM_LOG_INFO, "0012", line.substr(0, line.find('\n')));
+            log(d.severity == Severity::Error ? OSM_LOG_ERROR : OSM_LOG_INFO, "0012",
+                line.substr(0, line.find('\n')));
         }
         return;
     }
@@ -216,11 +235,13 @@ void Plugin::writeGeneratedPolicy(const std::string& text) {
         }
     }
     if (std::rename(temporary.c_str(), options_.generated.c_str()) != 0) {
-        log(OSM_LOG_ERROR, "0021", "cannot replace " + options_.generated + ": " + std::strerror(errno));
+        log(OSM_LOG_ERROR, "0021",
+            "cannot replace " + options_.generated + ": " + std::strerror(errno));
         return;
     }
     lastGeneratedText_ = text;
-    log(OSM_LOG_VERBOSE, "0020", "wrote " + options_.generated + " (" + std::to_string(text.size()) + " bytes)");
+    log(OSM_LOG_VERBOSE, "0020",
+        "wrote " + options_.generated + " (" + std::to_string(text.size()) + " bytes)");
 }
 
 void Plugin::heavySweepDone() {
@@ -238,7 +259,8 @@ void Plugin::heavySweepDone() {
     for (PortClass c : AllClasses) {
         const auto& set = lastSet_[static_cast<size_t>(c)];
         const osm_qos_options_t& now = optionsOf(*opt_, c);
-        if (set && !(sameOption(now.vlarb_high, set->vlarbHigh) && sameOption(now.vlarb_low, set->vlarbLow) &&
+        if (set && !(sameOption(now.vlarb_high, set->vlarbHigh) &&
+                     sameOption(now.vlarb_low, set->vlarbLow) &&
                      sameOption(now.sl2vl, set->sl2vl) && now.high_limit == set->highLimit)) {
             reloaded = true;
         }
@@ -246,7 +268,8 @@ void Plugin::heavySweepDone() {
     if (reloaded) {
         original_ = confFromOptions(*opt_);
         lastSet_ = {};
-        log(OSM_LOG_INFO, "0005", "opensm.conf's QoS options were read again; they are the new starting point");
+        log(OSM_LOG_INFO, "0005",
+            "opensm.conf's QoS options were read again; they are the new starting point");
     }
     cl_plock_release(&osm_->lock);
 
@@ -258,13 +281,15 @@ void Plugin::heavySweepDone() {
         diagnostics.sort();
         if (diagnostics.hasErrors()) {
             log(OSM_LOG_ERROR, "0011",
-                options_.policy + " is rejected: it does not fit the fabric (" + std::to_string(diagnostics.errorCount()) +
-                    " errors); " +
-                    (good_.policy ? "the last good policy (version " + std::to_string(good_.version) + ") stays in force"
+                options_.policy + " is rejected: it does not fit the fabric (" +
+                    std::to_string(diagnostics.errorCount()) + " errors); " +
+                    (good_.policy ? "the last good policy (version " +
+                                        std::to_string(good_.version) + ") stays in force"
                                   : "no policy is in force yet"));
             for (const Diagnostic& d : diagnostics.all()) {
                 std::string line = renderText(d, candidate_.source.get());
-                log(d.severity == Severity::Error ? OSM_LOG_ERROR : OSM_LOG_INFO, "0012", line.substr(0, line.find('\n')));
+                log(d.severity == Severity::Error ? OSM_LOG_ERROR : OSM_LOG_INFO, "0012",
+                    line.substr(0, line.find('\n')));
             }
             sweep.reset();
         } else {
@@ -274,8 +299,8 @@ void Plugin::heavySweepDone() {
             }
             good_ = std::move(candidate_);
             log(OSM_LOG_INFO, "0010",
-                "policy " + options_.policy + " version " + std::to_string(good_.version) + " (" + hex(good_.hash) +
-                    ") in force");
+                "policy " + options_.policy + " version " + std::to_string(good_.version) + " (" +
+                    hex(good_.hash) + ") in force");
         }
         candidate_ = {};
     }
@@ -289,7 +314,9 @@ void Plugin::heavySweepDone() {
         }
     }
     if (!sweep) {
-        workMs_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        workMs_ =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count();
         return;
     }
     writeGeneratedPolicy(sweep->policyText());
@@ -301,7 +328,8 @@ void Plugin::heavySweepDone() {
     sweep_ = std::move(sweep);
     hookCalls_ = 0;
     cl_plock_release(&osm_->lock);
-    workMs_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    workMs_ =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
 void Plugin::applyClassOptions(const CompiledSweep& sweep) {
@@ -310,15 +338,17 @@ void Plugin::applyClassOptions(const CompiledSweep& sweep) {
         auto& set = lastSet_[static_cast<size_t>(c)];
         if (!wanted || (set && *set == *wanted)) continue;
         osm_qos_options_t& options = optionsOf(*opt_, c);
-        // The strings OpenSM had are not freed: opensm.conf's own copy of the options may share them.
+        // The strings OpenSM had are not freed: opensm.conf's own copy of the options may share
+        // them.
         options.high_limit = wanted->highLimit;
         options.vlarb_high = strdup(wanted->vlarbHigh.c_str());
         options.vlarb_low = strdup(wanted->vlarbLow.c_str());
         options.sl2vl = strdup(wanted->sl2vl.c_str());
         set = wanted;
         log(OSM_LOG_VERBOSE, "0022",
-            std::string(portClassPrefix(c)) + "* options set: high_limit " + std::to_string(wanted->highLimit) +
-                ", vlarb_high " + wanted->vlarbHigh + ", vlarb_low " + wanted->vlarbLow + ", sl2vl " + wanted->sl2vl);
+            std::string(portClassPrefix(c)) + "* options set: high_limit " +
+                std::to_string(wanted->highLimit) + ", vlarb_high " + wanted->vlarbHigh +
+                ", vlarb_low " + wanted->vlarbLow + ", sl2vl " + wanted->sl2vl);
     }
 }
 
@@ -335,15 +365,17 @@ void Plugin::installHooks(bool sl2vl, bool vlarb, size_t overriddenPorts) {
     if (osm_->default_routing_engine) engines.push_back(osm_->default_routing_engine);
     bool changed = false;
     for (osm_routing_engine_t* engine : engines) {
-        auto it = std::find_if(engines_.begin(), engines_.end(), [&](const EngineHooks& e) { return e.engine == engine; });
+        auto it = std::find_if(engines_.begin(), engines_.end(),
+                               [&](const EngineHooks& e) { return e.engine == engine; });
         if (it == engines_.end()) {
             if (!sl2vl && !vlarb) continue;
             engines_.push_back({engine, engine->update_sl2vl, engine->update_vlarb, false, false});
             it = engines_.end() - 1;
             if (engine->update_sl2vl || engine->update_vlarb) {
-                log(OSM_LOG_INFO, "0032", std::string("routing engine ") + (engine->name ? engine->name : "?") +
-                                              " has table hooks of its own: ibqos calls them first, then gives the "
-                                              "ports the policy's own tables");
+                log(OSM_LOG_INFO, "0032",
+                    std::string("routing engine ") + (engine->name ? engine->name : "?") +
+                        " has table hooks of its own: ibqos calls them first, then gives the "
+                        "ports the policy's own tables");
             }
         }
         EngineHooks& e = *it;
@@ -361,37 +393,49 @@ void Plugin::installHooks(bool sl2vl, bool vlarb, size_t overriddenPorts) {
     if (!changed) return;
     if (sl2vl || vlarb) {
         log(OSM_LOG_INFO, "0030",
-            std::to_string(overriddenPorts) + " ports need tables their class options cannot give: hooks for " +
-                (sl2vl && vlarb ? "SL2VL and VLArb" : sl2vl ? "SL2VL" : "VLArb") + " installed on " +
-                std::to_string(engines.size()) + " routing engines" +
-                (sl2vl ? " (OpenSM's one-MAD-per-switch SL2VL programming is off while the SL2VL hook is)" : ""));
+            std::to_string(overriddenPorts) +
+                " ports need tables their class options cannot give: hooks for " +
+                (sl2vl && vlarb ? "SL2VL and VLArb"
+                 : sl2vl        ? "SL2VL"
+                                : "VLArb") +
+                " installed on " + std::to_string(engines.size()) + " routing engines" +
+                (sl2vl ? " (OpenSM's one-MAD-per-switch SL2VL programming is off while the SL2VL "
+                         "hook is)"
+                       : ""));
     } else {
-        log(OSM_LOG_INFO, "0031", "no port needs per-port tables any more: routing-engine hooks removed");
+        log(OSM_LOG_INFO, "0031",
+            "no port needs per-port tables any more: routing-engine hooks removed");
     }
 }
 
-void Plugin::updateSl2Vl(void* context, osm_physp_t* port, uint8_t in, uint8_t out, ib_slvl_table_t* table) {
+void Plugin::updateSl2Vl(void* context, osm_physp_t* port, uint8_t in, uint8_t out,
+                         ib_slvl_table_t* table) {
     try {
-        if (EngineHooks* e = engineByContext(context); e && e->sl2vl) e->sl2vl(context, port, in, out, table);
+        if (EngineHooks* e = engineByContext(context); e && e->sl2vl)
+            e->sl2vl(context, port, in, out, table);
         if (!sweep_ || !port || !port->p_node) return;
-        const PortTables* t = sweep_->overrideFor(cl_ntoh64(port->p_node->node_info.node_guid), port->port_num);
+        const PortTables* t =
+            sweep_->overrideFor(cl_ntoh64(port->p_node->node_info.node_guid), port->port_num);
         if (!t) return;
         const Sl2VlTable& vls = sweep_->sl2vl(t->rawSl2vlFor(in));
-        for (unsigned i = 0; i < 8; ++i) table->raw_vl_by_sl[i] = static_cast<uint8_t>((vls[2 * i] << 4) | (vls[2 * i + 1] & 0xf));
+        for (unsigned i = 0; i < 8; ++i)
+            table->raw_vl_by_sl[i] =
+                static_cast<uint8_t>((vls[2 * i] << 4) | (vls[2 * i + 1] & 0xf));
         ++hookCalls_;
     } catch (...) {
         // A hook must never fail OpenSM: the table stays as OpenSM built it.
     }
 }
 
-void Plugin::updateVlArb(void* context, osm_physp_t* port, uint8_t portNumber, ib_vl_arb_table_t* block,
-                         unsigned length, unsigned blockNumber) {
+void Plugin::updateVlArb(void* context, osm_physp_t* port, uint8_t portNumber,
+                         ib_vl_arb_table_t* block, unsigned length, unsigned blockNumber) {
     try {
         if (EngineHooks* e = engineByContext(context); e && e->vlarb) {
             e->vlarb(context, port, portNumber, block, length, blockNumber);
         }
         if (!sweep_ || !port || !port->p_node || blockNumber > 3) return;
-        const PortTables* t = sweep_->overrideFor(cl_ntoh64(port->p_node->node_info.node_guid), port->port_num);
+        const PortTables* t =
+            sweep_->overrideFor(cl_ntoh64(port->p_node->node_info.node_guid), port->port_num);
         if (!t) return;
         const VlArbTable& entries = sweep_->vlarb(blockNumber < 2 ? t->rawLow : t->rawHigh);
         unsigned first = (blockNumber % 2) * IB_NUM_VL_ARB_ELEMENTS_IN_BLOCK;
@@ -399,7 +443,8 @@ void Plugin::updateVlArb(void* context, osm_physp_t* port, uint8_t portNumber, i
             block->vl_entry[i].vl = entries[first + i].vl;
             block->vl_entry[i].weight = entries[first + i].weight;
         }
-        // OpenSM set the class's high limit on the port just before; the link manager sends it later.
+        // OpenSM set the class's high limit on the port just before; the link manager sends it
+        // later.
         port->vl_high_limit = t->highLimit;
         ++hookCalls_;
     } catch (...) {
@@ -413,32 +458,38 @@ void Plugin::routingDone() {
     if (name == lastEngineWarned_) return;
     lastEngineWarned_ = name;
     log(OSM_LOG_INFO, "0040",
-        "routing engine " + name + " chooses each path's SL itself (to stay deadlock-free): in SA answers its SL "
-        "replaces the policy's, and a request asking for the policy's SL may get no path");
+        "routing engine " + name +
+            " chooses each path's SL itself (to stay deadlock-free): in SA answers its SL "
+            "replaces the policy's, and a request asking for the policy's SL may get no path");
 }
 
 void Plugin::subnetUp() {
     if (!sweep_) return;
-    double sweepMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sweepStart_).count();
+    double sweepMs =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sweepStart_)
+            .count();
     char buf[512];
     std::snprintf(buf, sizeof buf,
-                  "sweep %u: policy version %u (%s), %zu ports with tables (%zu through hooks, %zu hook calls), "
+                  "sweep %u: policy version %u (%s), %zu ports with tables (%zu through hooks, %zu "
+                  "hook calls), "
                   "%zu QoS MADs by osm_qos.c's rules, ibqos %.1f ms of a %.1f ms sweep",
-                  sweeps_, good_.version, hex(good_.hash).c_str(), sweep_->tables().ports.size(), sweep_->overriddenPorts(),
-                  hookCalls_, expectedMads_, workMs_, sweepMs);
+                  sweeps_, good_.version, hex(good_.hash).c_str(), sweep_->tables().ports.size(),
+                  sweep_->overriddenPorts(), hookCalls_, expectedMads_, workMs_, sweepMs);
     log(OSM_LOG_INFO, "0100", buf);
 }
 
 }  // namespace ibqos::osm
 
-// The C entry points (osm_event_plugin in plugin_entry.c points at them). No exception crosses them.
+// The C entry points (osm_event_plugin in plugin_entry.c points at them). No exception crosses
+// them.
 extern "C" void* ibqos_osm_create(osm_opensm_t* osm) {
     using namespace ibqos::osm;
     try {
         std::string error;
         auto options = parsePluginOptions(osm->subn.opt.event_plugin_options, error);
         if (!options) {
-            osm_log(&osm->log, OSM_LOG_ERROR, "IBQOS-0006: %s; the plugin does nothing\n", error.c_str());
+            osm_log(&osm->log, OSM_LOG_ERROR, "IBQOS-0006: %s; the plugin does nothing\n",
+                    error.c_str());
             return nullptr;
         }
         g_plugin = new Plugin(osm, std::move(*options));

@@ -27,7 +27,7 @@ struct PluginOptions {
 std::optional<PluginOptions> parsePluginOptions(const char* text, std::string& error);
 
 class Plugin {
-public:
+  public:
     Plugin(osm_opensm_t* osm, PluginOptions options);
     ~Plugin();
     Plugin(const Plugin&) = delete;
@@ -37,11 +37,12 @@ public:
     void report(osm_epi_event_id_t event, void* data) noexcept;
 
     // The routing-engine hooks (run under OpenSM's lock, from osm_qos_setup()).
-    void updateSl2Vl(void* context, osm_physp_t* port, uint8_t in, uint8_t out, ib_slvl_table_t* table);
+    void updateSl2Vl(void* context, osm_physp_t* port, uint8_t in, uint8_t out,
+                     ib_slvl_table_t* table);
     void updateVlArb(void* context, osm_physp_t* port, uint8_t portNumber, ib_vl_arb_table_t* block,
                      unsigned length, unsigned blockNumber);
 
-private:
+  private:
     struct LoadedPolicy {
         std::unique_ptr<SourceFile> source;
         std::unique_ptr<Policy> policy;
@@ -73,7 +74,7 @@ private:
     LoadedPolicy candidate_;     // read and checked, waiting to bind to the fabric
     uint64_t lastSeenHash_ = 0;  // the last file content looked at, good or not
     bool fileMissingLogged_ = false;
-    OpenSmConf original_;        // the administrator's QoS options, before ibqos set its own
+    OpenSmConf original_;  // the administrator's QoS options, before ibqos set its own
     osm_subn_opt_t* opt_ = nullptr;
     std::array<std::optional<ClassOptions>, 4> lastSet_;
     std::unique_ptr<CompiledSweep> sweep_;

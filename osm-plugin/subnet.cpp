@@ -38,7 +38,8 @@ Fabric fabricFromSubnet(const osm_subn_t& subnet, std::vector<osm_node_t*>* node
     std::unordered_map<uint64_t, uint32_t> nodeByGuid;
     std::vector<osm_node_t*> nodes;
     auto* table = const_cast<cl_qmap_t*>(&subnet.node_guid_tbl);
-    for (cl_map_item_t* item = cl_qmap_head(table); item != cl_qmap_end(table); item = cl_qmap_next(item)) {
+    for (cl_map_item_t* item = cl_qmap_head(table); item != cl_qmap_end(table);
+         item = cl_qmap_next(item)) {
         auto* node = reinterpret_cast<osm_node_t*>(item);
         FabricNode n;
         n.type = nodeType(*node);
@@ -79,7 +80,8 @@ Fabric fabricFromSubnet(const osm_subn_t& subnet, std::vector<osm_node_t*>* node
     // Links whose both ends are up.
     for (uint32_t index = 0; index < fabric.nodes.size(); ++index) {
         const FabricNode& n = fabric.nodes[index];
-        for (unsigned number = std::max(1u, unsigned{n.lowestPort()}); number <= n.portCount; ++number) {
+        for (unsigned number = std::max(1u, unsigned{n.lowestPort()}); number <= n.portCount;
+             ++number) {
             osm_physp_t* physp = physpOf(nodes[index], number);
             if (!physp || !physp->p_remote_physp) continue;
             if (ib_port_info_get_port_state(&physp->port_info) == IB_LINK_DOWN) continue;
@@ -94,16 +96,20 @@ Fabric fabricFromSubnet(const osm_subn_t& subnet, std::vector<osm_node_t*>* node
     fabric.smPort = fabric.endpointByGuid(cl_ntoh64(subnet.sm_port_guid));
 
     auto* partitions = const_cast<cl_qmap_t*>(&subnet.prtn_pkey_tbl);
-    for (cl_map_item_t* item = cl_qmap_head(partitions); item != cl_qmap_end(partitions); item = cl_qmap_next(item)) {
+    for (cl_map_item_t* item = cl_qmap_head(partitions); item != cl_qmap_end(partitions);
+         item = cl_qmap_next(item)) {
         auto* prtn = reinterpret_cast<osm_prtn_t*>(item);
         Partition p;
         p.name = std::string(prtn->name, strnlen(prtn->name, sizeof prtn->name));
         p.pkey = cl_ntoh16(prtn->pkey) & 0x7fff;
         p.sl = prtn->sl;
-        for (auto [guids, full] : {std::pair<cl_map_t*, bool>{&prtn->full_guid_tbl, true}, {&prtn->part_guid_tbl, false}}) {
-            for (cl_map_iterator_t it = cl_map_head(guids); it != cl_map_end(guids); it = cl_map_next(it)) {
+        for (auto [guids, full] : {std::pair<cl_map_t*, bool>{&prtn->full_guid_tbl, true},
+                                   {&prtn->part_guid_tbl, false}}) {
+            for (cl_map_iterator_t it = cl_map_head(guids); it != cl_map_end(guids);
+                 it = cl_map_next(it)) {
                 auto* physp = static_cast<osm_physp_t*>(cl_map_obj(it));
-                uint32_t endpoint = physp ? fabric.endpointByGuid(cl_ntoh64(physp->port_guid)) : NoPort;
+                uint32_t endpoint =
+                    physp ? fabric.endpointByGuid(cl_ntoh64(physp->port_guid)) : NoPort;
                 if (endpoint != NoPort) p.members.push_back({endpoint, full});
             }
         }
@@ -133,8 +139,8 @@ OpenSmConf confFromOptions(const osm_subn_opt_t& options) {
     return conf;
 }
 
-size_t expectedQosMads(const osm_subn_t& subnet, const Fabric& fabric, const std::vector<osm_node_t*>& nodeOf,
-                       const FabricTables& tables) {
+size_t expectedQosMads(const osm_subn_t& subnet, const Fabric& fabric,
+                       const std::vector<osm_node_t*>& nodeOf, const FabricTables& tables) {
     size_t mads = 0;
     for (const PortTables& t : tables.ports) {
         const FabricPort& port = fabric.ports[t.port];
@@ -151,7 +157,8 @@ size_t expectedQosMads(const osm_subn_t& subnet, const Fabric& fabric, const std
                     bool differs = force;
                     for (unsigned i = 0; i < length && !differs; ++i) {
                         const ib_vl_arb_element_t& cached = physp->vl_arb[first + b].vl_entry[i];
-                        differs = (cached.vl & 0xf) != entries[b * 32 + i].vl || cached.weight != entries[b * 32 + i].weight;
+                        differs = (cached.vl & 0xf) != entries[b * 32 + i].vl ||
+                                  cached.weight != entries[b * 32 + i].weight;
                     }
                     mads += differs;
                 }
@@ -166,7 +173,8 @@ size_t expectedQosMads(const osm_subn_t& subnet, const Fabric& fabric, const std
             const ib_slvl_table_t* cached = osm_physp_get_slvl_tbl(physp, static_cast<uint8_t>(in));
             bool differs = force || !cached;
             for (unsigned i = 0; i < 8 && !differs; ++i) {
-                differs = cached->raw_vl_by_sl[i] != static_cast<uint8_t>((want[2 * i] << 4) | want[2 * i + 1]);
+                differs = cached->raw_vl_by_sl[i] !=
+                          static_cast<uint8_t>((want[2 * i] << 4) | want[2 * i + 1]);
             }
             mads += differs;
         }

@@ -22,7 +22,7 @@ OpenSmConf confFromOptions(const osm_subn_opt_t& options);
 // How many SL2VL and VLArb MADs osm_qos_setup() will send this sweep to give the ports these
 // tables: by osm_qos.c's rules, a block is sent when it differs from OpenSM's cached copy or an
 // update is forced (non-optimized SL2VL programming, as on switches without the capability).
-size_t expectedQosMads(const osm_subn_t& subnet, const Fabric& fabric, const std::vector<osm_node_t*>& nodeOf,
-                       const FabricTables& tables);
+size_t expectedQosMads(const osm_subn_t& subnet, const Fabric& fabric,
+                       const std::vector<osm_node_t*>& nodeOf, const FabricTables& tables);
 
 }  // namespace ibqos::osm

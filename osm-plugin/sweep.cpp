@@ -6,7 +6,8 @@
 
 namespace ibqos::osm {
 
-std::unique_ptr<CompiledSweep> CompiledSweep::compile(const Policy& policy, Fabric fabric, const OpenSmConf& conf,
+std::unique_ptr<CompiledSweep> CompiledSweep::compile(const Policy& policy, Fabric fabric,
+                                                      const OpenSmConf& conf,
                                                       Diagnostics& diagnostics) {
     auto sweep = std::make_unique<CompiledSweep>();
     sweep->fabric_ = std::make_unique<Fabric>(std::move(fabric));
@@ -17,17 +18,20 @@ std::unique_ptr<CompiledSweep> CompiledSweep::compile(const Policy& policy, Fabr
     // The per-port note emitOpenSm would add is the plugin's job, not a warning here.
     Diagnostics emitted;
     sweep->policyText_ = emitOpenSm(sweep->bound_, sweep->tables_, emitted).policy;
-    const ClassTemplate& external = sweep->plan_.classes[static_cast<size_t>(PortClass::SwitchExternal)];
+    const ClassTemplate& external =
+        sweep->plan_.classes[static_cast<size_t>(PortClass::SwitchExternal)];
     for (uint32_t i : sweep->plan_.specialPorts) {
         const PortTables& t = sweep->tables_.ports[i];
         const FabricPort& port = sweep->fabric_->ports[t.port];
         const FabricNode& node = sweep->fabric_->nodes[port.node];
         sweep->overrides_.emplace(portKey(node.guid, port.number), i);
         const ClassTemplate& own = sweep->plan_.classes[static_cast<size_t>(t.portClass)];
-        sweep->needsVlArb_ |= t.rawHigh != own.high || t.rawLow != own.low || t.highLimit != own.highLimit;
+        sweep->needsVlArb_ |=
+            t.rawHigh != own.high || t.rawLow != own.low || t.highLimit != own.highLimit;
         unsigned ins = node.type == NodeType::Switch ? node.portCount + 1u : 1u;
         for (unsigned in = 0; in < ins; ++in) {
-            uint32_t expected = t.portClass == PortClass::SwitchPort0 && in != 0 ? external.sl2vl : own.sl2vl;
+            uint32_t expected =
+                t.portClass == PortClass::SwitchPort0 && in != 0 ? external.sl2vl : own.sl2vl;
             sweep->needsSl2Vl_ |= t.rawSl2vlFor(in) != expected;
         }
     }
@@ -37,7 +41,8 @@ std::unique_ptr<CompiledSweep> CompiledSweep::compile(const Policy& policy, Fabr
 std::optional<ClassOptions> CompiledSweep::classOptions(PortClass c) const {
     const ClassTemplate& t = plan_.classes[static_cast<size_t>(c)];
     if (!t.present) return std::nullopt;
-    return ClassOptions{t.highLimit, vlarbOptionString(tables_.vlarbs[t.high]), vlarbOptionString(tables_.vlarbs[t.low]),
+    return ClassOptions{t.highLimit, vlarbOptionString(tables_.vlarbs[t.high]),
+                        vlarbOptionString(tables_.vlarbs[t.low]),
                         sl2vlOptionString(tables_.sl2vls[t.sl2vl])};
 }
 
@@ -49,7 +54,8 @@ const PortTables* CompiledSweep::overrideFor(uint64_t nodeGuid, unsigned portNum
 QosMadCount countFullProgramming(const Fabric& fabric, const FabricTables& tables, bool sl2vlHook,
                                  bool switchesOptimize) {
     QosMadCount count;
-    std::unordered_map<uint32_t, std::array<size_t, 6>> operVlsPerSwitch;  // node -> ports per OperVLs code
+    std::unordered_map<uint32_t, std::array<size_t, 6>>
+        operVlsPerSwitch;  // node -> ports per OperVLs code
     for (const PortTables& t : tables.ports) {
         if (t.hasVlArb) {
             // Block 0 holds min(cap, 32) entries, block 1 cap % 32 when the cap is above 32.

@@ -28,10 +28,10 @@ struct ClassOptions {
 // One heavy sweep's results. The hooks read it while OpenSM programs the ports; it lives until
 // the next sweep replaces it.
 class CompiledSweep {
-public:
+  public:
     // Binds the policy to the fabric and computes everything; problems go to diagnostics.
-    static std::unique_ptr<CompiledSweep> compile(const Policy& policy, Fabric fabric, const OpenSmConf& conf,
-                                                  Diagnostics& diagnostics);
+    static std::unique_ptr<CompiledSweep> compile(const Policy& policy, Fabric fabric,
+                                                  const OpenSmConf& conf, Diagnostics& diagnostics);
 
     const std::string& policyText() const { return policyText_; }
     // The options of a class, or nullopt when no port of that class receives tables.
@@ -50,13 +50,14 @@ public:
     bool needsSl2VlHook() const { return needsSl2Vl_; }
     bool needsVlArbHook() const { return needsVlArb_; }
 
-private:
+  private:
     std::unique_ptr<Fabric> fabric_;  // BoundPolicy points into it
     BoundPolicy bound_;
     FabricTables tables_;
     ClassPlan plan_;
     std::string policyText_;
-    std::unordered_map<uint64_t, uint32_t> overrides_;  // (node GUID, port) -> index into tables_.ports
+    std::unordered_map<uint64_t, uint32_t>
+        overrides_;  // (node GUID, port) -> index into tables_.ports
     bool needsSl2Vl_ = false;
     bool needsVlArb_ = false;
 };

@@ -7,19 +7,19 @@
 #include "values_def.hpp"
 
 // Declares and defines <name>_open and <name>_close, the opening and closing lines of a block.
-#define IBQOS_BLOCK_LINES(name, openWord, closeWord)                                  \
-    struct name##_open_class : ::ibqos::grammar::LineErrorHandler {};                 \
-    struct name##_close_class : ::ibqos::grammar::LineErrorHandler {};                \
-    x3::rule<name##_open_class, ::ibqos::ast::Opening> const name##_open = openWord;  \
-    x3::rule<name##_close_class, ::ibqos::ast::Closing> const name##_close = closeWord; \
-    auto const name##_open_def = ::ibqos::grammar::OpenKeyword{openWord} > values::end_line; \
+#define IBQOS_BLOCK_LINES(name, openWord, closeWord)                                            \
+    struct name##_open_class : ::ibqos::grammar::LineErrorHandler {};                           \
+    struct name##_close_class : ::ibqos::grammar::LineErrorHandler {};                          \
+    x3::rule<name##_open_class, ::ibqos::ast::Opening> const name##_open = openWord;            \
+    x3::rule<name##_close_class, ::ibqos::ast::Closing> const name##_close = closeWord;         \
+    auto const name##_open_def = ::ibqos::grammar::OpenKeyword{openWord} > values::end_line;    \
     auto const name##_close_def = ::ibqos::grammar::CloseKeyword{closeWord} > values::end_line; \
     BOOST_SPIRIT_DEFINE(name##_open, name##_close)
 
 // Declares <name>_field, one line of a block body; its definition <name>_field_def is an
 // alternative of values::field(...) followed by the end of the line.
-#define IBQOS_FIELD_LINE(name)                                            \
-    struct name##_field_class : ::ibqos::grammar::LineErrorHandler {};   \
+#define IBQOS_FIELD_LINE(name)                                         \
+    struct name##_field_class : ::ibqos::grammar::LineErrorHandler {}; \
     x3::rule<name##_field_class, ::ibqos::ast::Field> const name##_field = "a field";
 
 namespace ibqos::grammar {

@@ -24,8 +24,7 @@ void Diagnostics::report(Severity severity, std::string code, std::string file,
                          SourceLocation location, std::string message) {
     if (severity == Severity::Error) ++errors_;
     if (severity == Severity::Warning) ++warnings_;
-    items_.push_back(
-        {severity, std::move(code), std::move(file), location, std::move(message)});
+    items_.push_back({severity, std::move(code), std::move(file), location, std::move(message)});
 }
 
 bool Diagnostics::syntaxError(std::string code, std::string file, SourceLocation location,
@@ -48,7 +47,8 @@ void Diagnostics::sort() {
 }
 
 void Diagnostics::append(const Diagnostics& other) {
-    for (const Diagnostic& d : other.items_) report(d.severity, d.code, d.file, d.location, d.message);
+    for (const Diagnostic& d : other.items_)
+        report(d.severity, d.code, d.file, d.location, d.message);
     for (const std::string& k : other.syntaxLines_) syntaxLines_.insert(k);
 }
 
@@ -80,7 +80,8 @@ std::string renderText(const Diagnostic& d, const SourceFile* source) {
     // Show at most 200 characters, centred on the column when the line is longer.
     constexpr size_t Width = 200;
     size_t start = 0;
-    if (line.size() > Width && column > Width / 2) start = std::min(column - Width / 2, line.size() - Width);
+    if (line.size() > Width && column > Width / 2)
+        start = std::min(column - Width / 2, line.size() - Width);
     std::string_view shown = line.substr(start, Width);
     std::string text, caret;
     for (size_t i = 0; i < shown.size(); ++i) {

@@ -33,16 +33,14 @@ struct Diagnostic {
 // (recovery resynchronises at the next line, so a second report on a line is a consequence
 // of the first); other diagnostics are all kept.
 class Diagnostics {
-public:
+  public:
     void report(Severity severity, std::string code, std::string file, SourceLocation location,
                 std::string message);
     void error(std::string code, std::string file, SourceLocation location, std::string message) {
         report(Severity::Error, std::move(code), std::move(file), location, std::move(message));
     }
-    void warning(std::string code, std::string file, SourceLocation location,
-                 std::string message) {
-        report(Severity::Warning, std::move(code), std::move(file), location,
-               std::move(message));
+    void warning(std::string code, std::string file, SourceLocation location, std::string message) {
+        report(Severity::Warning, std::move(code), std::move(file), location, std::move(message));
     }
     void note(std::string code, std::string file, SourceLocation location, std::string message) {
         report(Severity::Note, std::move(code), std::move(file), location, std::move(message));
@@ -60,7 +58,7 @@ public:
     void sort();
     void append(const Diagnostics& other);
 
-private:
+  private:
     std::vector<Diagnostic> items_;
     std::unordered_set<std::string> syntaxLines_;  // "file\0line"
     size_t errors_ = 0;

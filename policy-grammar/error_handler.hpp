@@ -42,7 +42,8 @@ struct LineErrorHandler : Annotate {
         if (!x.which().empty() && x.which()[0] == '!') {
             message = x.which().substr(1);  // a token's own complete message
         } else if (x.which() == "end of line") {
-            message = "unexpected " + describeFound(where, last) + " after " + leadingWord(first, last);
+            message =
+                "unexpected " + describeFound(where, last) + " after " + leadingWord(first, last);
         } else {
             message = "expected " + x.which() + " after " + leadingWord(first, last) + ", found " +
                       describeFound(where, last);
@@ -69,14 +70,15 @@ struct BlockErrorHandler {
                              std::to_string(state.locate(open).line);
         std::string close = std::string("'") + ast::closeKeyword(Kind) + "'";
         if (where == last) {
-            state.diagnostics.syntaxError(
-                "unclosed-block", state.source.name(), state.locate(open),
-                std::string("'") + ast::openKeyword(Kind) + "' is never closed: expected " + close +
-                    " before the end of the file");
+            state.diagnostics.syntaxError("unclosed-block", state.source.name(), state.locate(open),
+                                          std::string("'") + ast::openKeyword(Kind) +
+                                              "' is never closed: expected " + close +
+                                              " before the end of the file");
         } else {
-            state.diagnostics.syntaxError("unclosed-block", state.source.name(), state.locate(where),
-                                          "expected " + close + " to close " + opened +
-                                              " before " + describeFound(where, last));
+            state.diagnostics.syntaxError("unclosed-block", state.source.name(),
+                                          state.locate(where),
+                                          "expected " + close + " to close " + opened + " before " +
+                                              describeFound(where, last));
         }
         first = x.where();
         return x3::error_handler_result::accept;

@@ -19,8 +19,7 @@ IBQOS_FIELD_LINE(leaf)
 
 auto const node_field_def =
     (field("name", Key::Name, values::text) | field("use", Key::Use, values::description) |
-     field("parent", Key::Parent, values::text) |
-     field("bw-share", Key::BwShare, values::number) |
+     field("parent", Key::Parent, values::text) | field("bw-share", Key::BwShare, values::number) |
      field("max-avg-bw", Key::MaxAvgBw, values::number)) > values::end_line;
 
 auto const leaf_field_def =
@@ -35,24 +34,24 @@ BOOST_SPIRIT_DEFINE(node_field, leaf_field)
 
 const char* const hosts_ends[] = {IBQOS_SECTION_KEYWORDS, "end-host-sched"};
 const char* const element_ends[] = {IBQOS_SECTION_KEYWORDS, "end-host-sched", "end-sched-node",
-                                    "end-sched-leaf", "sched-node", "sched-leaf"};
+                                    "end-sched-leaf",       "sched-node",     "sched-leaf"};
 
 }  // namespace
 
 auto const sched_node_def = node_open >> attr(BlockKind::SchedNode) >>
                             *(values::blank_line | node_field |
-                              (!values::terminators(element_ends) >> stray<BlockKind::SchedNode>)) >
-                            node_close;
+                              (!values::terminators(element_ends) >>
+                               stray<BlockKind::SchedNode>)) > node_close;
 
 auto const sched_leaf_def = leaf_open >> attr(BlockKind::SchedLeaf) >>
                             *(values::blank_line | leaf_field |
-                              (!values::terminators(element_ends) >> stray<BlockKind::SchedLeaf>)) >
-                            leaf_close;
+                              (!values::terminators(element_ends) >>
+                               stray<BlockKind::SchedLeaf>)) > leaf_close;
 
 auto const host_sched_def = hosts_open >> attr(BlockKind::HostSched) >>
                             *(values::blank_line | sched_node | sched_leaf |
-                              (!values::terminators(hosts_ends) >> stray<BlockKind::HostSched>)) >
-                            hosts_close;
+                              (!values::terminators(hosts_ends) >>
+                               stray<BlockKind::HostSched>)) > hosts_close;
 
 BOOST_SPIRIT_DEFINE(sched_node, sched_leaf, host_sched)
 BOOST_SPIRIT_INSTANTIATE(BlockRule<BlockKind::SchedNode>, Iterator, Context)

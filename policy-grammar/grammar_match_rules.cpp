@@ -37,8 +37,8 @@ x3::rule<ulp_line_class, ast::UlpLine> const ulp_line = "a ULP line";
 
 auto const ulp_qualifier_def = UlpQualifierToken{};
 auto const ulp_condition_def = ulp_qualifier > values::range_list;
-auto const ulp_line_def = UlpToken{} > -(lit(',') > ulp_condition) > lit(':') > values::number >
-                          values::end_line;
+auto const ulp_line_def = UlpToken{} > -(lit(',') > ulp_condition) > lit(':') > values::number
+                          > values::end_line;
 BOOST_SPIRIT_DEFINE(ulp_qualifier, ulp_condition, ulp_line)
 
 const char* const rules_ends[] = {IBQOS_SECTION_KEYWORDS, "end-qos-match-rules"};
@@ -48,22 +48,20 @@ const char* const ulps_ends[] = {IBQOS_SECTION_KEYWORDS, "end-qos-ulps"};
 
 }  // namespace
 
-auto const qos_match_rule_def =
-    rule_open >> attr(BlockKind::QosMatchRule) >>
-    *(values::blank_line | rule_field |
-      (!values::terminators(rule_ends) >> stray<BlockKind::QosMatchRule>)) >
-    rule_close;
+auto const qos_match_rule_def = rule_open >> attr(BlockKind::QosMatchRule) >>
+                                *(values::blank_line | rule_field |
+                                  (!values::terminators(rule_ends) >>
+                                   stray<BlockKind::QosMatchRule>)) > rule_close;
 
-auto const qos_match_rules_def =
-    rules_open >> attr(BlockKind::QosMatchRules) >>
-    *(values::blank_line | qos_match_rule |
-      (!values::terminators(rules_ends) >> stray<BlockKind::QosMatchRules>)) >
-    rules_close;
+auto const qos_match_rules_def = rules_open >> attr(BlockKind::QosMatchRules) >>
+                                 *(values::blank_line | qos_match_rule |
+                                   (!values::terminators(rules_ends) >>
+                                    stray<BlockKind::QosMatchRules>)) > rules_close;
 
 auto const qos_ulps_def = ulps_open >> attr(BlockKind::QosUlps) >>
                           *(values::blank_line | ulp_line |
-                            (!values::terminators(ulps_ends) >> stray<BlockKind::QosUlps>)) >
-                          ulps_close;
+                            (!values::terminators(ulps_ends) >>
+                             stray<BlockKind::QosUlps>)) > ulps_close;
 
 BOOST_SPIRIT_DEFINE(qos_match_rule, qos_match_rules, qos_ulps)
 BOOST_SPIRIT_INSTANTIATE(BlockRule<BlockKind::QosMatchRule>, Iterator, Context)

@@ -32,14 +32,13 @@ const char* const group_ends[] = {IBQOS_SECTION_KEYWORDS, "end-port-groups", "en
 
 auto const port_group_def = group_open >> attr(BlockKind::PortGroup) >>
                             *(values::blank_line | group_field |
-                              (!values::terminators(group_ends) >> stray<BlockKind::PortGroup>)) >
-                            group_close;
+                              (!values::terminators(group_ends) >>
+                               stray<BlockKind::PortGroup>)) > group_close;
 
-auto const port_groups_def =
-    groups_open >> attr(BlockKind::PortGroups) >>
-    *(values::blank_line | port_group |
-      (!values::terminators(groups_ends) >> stray<BlockKind::PortGroups>)) >
-    groups_close;
+auto const port_groups_def = groups_open >> attr(BlockKind::PortGroups) >>
+                             *(values::blank_line | port_group |
+                               (!values::terminators(groups_ends) >>
+                                stray<BlockKind::PortGroups>)) > groups_close;
 
 BOOST_SPIRIT_DEFINE(port_group, port_groups)
 BOOST_SPIRIT_INSTANTIATE(BlockRule<BlockKind::PortGroup>, Iterator, Context)

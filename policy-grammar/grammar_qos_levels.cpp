@@ -32,13 +32,13 @@ const char* const level_ends[] = {IBQOS_SECTION_KEYWORDS, "end-qos-levels", "end
 
 auto const qos_level_def = level_open >> attr(BlockKind::QosLevel) >>
                            *(values::blank_line | level_field |
-                             (!values::terminators(level_ends) >> stray<BlockKind::QosLevel>)) >
-                           level_close;
+                             (!values::terminators(level_ends) >>
+                              stray<BlockKind::QosLevel>)) > level_close;
 
 auto const qos_levels_def = levels_open >> attr(BlockKind::QosLevels) >>
                             *(values::blank_line | qos_level |
-                              (!values::terminators(levels_ends) >> stray<BlockKind::QosLevels>)) >
-                            levels_close;
+                              (!values::terminators(levels_ends) >>
+                               stray<BlockKind::QosLevels>)) > levels_close;
 
 BOOST_SPIRIT_DEFINE(qos_level, qos_levels)
 BOOST_SPIRIT_INSTANTIATE(BlockRule<BlockKind::QosLevel>, Iterator, Context)

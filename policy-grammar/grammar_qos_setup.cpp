@@ -31,8 +31,8 @@ auto const sl2vl_field_def =
     (field("group", Key::Group, values::text_list) |
      field("across-to", Key::AcrossTo, values::text_list) |
      field("across-from", Key::AcrossFrom, values::text_list) |
-     field("across", Key::Across, values::text_list) |
-     field("from", Key::From, values::port_list) | field("to", Key::To, values::port_list) |
+     field("across", Key::Across, values::text_list) | field("from", Key::From, values::port_list) |
+     field("to", Key::To, values::port_list) |
      field("sl2vl-table", Key::Sl2VlTable, values::number_list)) > values::end_line;
 
 BOOST_SPIRIT_DEFINE(vlarb_field, sl2vl_field)
@@ -41,40 +41,40 @@ const char* const setup_ends[] = {IBQOS_SECTION_KEYWORDS, "end-qos-setup"};
 const char* const vlarbs_ends[] = {IBQOS_SECTION_KEYWORDS, "end-qos-setup", "end-vlarb-tables",
                                    "vlarb-tables", "sl2vl-tables"};
 const char* const vlarb_ends[] = {IBQOS_SECTION_KEYWORDS, "end-qos-setup", "end-vlarb-tables",
-                                  "end-vlarb-scope", "vlarb-tables", "sl2vl-tables", "vlarb-scope"};
+                                  "end-vlarb-scope",      "vlarb-tables",  "sl2vl-tables",
+                                  "vlarb-scope"};
 const char* const sl2vls_ends[] = {IBQOS_SECTION_KEYWORDS, "end-qos-setup", "end-sl2vl-tables",
                                    "vlarb-tables", "sl2vl-tables"};
 const char* const sl2vl_ends[] = {IBQOS_SECTION_KEYWORDS, "end-qos-setup", "end-sl2vl-tables",
-                                  "end-sl2vl-scope", "vlarb-tables", "sl2vl-tables", "sl2vl-scope"};
+                                  "end-sl2vl-scope",      "vlarb-tables",  "sl2vl-tables",
+                                  "sl2vl-scope"};
 
 }  // namespace
 
 auto const vlarb_scope_def = vlarb_open >> attr(BlockKind::VlArbScope) >>
                              *(values::blank_line | vlarb_field |
-                               (!values::terminators(vlarb_ends) >> stray<BlockKind::VlArbScope>)) >
-                             vlarb_close;
+                               (!values::terminators(vlarb_ends) >>
+                                stray<BlockKind::VlArbScope>)) > vlarb_close;
 
 auto const sl2vl_scope_def = sl2vl_open >> attr(BlockKind::Sl2VlScope) >>
                              *(values::blank_line | sl2vl_field |
-                               (!values::terminators(sl2vl_ends) >> stray<BlockKind::Sl2VlScope>)) >
-                             sl2vl_close;
+                               (!values::terminators(sl2vl_ends) >>
+                                stray<BlockKind::Sl2VlScope>)) > sl2vl_close;
 
-auto const vlarb_tables_def =
-    vlarbs_open >> attr(BlockKind::VlArbTables) >>
-    *(values::blank_line | vlarb_scope |
-      (!values::terminators(vlarbs_ends) >> stray<BlockKind::VlArbTables>)) >
-    vlarbs_close;
+auto const vlarb_tables_def = vlarbs_open >> attr(BlockKind::VlArbTables) >>
+                              *(values::blank_line | vlarb_scope |
+                                (!values::terminators(vlarbs_ends) >>
+                                 stray<BlockKind::VlArbTables>)) > vlarbs_close;
 
-auto const sl2vl_tables_def =
-    sl2vls_open >> attr(BlockKind::Sl2VlTables) >>
-    *(values::blank_line | sl2vl_scope |
-      (!values::terminators(sl2vls_ends) >> stray<BlockKind::Sl2VlTables>)) >
-    sl2vls_close;
+auto const sl2vl_tables_def = sl2vls_open >> attr(BlockKind::Sl2VlTables) >>
+                              *(values::blank_line | sl2vl_scope |
+                                (!values::terminators(sl2vls_ends) >>
+                                 stray<BlockKind::Sl2VlTables>)) > sl2vls_close;
 
 auto const qos_setup_def = setup_open >> attr(BlockKind::QosSetup) >>
                            *(values::blank_line | vlarb_tables | sl2vl_tables |
-                             (!values::terminators(setup_ends) >> stray<BlockKind::QosSetup>)) >
-                           setup_close;
+                             (!values::terminators(setup_ends) >>
+                              stray<BlockKind::QosSetup>)) > setup_close;
 
 BOOST_SPIRIT_DEFINE(vlarb_scope, sl2vl_scope, vlarb_tables, sl2vl_tables, qos_setup)
 BOOST_SPIRIT_INSTANTIATE(BlockRule<BlockKind::VlArbScope>, Iterator, Context)

@@ -41,12 +41,12 @@ constexpr BlockWords blockWords[] = {
 };
 
 constexpr const char* keyNames[] = {
-    "name",        "use",        "port-guid",     "port-name",   "partition",  "pkey",
-    "node-type",   "group",      "across",        "across-to",   "across-from", "from",
-    "to",          "sl2vl-table", "vlarb-high",   "vlarb-low",   "vl-high-limit", "bandwidth",
-    "sl",          "mtu-limit",  "rate-limit",    "packet-life", "path-bits",  "qos-class",
-    "source",      "destination", "service-id",   "qos-level-name", "parent",  "bw-share",
-    "max-avg-bw",  "pcc-slot",   "pcc-algorithm",
+    "name",       "use",         "port-guid",     "port-name",      "partition",     "pkey",
+    "node-type",  "group",       "across",        "across-to",      "across-from",   "from",
+    "to",         "sl2vl-table", "vlarb-high",    "vlarb-low",      "vl-high-limit", "bandwidth",
+    "sl",         "mtu-limit",   "rate-limit",    "packet-life",    "path-bits",     "qos-class",
+    "source",     "destination", "service-id",    "qos-level-name", "parent",        "bw-share",
+    "max-avg-bw", "pcc-slot",    "pcc-algorithm",
 };
 
 }  // namespace
@@ -74,17 +74,20 @@ BodyWords bodyWords(BlockKind kind) {
         case BlockKind::PortGroups:
             return {{}, {"port-group"}};
         case BlockKind::PortGroup:
-            return {{"name", "use", "port-guid", "port-name", "partition", "pkey", "node-type"}, {}};
+            return {{"name", "use", "port-guid", "port-name", "partition", "pkey", "node-type"},
+                    {}};
         case BlockKind::QosSetup:
             return {{}, {"vlarb-tables", "sl2vl-tables"}};
         case BlockKind::VlArbTables:
             return {{}, {"vlarb-scope"}};
         case BlockKind::VlArbScope:
-            return {{"group", "across", "vlarb-high", "vlarb-low", "vl-high-limit", "bandwidth"}, {}};
+            return {{"group", "across", "vlarb-high", "vlarb-low", "vl-high-limit", "bandwidth"},
+                    {}};
         case BlockKind::Sl2VlTables:
             return {{}, {"sl2vl-scope"}};
         case BlockKind::Sl2VlScope:
-            return {{"group", "across", "across-to", "across-from", "from", "to", "sl2vl-table"}, {}};
+            return {{"group", "across", "across-to", "across-from", "from", "to", "sl2vl-table"},
+                    {}};
         case BlockKind::QosLevels:
             return {{}, {"qos-level"}};
         case BlockKind::QosLevel:
@@ -112,11 +115,11 @@ BodyWords bodyWords(BlockKind kind) {
 }
 
 constexpr BlockKind allKinds[] = {
-    BlockKind::PortGroups,  BlockKind::PortGroup,     BlockKind::QosSetup,
-    BlockKind::VlArbTables, BlockKind::VlArbScope,    BlockKind::Sl2VlTables,
-    BlockKind::Sl2VlScope,  BlockKind::QosLevels,     BlockKind::QosLevel,
+    BlockKind::PortGroups,    BlockKind::PortGroup,    BlockKind::QosSetup,
+    BlockKind::VlArbTables,   BlockKind::VlArbScope,   BlockKind::Sl2VlTables,
+    BlockKind::Sl2VlScope,    BlockKind::QosLevels,    BlockKind::QosLevel,
     BlockKind::QosMatchRules, BlockKind::QosMatchRule, BlockKind::QosUlps,
-    BlockKind::HostSched,   BlockKind::SchedNode,     BlockKind::SchedLeaf,
+    BlockKind::HostSched,     BlockKind::SchedNode,    BlockKind::SchedLeaf,
 };
 
 size_t editDistance(std::string_view a, std::string_view b) {
@@ -159,9 +162,8 @@ std::string joinWords(const std::vector<std::string_view>& words, std::string_vi
 }
 
 std::string article(std::string_view word) {
-    return (word.size() && std::string_view("aeiou").find(word[0]) != std::string_view::npos)
-               ? "an"
-               : "a";
+    return (word.size() && std::string_view("aeiou").find(word[0]) != std::string_view::npos) ? "an"
+                                                                                              : "a";
 }
 
 std::string blockName(BlockKind kind) { return ast::openKeyword(kind); }
@@ -241,11 +243,13 @@ std::string strayLineMessage(LineContext where, std::string_view line) {
     bool isClose = false;
     if (const ast::BlockWords* w = findBlockWord(word, isClose)) {
         if (isClose) {
-            if (where.topLevel) return "'" + std::string(word) + "' closes nothing: no '" + w->open + "' is open";
+            if (where.topLevel)
+                return "'" + std::string(word) + "' closes nothing: no '" + w->open + "' is open";
             return "'" + std::string(word) + "' does not close " + blockName(where.block) +
                    "; close it with '" + ast::closeKeyword(where.block) + "' first";
         }
-        if (where.topLevel) return "'" + std::string(word) + "' must be inside a '" + w->section + "' section";
+        if (where.topLevel)
+            return "'" + std::string(word) + "' must be inside a '" + w->section + "' section";
         std::string message = "'" + std::string(word) + "' cannot stand " + inBlock;
         if (w->section) message += "; it belongs in '" + std::string(w->section) + "'";
         return message;
@@ -265,19 +269,27 @@ std::string strayLineMessage(LineContext where, std::string_view line) {
     }
     if (!where.topLevel && where.block == BlockKind::QosUlps) return unknownUlp(word);
     if (where.topLevel) {
-        std::vector<std::string_view> sections{"port-groups", "qos-setup", "qos-levels",
-                                               "qos-match-rules", "qos-ulps", "host-sched"};
+        std::vector<std::string_view> sections{"port-groups",     "qos-setup", "qos-levels",
+                                               "qos-match-rules", "qos-ulps",  "host-sched"};
         std::string_view guess = closest(word, sections);
-        if (!guess.empty()) return "unknown section '" + std::string(word) + "'; did you mean '" + std::string(guess) + "'?";
+        if (!guess.empty())
+            return "unknown section '" + std::string(word) + "'; did you mean '" +
+                   std::string(guess) + "'?";
         return "unexpected '" + std::string(word) + "'; " + sectionList;
     }
     std::vector<std::string_view> expected = body.fields;
     for (std::string_view b : body.blocks) expected.push_back(b);
     std::string_view guess = closest(word, expected);
-    if (!guess.empty()) return "unknown keyword '" + std::string(word) + "' " + inBlock + "; did you mean '" + std::string(guess) + "'?";
+    if (!guess.empty())
+        return "unknown keyword '" + std::string(word) + "' " + inBlock + "; did you mean '" +
+               std::string(guess) + "'?";
     std::string message = "unexpected '" + std::string(word) + "' " + inBlock;
-    if (!body.fields.empty()) return message + "; expected " + joinWords(body.fields, ":") + " or '" + ast::closeKeyword(where.block) + "'";
-    if (!body.blocks.empty()) return message + "; expected " + joinWords(body.blocks, "") + " or '" + ast::closeKeyword(where.block) + "'";
+    if (!body.fields.empty())
+        return message + "; expected " + joinWords(body.fields, ":") + " or '" +
+               ast::closeKeyword(where.block) + "'";
+    if (!body.blocks.empty())
+        return message + "; expected " + joinWords(body.blocks, "") + " or '" +
+               ast::closeKeyword(where.block) + "'";
     return message;
 }
 
@@ -296,7 +308,8 @@ std::string describeFound(const char* where, const char* last) {
     if (where == last) return "end of file";
     if (isLineEnd(*where)) return "end of line";
     const char* end = where;
-    while (end != last && !isLineEnd(*end) && *end != ' ' && *end != '\t' && end - where < 40) ++end;
+    while (end != last && !isLineEnd(*end) && *end != ' ' && *end != '\t' && end - where < 40)
+        ++end;
     std::string token(where, end);
     if (end != last && !isLineEnd(*end) && *end != ' ' && *end != '\t') token += "...";
     for (char& c : token) {

@@ -14,7 +14,7 @@ namespace ibqos {
 
 // Owns the text of one input file. Offsets are bytes from the start of the text.
 class SourceFile {
-public:
+  public:
     // Files at or above this size are refused: AST positions are 32-bit offsets.
     static constexpr uint64_t MaxSize = (uint64_t{1} << 31) - 1;
 
@@ -29,12 +29,14 @@ public:
     const char* end() const { return text_.data() + text_.size(); }
 
     SourceLocation locate(uint32_t offset) const;
-    SourceLocation locate(const char* p) const { return locate(static_cast<uint32_t>(p - begin())); }
+    SourceLocation locate(const char* p) const {
+        return locate(static_cast<uint32_t>(p - begin()));
+    }
     // The text of a 1-based line, without its line terminator.
     std::string_view line(uint32_t number) const;
     uint32_t lineCount() const { return static_cast<uint32_t>(lineStarts_.size()); }
 
-private:
+  private:
     std::string name_;
     std::string text_;
     std::vector<uint32_t> lineStarts_;

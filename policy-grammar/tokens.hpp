@@ -75,7 +75,8 @@ struct FieldKeyword : x3::parser<FieldKeyword> {
     bool parse(It& first, It const& last, Ctx const& ctx, RCtx&, Attr&) const {
         x3::skip_over(first, last, ctx);
         size_t n = std::strlen(word);
-        if (static_cast<size_t>(last - first) < n + 1 || std::memcmp(first, word, n) != 0) return false;
+        if (static_cast<size_t>(last - first) < n + 1 || std::memcmp(first, word, n) != 0)
+            return false;
         It p = first + n;
         while (p != last && (*p == ' ' || *p == '\t')) ++p;
         if (p == last || *p != ':') return false;
@@ -224,9 +225,9 @@ struct TextToken : x3::parser<TextToken> {
             while (close != last && *close != '"' && !isLineEnd(*close)) ++close;
             if (close == last || *close != '"') {
                 auto column = std::to_string(x3::get<ParseStateTag>(ctx).locate(p).column);
-                boost::throw_exception(x3::expectation_failure<It>(
-                    close, "!unterminated string: the '\"' at column " + column +
-                               " is not closed on its line"));
+                boost::throw_exception(
+                    x3::expectation_failure<It>(close, "!unterminated string: the '\"' at column " +
+                                                           column + " is not closed on its line"));
             }
             text.value.assign(p + 1, close);
             first = close + 1;
@@ -364,8 +365,9 @@ struct StrayLine : x3::parser<StrayLine> {
         It end = first;
         while (end != last && !isLineEnd(*end)) ++end;
         ParseState& state = x3::get<ParseStateTag>(ctx);
-        state.diagnostics.syntaxError("syntax", state.source.name(), state.locate(first),
-                                      strayLineMessage(where, std::string_view(first, end - first)));
+        state.diagnostics.syntaxError(
+            "syntax", state.source.name(), state.locate(first),
+            strayLineMessage(where, std::string_view(first, end - first)));
         first = skipLine(end, last);
         return true;
     }

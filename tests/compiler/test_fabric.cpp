@@ -39,7 +39,8 @@ uint32_t endpoint(const Fabric& f, const std::string& spec) {
 
 }  // namespace
 
-TEST_CASE("an ibnetdiscover file gives nodes, GUIDs, LIDs, descriptions and links", "[compiler][topology]") {
+TEST_CASE("an ibnetdiscover file gives nodes, GUIDs, LIDs, descriptions and links",
+          "[compiler][topology]") {
     Read r(slurp(samples + "two-switch.ibnetdiscover"));
     REQUIRE_FALSE(r.diagnostics.hasErrors());
     const Fabric& f = r.fabric;
@@ -78,21 +79,23 @@ TEST_CASE("an ibsim net file gets the GUIDs ibsim gives its nodes", "[compiler][
         uint32_t q = disc.fabric.ports[p].peer;
         if (q == NoPort) continue;
         std::string error;
-        uint32_t np = net.fabric.portOf(net.fabric.nodesByDescription(disc.fabric.nodeOf(p).description)[0],
-                                        disc.fabric.ports[p].number);
+        uint32_t np =
+            net.fabric.portOf(net.fabric.nodesByDescription(disc.fabric.nodeOf(p).description)[0],
+                              disc.fabric.ports[p].number);
         REQUIRE(net.fabric.ports[np].peer != NoPort);
         CHECK(net.fabric.portName(net.fabric.ports[np].peer) == disc.fabric.portName(q));
     }
 }
 
 TEST_CASE("a topology that lies is reported where it lies", "[compiler][topology]") {
-    Read r("Switch 4 \"S1\"\n[1] \"H1\"[1]\n[2] \"H2\"[1]\n\n"
-           "Hca 1 \"H1\"\n[1] \"S1\"[2]\n\n"   // H1 says S1[2], S1[2] is H2
-           "Hca 1 \"H2\"\n[1] \"S1\"[2]\n\n"
-           "Hca 1 \"H3\"\n[1] \"S9\"[1]\n[2] \"S1\"[3]\n\n"
-           "Switch 300 \"big\"\n"
-           "Hca 1 \"H1\"\n"
-           "frobnicate\n");
+    Read r(
+        "Switch 4 \"S1\"\n[1] \"H1\"[1]\n[2] \"H2\"[1]\n\n"
+        "Hca 1 \"H1\"\n[1] \"S1\"[2]\n\n"  // H1 says S1[2], S1[2] is H2
+        "Hca 1 \"H2\"\n[1] \"S1\"[2]\n\n"
+        "Hca 1 \"H3\"\n[1] \"S9\"[1]\n[2] \"S1\"[3]\n\n"
+        "Switch 300 \"big\"\n"
+        "Hca 1 \"H1\"\n"
+        "frobnicate\n");
     r.diagnostics.sort();
     std::vector<uint32_t> lines;
     for (const Diagnostic& d : r.diagnostics.all()) {
@@ -135,7 +138,8 @@ TEST_CASE("partitions.conf: members, membership, flags, Default", "[compiler][pa
     CHECK(mc->members.size() == 4);
 }
 
-TEST_CASE("a port listed twice in a partition keeps the membership written last", "[compiler][partitions]") {
+TEST_CASE("a port listed twice in a partition keeps the membership written last",
+          "[compiler][partitions]") {
     // osm_prtn_add_port() removes the port from the partition's full and limited tables before
     // adding it to one: the PKey the SA answers depends on it.
     Read r(slurp(samples + "two-switch.ibnetdiscover"));
@@ -162,7 +166,8 @@ TEST_CASE("a port listed twice in a partition keeps the membership written last"
     CHECK(full("b", "0x100004"));
 }
 
-TEST_CASE("groups bind by GUID range, name, partition, PKey, node type and SELF", "[compiler][bind]") {
+TEST_CASE("groups bind by GUID range, name, partition, PKey, node type and SELF",
+          "[compiler][bind]") {
     Read r(slurp(samples + "two-switch.ibnetdiscover"));
     Fabric& f = r.fabric;
     f.smPort = endpoint(f, "Hca1/P1");
@@ -222,7 +227,9 @@ TEST_CASE("an IPoIB line needs a partition with two full members", "[compiler][b
     SourceFile conf("p.conf", "lonely=0x22, ipoib : 0x100001=full ;\n");
     Diagnostics pd;
     readPartitions(&conf, r.fabric, pd);
-    test::Compiled c("qos-ulps\n default : 0\n ipoib : 1\n ipoib, pkey 0x22 : 2\n ipoib, pkey 0x23 : 3\nend-qos-ulps\n");
+    test::Compiled c(
+        "qos-ulps\n default : 0\n ipoib : 1\n ipoib, pkey 0x22 : 2\n ipoib, pkey 0x23 : "
+        "3\nend-qos-ulps\n");
     REQUIRE(c.codes().empty());
     Diagnostics d;
     bindPolicy(c.policy, r.fabric, d);
@@ -231,6 +238,7 @@ TEST_CASE("an IPoIB line needs a partition with two full members", "[compiler][b
         CHECK(x.code == "ipoib-partition");
         lines.push_back(x.location.line);
     }
-    // Default (0x7fff) has every port limited but the SM's when a partitions file exists: no SM here.
+    // Default (0x7fff) has every port limited but the SM's when a partitions file exists: no SM
+    // here.
     CHECK(lines == std::vector<uint32_t>{3, 4, 5});
 }

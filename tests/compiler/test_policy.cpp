@@ -47,13 +47,17 @@ TEST_CASE("a level keeps every value, PKeys without the membership bit", "[compi
     CHECK(c.policy.defaultLevel == 0);
 }
 
-TEST_CASE("sl above 15 and packet-life above 63 are errors (OpenSM accepts them)", "[compiler][levels]") {
-    Compiled c("qos-levels\n qos-level\n  name: default\n  sl: 16\n  packet-life: 64\n end-qos-level\nend-qos-levels\n");
+TEST_CASE("sl above 15 and packet-life above 63 are errors (OpenSM accepts them)",
+          "[compiler][levels]") {
+    Compiled c(
+        "qos-levels\n qos-level\n  name: default\n  sl: 16\n  packet-life: 64\n "
+        "end-qos-level\nend-qos-levels\n");
     CHECK(c.codes() == std::vector<std::string>{"value-range", "value-range"});
     CHECK(c.lines() == std::vector<uint32_t>{4, 5});
 }
 
-TEST_CASE("level and group names resolve case-insensitively; duplicates are errors", "[compiler][names]") {
+TEST_CASE("level and group names resolve case-insensitively; duplicates are errors",
+          "[compiler][names]") {
     Compiled c(std::string(levels) + R"(
 port-groups
     port-group
@@ -73,11 +77,13 @@ end-qos-match-rules
     CHECK(c.policy.rules[0].level == 1);
     CHECK(c.policy.rules[0].sources == std::vector<uint32_t>{0});
 
-    Compiled dup(std::string(levels) + "qos-levels\n qos-level\n  name: Gold\n  sl: 1\n end-qos-level\nend-qos-levels\n");
+    Compiled dup(std::string(levels) +
+                 "qos-levels\n qos-level\n  name: Gold\n  sl: 1\n end-qos-level\nend-qos-levels\n");
     CHECK(dup.codes() == std::vector<std::string>{"duplicate-name"});
 }
 
-TEST_CASE("the default level is the qos-level named default, else the qos-ulps default", "[compiler][default]") {
+TEST_CASE("the default level is the qos-level named default, else the qos-ulps default",
+          "[compiler][default]") {
     Compiled ulpsOnly("qos-ulps\n default : 3\nend-qos-ulps\n");
     REQUIRE(ulpsOnly.codes().empty());
     CHECK(ulpsOnly.policy.levels[ulpsOnly.policy.defaultLevel].sl == 3);
@@ -90,9 +96,11 @@ TEST_CASE("the default level is the qos-level named default, else the qos-ulps d
     CHECK(none.codes() == std::vector<std::string>{"missing-default"});
 }
 
-TEST_CASE("qos-ulps lines become rules after every qos-match-rule, wherever they stand", "[compiler][ulps]") {
+TEST_CASE("qos-ulps lines become rules after every qos-match-rule, wherever they stand",
+          "[compiler][ulps]") {
     Compiled c(std::string("qos-ulps\n sdp : 2\nend-qos-ulps\n") + levels +
-               "qos-match-rules\n qos-match-rule\n  qos-class: 1\n  qos-level-name: gold\n end-qos-match-rule\nend-qos-match-rules\n");
+               "qos-match-rules\n qos-match-rule\n  qos-class: 1\n  qos-level-name: gold\n "
+               "end-qos-match-rule\nend-qos-match-rules\n");
     REQUIRE(c.codes().empty());
     REQUIRE(c.policy.rules.size() == 2);
     CHECK_FALSE(c.policy.rules[0].fromUlps);
@@ -116,15 +124,18 @@ TEST_CASE("each qos-ulps form matches what OpenSM's parser builds", "[compiler][
     }
     {
         auto c = ulp("rds : 2");
-        CHECK(onlyUlpRule(c->policy).serviceIds.ranges() == std::vector<Range>{{0x10648ca, 0x10648ca}});
+        CHECK(onlyUlpRule(c->policy).serviceIds.ranges() ==
+              std::vector<Range>{{0x10648ca, 0x10648ca}});
     }
     {
         auto c = ulp("iser : 3");
-        CHECK(onlyUlpRule(c->policy).serviceIds.ranges() == std::vector<Range>{{0x1060cbc, 0x1060cbc}});
+        CHECK(onlyUlpRule(c->policy).serviceIds.ranges() ==
+              std::vector<Range>{{0x1060cbc, 0x1060cbc}});
     }
     {
         auto c = ulp("iser, port-num 900 : 3");
-        CHECK(onlyUlpRule(c->policy).serviceIds.ranges() == std::vector<Range>{{0x1060000 + 900, 0x1060000 + 900}});
+        CHECK(onlyUlpRule(c->policy).serviceIds.ranges() ==
+              std::vector<Range>{{0x1060000 + 900, 0x1060000 + 900}});
     }
     {
         auto c = ulp("ipoib : 4");
@@ -145,7 +156,8 @@ TEST_CASE("each qos-ulps form matches what OpenSM's parser builds", "[compiler][
         const MatchRule& r = onlyUlpRule(c->policy);
         REQUIRE(r.destinations.size() == 1);
         CHECK(r.sources.empty());
-        CHECK(c->policy.groups[r.destinations[0]].guids.ranges() == std::vector<Range>{{0x1234, 0x1234}});
+        CHECK(c->policy.groups[r.destinations[0]].guids.ranges() ==
+              std::vector<Range>{{0x1234, 0x1234}});
         CHECK(c->policy.groups[r.destinations[0]].origin == GroupOrigin::SrpTargets);
     }
     {
@@ -169,7 +181,9 @@ TEST_CASE("each qos-ulps form matches what OpenSM's parser builds", "[compiler][
 }
 
 TEST_CASE("ULP forms OpenSM does not define are errors", "[compiler][ulps]") {
-    Compiled c("qos-ulps\n default : 0\n srp : 3\n any : 1\n sdp, pkey 1 : 1\n rds, port-num 65536 : 1\nend-qos-ulps\n");
+    Compiled c(
+        "qos-ulps\n default : 0\n srp : 3\n any : 1\n sdp, pkey 1 : 1\n rds, port-num 65536 : "
+        "1\nend-qos-ulps\n");
     CHECK(c.codes() == std::vector<std::string>{"ulp-form", "ulp-form", "ulp-form", "value-range"});
     CHECK(c.policy.rules.empty());
 }
@@ -217,7 +231,8 @@ TEST_CASE("a qos-ulps line after a broader one never matches", "[compiler][shado
     CHECK(fine.codes(Severity::Warning).empty());
 }
 
-TEST_CASE("an undefined name is an error, with a hint when only blanks differ", "[compiler][names]") {
+TEST_CASE("an undefined name is an error, with a hint when only blanks differ",
+          "[compiler][names]") {
     Compiled c(std::string(levels) + R"(
 port-groups
     port-group
@@ -237,8 +252,10 @@ end-qos-match-rules
     CHECK(c.policy.rules.empty());  // the broken rule is not kept
 }
 
-TEST_CASE("a field lost to a syntax error is not also reported as missing", "[compiler][recovery]") {
-    Compiled c("qos-levels\n qos-level\n  name: default\n  sl: zero\n end-qos-level\nend-qos-levels\n");
+TEST_CASE("a field lost to a syntax error is not also reported as missing",
+          "[compiler][recovery]") {
+    Compiled c(
+        "qos-levels\n qos-level\n  name: default\n  sl: zero\n end-qos-level\nend-qos-levels\n");
     CHECK(c.codes() == std::vector<std::string>{"syntax"});
 }
 

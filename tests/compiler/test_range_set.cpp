@@ -7,7 +7,8 @@
 using ibqos::Range;
 using ibqos::RangeSet;
 
-TEST_CASE("ranges are sorted, reversed ones swapped, overlapping and adjacent ones merged", "[compiler][ranges]") {
+TEST_CASE("ranges are sorted, reversed ones swapped, overlapping and adjacent ones merged",
+          "[compiler][ranges]") {
     RangeSet s = RangeSet::build({{10, 20}, {5, 1}, {21, 25}, {15, 18}, {40, 40}});
     REQUIRE(s.ranges() == std::vector<Range>{{1, 5}, {10, 25}, {40, 40}});
     CHECK(s.contains(1));

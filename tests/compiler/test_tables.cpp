@@ -25,7 +25,8 @@ std::string slurp(const std::string& path) {
 // A policy compiled for the three-switch sample fabric (Spine has an enhanced port 0).
 struct OnFabric {
     test::Compiled compiled;
-    SourceFile topology{"three-switch.net", slurp(IBQOS_SOURCE_ROOT "/samples/fabrics/three-switch.net")};
+    SourceFile topology{"three-switch.net",
+                        slurp(IBQOS_SOURCE_ROOT "/samples/fabrics/three-switch.net")};
     Diagnostics diagnostics;
     Fabric fabric;
     OpenSmConf conf;
@@ -53,7 +54,9 @@ struct OnFabric {
         FAIL("no tables for " << name);
         throw 0;
     }
-    Sl2VlTable sl2vl(const std::string& name, unsigned in = 0) { return tables.sl2vls[port(name).sl2vlFor(in)]; }
+    Sl2VlTable sl2vl(const std::string& name, unsigned in = 0) {
+        return tables.sl2vls[port(name).sl2vlFor(in)];
+    }
     VlArbTable low(const std::string& name) { return tables.vlarbs[port(name).vlArbLow]; }
     VlArbTable high(const std::string& name) { return tables.vlarbs[port(name).vlArbHigh]; }
     std::vector<std::string> codes(Severity severity) {
@@ -103,9 +106,11 @@ TEST_CASE("OpenSM's option strings are read as OpenSM reads them", "[compiler][t
     CHECK(s[3] == 0);
 }
 
-TEST_CASE("without options every port gets OpenSM's defaults, folded to its VLs", "[compiler][tables]") {
+TEST_CASE("without options every port gets OpenSM's defaults, folded to its VLs",
+          "[compiler][tables]") {
     OnFabric f(groups);
-    CHECK(f.sl2vl("compute1 HCA-1/P1") == Sl2VlTable{0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7});
+    CHECK(f.sl2vl("compute1 HCA-1/P1") ==
+          Sl2VlTable{0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7});
     CHECK(f.high("Leaf1/P1")[0] == VlArbEntry{0, 4});
     CHECK(f.low("Leaf1/P1")[1] == VlArbEntry{1, 4});
     CHECK(f.low("Leaf1/P1")[9] == VlArbEntry{1, 4});  // VL 9 folded onto VL 1 on an 8-VL port
@@ -121,7 +126,8 @@ TEST_CASE("an administrator's table that relies on folding is warned about", "[c
     CHECK(f.diagnostics.all().back().file == "opensm.conf");
 }
 
-TEST_CASE("vlarb-scopes select by group and across, later scopes win", "[compiler][tables][qos-setup]") {
+TEST_CASE("vlarb-scopes select by group and across, later scopes win",
+          "[compiler][tables][qos-setup]") {
     std::string policy = std::string(groups) + R"(
 qos-setup
     vlarb-tables
@@ -159,7 +165,8 @@ end-qos-setup
     CHECK(f.codes(Severity::Error).empty());
 }
 
-TEST_CASE("sl2vl-scopes select (in, out) pairs by node, port number and peer", "[compiler][tables][qos-setup]") {
+TEST_CASE("sl2vl-scopes select (in, out) pairs by node, port number and peer",
+          "[compiler][tables][qos-setup]") {
     std::string policy = std::string(groups) + R"(
 qos-setup
     sl2vl-tables
@@ -190,7 +197,8 @@ end-qos-setup
     CHECK(f.sl2vl("storage1 HCA-1/P1")[0] == 0);
 }
 
-TEST_CASE("the arbitration simulator honours weights, packets and the high limit", "[compiler][vlarb]") {
+TEST_CASE("the arbitration simulator honours weights, packets and the high limit",
+          "[compiler][vlarb]") {
     std::vector<VlArbEntry> high{{1, 192}, {2, 128}, {3, 64}};
     auto s = simulateArbitration(high.data(), high.size(), nullptr, 0, 0);
     CHECK(s[1] == Approx(0.50).margin(0.001));
@@ -228,7 +236,8 @@ TEST_CASE("bandwidth shares become whole-packet weights that achieve them", "[co
     CHECK(cramped.achieved[1] == Approx(0.75).margin(0.001));  // the best 4 entries allow
 }
 
-TEST_CASE("a level's SL that a port drops or starves is an error at the level", "[compiler][realizability]") {
+TEST_CASE("a level's SL that a port drops or starves is an error at the level",
+          "[compiler][realizability]") {
     std::string policy = std::string(groups) + R"(
 qos-levels
     qos-level
@@ -252,17 +261,21 @@ qos-setup
     end-sl2vl-tables
 end-qos-setup
 )";
-    OnFabric dropped(policy, "qos_vlarb_low 0:64,1:64,2:64,3:64,4:64,5:64,6:64,7:64\nqos_vlarb_high 0:0\n");
+    OnFabric dropped(policy,
+                     "qos_vlarb_low 0:64,1:64,2:64,3:64,4:64,5:64,6:64,7:64\nqos_vlarb_high 0:0\n");
     CHECK(dropped.codes(Severity::Error) == std::vector<std::string>{"sl-dropped"});
 
-    OnFabric starved(std::string(groups) + "qos-levels\n qos-level\n  name: gold\n  sl: 5\n end-qos-level\nend-qos-levels\n"
-                                           "qos-match-rules\n qos-match-rule\n  qos-class: 1\n  qos-level-name: gold\n"
-                                           " end-qos-match-rule\nend-qos-match-rules\n",
-                     "qos_vlarb_low 0:64,1:64\nqos_vlarb_high 0:0\n");
+    OnFabric starved(
+        std::string(groups) +
+            "qos-levels\n qos-level\n  name: gold\n  sl: 5\n end-qos-level\nend-qos-levels\n"
+            "qos-match-rules\n qos-match-rule\n  qos-class: 1\n  qos-level-name: gold\n"
+            " end-qos-match-rule\nend-qos-match-rules\n",
+        "qos_vlarb_low 0:64,1:64\nqos_vlarb_high 0:0\n");
     CHECK(starved.codes(Severity::Error) == std::vector<std::string>{"sl-starved"});
 }
 
-TEST_CASE("an unbounded high limit, uneven weights and unused scopes are warned about", "[compiler][realizability]") {
+TEST_CASE("an unbounded high limit, uneven weights and unused scopes are warned about",
+          "[compiler][realizability]") {
     std::string policy = std::string(groups) + R"(
 qos-setup
     vlarb-tables
@@ -283,10 +296,12 @@ end-qos-setup
     OnFabric f(policy);
     auto warnings = f.codes(Severity::Warning);
     std::sort(warnings.begin(), warnings.end());
-    CHECK(warnings == std::vector<std::string>{"high-limit-unbounded", "scope-unused", "weight-not-mtu-multiple"});
+    CHECK(warnings == std::vector<std::string>{"high-limit-unbounded", "scope-unused",
+                                               "weight-not-mtu-multiple"});
 }
 
-TEST_CASE("an IPoIB partition whose broadcast SL differs from its PathRecord SL is warned about", "[compiler][realizability]") {
+TEST_CASE("an IPoIB partition whose broadcast SL differs from its PathRecord SL is warned about",
+          "[compiler][realizability]") {
     OnFabric f("qos-ulps\n default : 0\n ipoib : 3\nend-qos-ulps\n");
     // Without a partitions file the Default partition has no ipoib flag: nothing to compare.
     CHECK(f.codes(Severity::Warning).empty());

@@ -50,7 +50,8 @@ struct Parsed {
 };
 
 std::string inGroup(const std::string& fields) {
-    return "port-groups\n  port-group\n    name: g\n" + fields + "  end-port-group\nend-port-groups\n";
+    return "port-groups\n  port-group\n    name: g\n" + fields +
+           "  end-port-group\nend-port-groups\n";
 }
 
 template <typename T>
@@ -62,8 +63,10 @@ const T& valueOf(const ast::Field& f) {
 
 }  // namespace
 
-TEST_CASE("numbers are read as OpenSM's strtoull with base 0 reads them", "[policy-grammar][lexical]") {
-    Parsed p(inGroup("    port-guid: 10, 0x1F, 0X2a, 010, 08, 18446744073709551615, 18446744073709551616\n"));
+TEST_CASE("numbers are read as OpenSM's strtoull with base 0 reads them",
+          "[policy-grammar][lexical]") {
+    Parsed p(inGroup(
+        "    port-guid: 10, 0x1F, 0X2a, 010, 08, 18446744073709551615, 18446744073709551616\n"));
     REQUIRE_FALSE(p.diagnostics.hasErrors());
     auto& list = valueOf<ast::RangeList>(p.field(ast::BlockKind::PortGroup, ast::Key::PortGuid));
     REQUIRE(list.size() == 7);
@@ -97,34 +100,41 @@ TEST_CASE("ranges and lists keep every element and its column", "[policy-grammar
 TEST_CASE("a number list may continue on the next line after a comma", "[policy-grammar][lists]") {
     Parsed p(inGroup("    port-guid: 1,\n      # a comment between\n               2-3\n"));
     REQUIRE_FALSE(p.diagnostics.hasErrors());
-    CHECK(valueOf<ast::RangeList>(p.field(ast::BlockKind::PortGroup, ast::Key::PortGuid)).size() == 2);
+    CHECK(valueOf<ast::RangeList>(p.field(ast::BlockKind::PortGroup, ast::Key::PortGuid)).size() ==
+          2);
 }
 
-TEST_CASE("unquoted names keep inner blanks; quoted names keep commas and '#'", "[policy-grammar][quoting]") {
-    Parsed p(inGroup("    port-name:   vs1 HCA-1/P1 ,\"a, b # c/P2\",x/P3   # trailing comment\n"
-                     "    use: SRP targets, rack 4   # not part of it\n"));
+TEST_CASE("unquoted names keep inner blanks; quoted names keep commas and '#'",
+          "[policy-grammar][quoting]") {
+    Parsed p(
+        inGroup("    port-name:   vs1 HCA-1/P1 ,\"a, b # c/P2\",x/P3   # trailing comment\n"
+                "    use: SRP targets, rack 4   # not part of it\n"));
     REQUIRE_FALSE(p.diagnostics.hasErrors());
     auto& names = valueOf<ast::TextList>(p.field(ast::BlockKind::PortGroup, ast::Key::PortName));
     REQUIRE(names.size() == 3);
     CHECK(names[0].value == "vs1 HCA-1/P1");
     CHECK(names[1].value == "a, b # c/P2");
     CHECK(names[2].value == "x/P3");
-    CHECK(valueOf<ast::Text>(p.field(ast::BlockKind::PortGroup, ast::Key::Use)).value == "SRP targets, rack 4");
+    CHECK(valueOf<ast::Text>(p.field(ast::BlockKind::PortGroup, ast::Key::Use)).value ==
+          "SRP targets, rack 4");
 }
 
-TEST_CASE("an unterminated quote is one error at the end of its line", "[policy-grammar][quoting]") {
+TEST_CASE("an unterminated quote is one error at the end of its line",
+          "[policy-grammar][quoting]") {
     Parsed p(inGroup("    port-name: \"abc/P1\n    port-guid: 0x1\n"));
     REQUIRE(p.diagnostics.errorCount() == 1);
     CHECK(p.diagnostics.all()[0].location.line == 4);
     CHECK(p.diagnostics.all()[0].location.column == 23);
-    CHECK(valueOf<ast::RangeList>(p.field(ast::BlockKind::PortGroup, ast::Key::PortGuid)).size() == 1);
+    CHECK(valueOf<ast::RangeList>(p.field(ast::BlockKind::PortGroup, ast::Key::PortGuid)).size() ==
+          1);
 }
 
 TEST_CASE("node types and ULP names ignore case, keywords do not", "[policy-grammar][case]") {
     Parsed p(inGroup("    node-type: ca, Switch, ROUTER, sElF, all\n") +
              "qos-ulps\n  SDP : 1\n  IPoIB, pkey 0x10 : 2\n  Default: 0\nend-qos-ulps\n");
     REQUIRE_FALSE(p.diagnostics.hasErrors());
-    auto& types = valueOf<ast::NodeTypeList>(p.field(ast::BlockKind::PortGroup, ast::Key::NodeType));
+    auto& types =
+        valueOf<ast::NodeTypeList>(p.field(ast::BlockKind::PortGroup, ast::Key::NodeType));
     REQUIRE(types.size() == 5);
     CHECK(types[3].name == ast::NodeTypeName::Self);
     const ast::Block* ulps = p.find(ast::BlockKind::QosUlps);
@@ -137,7 +147,9 @@ TEST_CASE("node types and ULP names ignore case, keywords do not", "[policy-gram
 }
 
 TEST_CASE("qos-ulps lines keep their ULP, qualifier, values and SL", "[policy-grammar][ulps]") {
-    Parsed p("qos-ulps\n  any, source-target-port-guid 0x10-0x20 : 8\n  sdp, port-num 1,2 : 3\nend-qos-ulps\n");
+    Parsed p(
+        "qos-ulps\n  any, source-target-port-guid 0x10-0x20 : 8\n  sdp, port-num 1,2 : "
+        "3\nend-qos-ulps\n");
     REQUIRE_FALSE(p.diagnostics.hasErrors());
     const ast::Block* ulps = p.find(ast::BlockKind::QosUlps);
     auto& first = boost::get<ast::x3::forward_ast<ast::UlpLine>>(ulps->items[0]).get();
@@ -150,20 +162,21 @@ TEST_CASE("qos-ulps lines keep their ULP, qualifier, values and SL", "[policy-gr
 }
 
 TEST_CASE("every later error is still found, at most one per line", "[policy-grammar][recovery]") {
-    Parsed p("qos-levels\n"
-             "  qos-level\n"
-             "    name: a b, c\n"       // 3: ',' in a name
-             "    sl: x y z\n"          // 4: one error, not three
-             "    bogus: 1\n"           // 5: unknown field
-             "  end-qos-level\n"
-             "  qos-level\n"            // 7
-             "    name: ok\n"
-             "    sl: 1\n"
-             "  qos-level\n"            // 10: previous level not closed
-             "    sl: 2 2\n"            // 11
-             "  end-qos-level\n"
-             "end-qos-levels\n"
-             "what\n");                 // 14
+    Parsed p(
+        "qos-levels\n"
+        "  qos-level\n"
+        "    name: a b, c\n"  // 3: ',' in a name
+        "    sl: x y z\n"     // 4: one error, not three
+        "    bogus: 1\n"      // 5: unknown field
+        "  end-qos-level\n"
+        "  qos-level\n"  // 7
+        "    name: ok\n"
+        "    sl: 1\n"
+        "  qos-level\n"  // 10: previous level not closed
+        "    sl: 2 2\n"  // 11
+        "  end-qos-level\n"
+        "end-qos-levels\n"
+        "what\n");  // 14
     CHECK(p.errorLines() == std::vector<uint32_t>{3, 4, 5, 10, 11, 14});
     // Fields on good lines of broken blocks are kept.
     const ast::Block* levels = p.find(ast::BlockKind::QosLevels);
@@ -183,13 +196,15 @@ TEST_CASE("a very long line is read without trouble", "[policy-grammar][robustne
     for (int i = 0; i < 200000; ++i) guids += (i ? "," : "") + std::to_string(i * 2);
     Parsed p(inGroup("    port-guid: " + guids + "\n"));
     REQUIRE_FALSE(p.diagnostics.hasErrors());
-    CHECK(valueOf<ast::RangeList>(p.field(ast::BlockKind::PortGroup, ast::Key::PortGuid)).size() == 200000);
+    CHECK(valueOf<ast::RangeList>(p.field(ast::BlockKind::PortGroup, ast::Key::PortGuid)).size() ==
+          200000);
 
     Parsed junk(std::string(5'000'000, 'x'));
     CHECK(junk.diagnostics.errorCount() == 1);
 }
 
-TEST_CASE("windows line endings and a missing final newline are accepted", "[policy-grammar][lexical]") {
+TEST_CASE("windows line endings and a missing final newline are accepted",
+          "[policy-grammar][lexical]") {
     Parsed p("qos-ulps\r\n  default : 0\r\nend-qos-ulps");
     CHECK_FALSE(p.diagnostics.hasErrors());
     CHECK(p.find(ast::BlockKind::QosUlps)->items.size() == 1);
