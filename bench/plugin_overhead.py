@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 # Benchmark (run on demand): the OpenSM plugin on a large ibsim fabric. Heavy sweep time (SIGHUP to
-# SUBNET UP, median of N) and SA PathRecord throughput (saquery) with the plugin, against a stock
-# OpenSM given the equivalent plain policy and options (`ibqos compile --emit opensm`).
-#   bench/plugin_overhead.py --ibqos build/cli/ibqos --plugin-dir build/osm-plugin [--leaves 36] [--json]
+# SUBNET UP, median of N) and SA PathRecord throughput (queries from one process through the
+# agent's SA client) with the plugin, against a stock OpenSM given the equivalent plain policy and
+# options (`ibqos compile --emit opensm`).
+#   bench/plugin_overhead.py --build build [--leaves 36] [--json]
 import argparse
 import json
 import os
@@ -66,28 +67,33 @@ def sweep_times(osm, n):
     return times
 
 
-def sa_rate(fabric, host, lids, n):
+def sa_rate(fabric, host, build, policy, lids, n):
+    """PathRecord queries per second from one process (ibqos-bench-resolve: the agent's SA
+    client, one query at a time): the median of ten runs of n/10 queries, each run to one random
+    destination with one random ServiceID."""
     rng = random.Random(7)
-    start = time.monotonic()
-    for _ in range(n):
-        s, d = rng.sample(lids, 2)
-        fabric.tool(["saquery", "-p", "--slid", str(s), "--dlid", str(d), "--service_id", hex(0x10000 + rng.randrange(1000))], host)
-    return n / (time.monotonic() - start)
+    bench = os.path.join(build, "bench", "ibqos-bench-resolve")
+    rates = []
+    for _ in range(10):
+        p = fabric.tool([bench, "--policy", policy, "--dst", str(rng.choice(lids)), "--count", str(max(1, n // 10)),
+                         "--service-id", hex(0x10000 + rng.randrange(1000)), "--json"], host, timeout=600)
+        rates += [json.loads(l)["value"] for l in p.stdout.splitlines() if '"sa_queries_per_s"' in l]
+    return statistics.median(rates)
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--ibqos", required=True)
-    ap.add_argument("--plugin-dir", required=True)
+    ap.add_argument("--build", required=True, help="the Meson build folder")
     ap.add_argument("--leaves", type=int, default=36)
     ap.add_argument("--hosts-per-leaf", type=int, default=18)
     ap.add_argument("--spines", type=int, default=18)
     ap.add_argument("--sweeps", type=int, default=10)
-    ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--queries", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    ibqos = os.path.abspath(args.ibqos)
+    build = os.path.abspath(args.build)
+    ibqos = os.path.join(build, "cli", "ibqos")
     hosts = args.leaves * args.hosts_per_leaf
     results = []
     with tempfile.TemporaryDirectory(prefix="ibqos-overhead-") as work:
@@ -109,7 +115,7 @@ def main():
         params = {"nodes": nodes, "hosts": hosts, "switches": args.leaves + args.spines}
         configurations = [("stock", stock_options, None),
                           ("plugin", {"qos": "TRUE", "event_plugin_name": "ibqos_osm", "event_plugin_options": "policy=" + pol},
-                           os.path.abspath(args.plugin_dir))]
+                           os.path.join(build, "osm-plugin"))]
         # Alternate the two configurations so that machine noise falls on both alike.
         measured = {"stock": ([], []), "plugin": ([], [])}
         for label, options, plugin in configurations * args.rounds:
@@ -118,14 +124,14 @@ def main():
                 topo = fabric.tool(["ibnetdiscover"], "host0").stdout
                 lids = [int(l.split("# lid ")[1].split()[0]) for l in topo.splitlines() if l.startswith("[1](")]
                 measured[label][0].extend(sweep_times(osm, args.sweeps))
-                measured[label][1].append(sa_rate(fabric, "host0", lids, args.queries))
+                measured[label][1].append(sa_rate(fabric, "host0", build, pol, lids, args.queries))
                 if plugin:
                     work_ms = [float(l.split("ibqos ")[1].split(" ms")[0]) for l in osm.log().splitlines() if "IBQOS-0100" in l]
                     results.append({"name": "plugin_work_per_sweep", "value": round(statistics.median(work_ms), 2), "unit": "ms", **params})
         for label in ("stock", "plugin"):
             times, rates = measured[label]
             results.append({"name": f"heavy_sweep_{label}", "value": round(statistics.median(times) * 1000, 2), "unit": "ms", **params})
-            results.append({"name": f"saquery_rate_{label}", "value": round(statistics.median(rates), 1), "unit": "queries/s", **params})
+            results.append({"name": f"sa_pathrecords_{label}", "value": round(statistics.median(rates), 1), "unit": "queries/s", **params})
     stock = next(r["value"] for r in results if r["name"] == "heavy_sweep_stock")
     with_plugin = next(r["value"] for r in results if r["name"] == "heavy_sweep_plugin")
     results.append({"name": "heavy_sweep_overhead", "value": round((with_plugin / stock - 1) * 100, 1), "unit": "%", **params})
