@@ -32,4 +32,13 @@ namespace ibqos::grammar {
 template <ast::BlockKind Kind>
 constexpr StrayLine stray{LineContext{false, Kind}};
 
+// A block of kind Kind: its opening line, body lines (blank, one of `body`, or a line that
+// belongs nowhere, reported and skipped, unless one of `ends` starts it: that ends the body),
+// and its closing line.
+template <ast::BlockKind Kind, typename Open, typename Body, typename Close, size_t N>
+auto block(Open const& open, Body const& body, const char* const (&ends)[N], Close const& close) {
+    return open >> x3::attr(Kind) >>
+           *(values::blank_line | body | (!values::terminators(ends) >> stray<Kind>)) > close;
+}
+
 }  // namespace ibqos::grammar

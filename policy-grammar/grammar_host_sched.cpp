@@ -9,7 +9,6 @@ namespace {
 using ast::BlockKind;
 using ast::Key;
 using values::field;
-using x3::attr;
 
 IBQOS_BLOCK_LINES(hosts, "host-sched", "end-host-sched")
 IBQOS_BLOCK_LINES(node, "sched-node", "end-sched-node")
@@ -38,20 +37,14 @@ const char* const element_ends[] = {IBQOS_SECTION_KEYWORDS, "end-host-sched", "e
 
 }  // namespace
 
-auto const sched_node_def = node_open >> attr(BlockKind::SchedNode) >>
-                            *(values::blank_line | node_field |
-                              (!values::terminators(element_ends) >>
-                               stray<BlockKind::SchedNode>)) > node_close;
+auto const sched_node_def =
+    block<BlockKind::SchedNode>(node_open, node_field, element_ends, node_close);
 
-auto const sched_leaf_def = leaf_open >> attr(BlockKind::SchedLeaf) >>
-                            *(values::blank_line | leaf_field |
-                              (!values::terminators(element_ends) >>
-                               stray<BlockKind::SchedLeaf>)) > leaf_close;
+auto const sched_leaf_def =
+    block<BlockKind::SchedLeaf>(leaf_open, leaf_field, element_ends, leaf_close);
 
-auto const host_sched_def = hosts_open >> attr(BlockKind::HostSched) >>
-                            *(values::blank_line | sched_node | sched_leaf |
-                              (!values::terminators(hosts_ends) >>
-                               stray<BlockKind::HostSched>)) > hosts_close;
+auto const host_sched_def =
+    block<BlockKind::HostSched>(hosts_open, sched_node | sched_leaf, hosts_ends, hosts_close);
 
 BOOST_SPIRIT_DEFINE(sched_node, sched_leaf, host_sched)
 BOOST_SPIRIT_INSTANTIATE(BlockRule<BlockKind::SchedNode>, Iterator, Context)

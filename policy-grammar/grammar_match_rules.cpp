@@ -9,7 +9,6 @@ namespace {
 using ast::BlockKind;
 using ast::Key;
 using values::field;
-using x3::attr;
 using x3::lit;
 
 IBQOS_BLOCK_LINES(rules, "qos-match-rules", "end-qos-match-rules")
@@ -48,20 +47,13 @@ const char* const ulps_ends[] = {IBQOS_SECTION_KEYWORDS, "end-qos-ulps"};
 
 }  // namespace
 
-auto const qos_match_rule_def = rule_open >> attr(BlockKind::QosMatchRule) >>
-                                *(values::blank_line | rule_field |
-                                  (!values::terminators(rule_ends) >>
-                                   stray<BlockKind::QosMatchRule>)) > rule_close;
+auto const qos_match_rule_def =
+    block<BlockKind::QosMatchRule>(rule_open, rule_field, rule_ends, rule_close);
 
-auto const qos_match_rules_def = rules_open >> attr(BlockKind::QosMatchRules) >>
-                                 *(values::blank_line | qos_match_rule |
-                                   (!values::terminators(rules_ends) >>
-                                    stray<BlockKind::QosMatchRules>)) > rules_close;
+auto const qos_match_rules_def =
+    block<BlockKind::QosMatchRules>(rules_open, qos_match_rule, rules_ends, rules_close);
 
-auto const qos_ulps_def = ulps_open >> attr(BlockKind::QosUlps) >>
-                          *(values::blank_line | ulp_line |
-                            (!values::terminators(ulps_ends) >>
-                             stray<BlockKind::QosUlps>)) > ulps_close;
+auto const qos_ulps_def = block<BlockKind::QosUlps>(ulps_open, ulp_line, ulps_ends, ulps_close);
 
 BOOST_SPIRIT_DEFINE(qos_match_rule, qos_match_rules, qos_ulps)
 BOOST_SPIRIT_INSTANTIATE(BlockRule<BlockKind::QosMatchRule>, Iterator, Context)

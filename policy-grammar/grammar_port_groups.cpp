@@ -9,7 +9,6 @@ namespace {
 using ast::BlockKind;
 using ast::Key;
 using values::field;
-using x3::attr;
 
 IBQOS_BLOCK_LINES(groups, "port-groups", "end-port-groups")
 IBQOS_BLOCK_LINES(group, "port-group", "end-port-group")
@@ -30,15 +29,11 @@ const char* const group_ends[] = {IBQOS_SECTION_KEYWORDS, "end-port-groups", "en
 
 }  // namespace
 
-auto const port_group_def = group_open >> attr(BlockKind::PortGroup) >>
-                            *(values::blank_line | group_field |
-                              (!values::terminators(group_ends) >>
-                               stray<BlockKind::PortGroup>)) > group_close;
+auto const port_group_def =
+    block<BlockKind::PortGroup>(group_open, group_field, group_ends, group_close);
 
-auto const port_groups_def = groups_open >> attr(BlockKind::PortGroups) >>
-                             *(values::blank_line | port_group |
-                               (!values::terminators(groups_ends) >>
-                                stray<BlockKind::PortGroups>)) > groups_close;
+auto const port_groups_def =
+    block<BlockKind::PortGroups>(groups_open, port_group, groups_ends, groups_close);
 
 BOOST_SPIRIT_DEFINE(port_group, port_groups)
 BOOST_SPIRIT_INSTANTIATE(BlockRule<BlockKind::PortGroup>, Iterator, Context)

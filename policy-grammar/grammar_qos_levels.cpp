@@ -9,7 +9,6 @@ namespace {
 using ast::BlockKind;
 using ast::Key;
 using values::field;
-using x3::attr;
 
 IBQOS_BLOCK_LINES(levels, "qos-levels", "end-qos-levels")
 IBQOS_BLOCK_LINES(level, "qos-level", "end-qos-level")
@@ -30,15 +29,11 @@ const char* const level_ends[] = {IBQOS_SECTION_KEYWORDS, "end-qos-levels", "end
 
 }  // namespace
 
-auto const qos_level_def = level_open >> attr(BlockKind::QosLevel) >>
-                           *(values::blank_line | level_field |
-                             (!values::terminators(level_ends) >>
-                              stray<BlockKind::QosLevel>)) > level_close;
+auto const qos_level_def =
+    block<BlockKind::QosLevel>(level_open, level_field, level_ends, level_close);
 
-auto const qos_levels_def = levels_open >> attr(BlockKind::QosLevels) >>
-                            *(values::blank_line | qos_level |
-                              (!values::terminators(levels_ends) >>
-                               stray<BlockKind::QosLevels>)) > levels_close;
+auto const qos_levels_def =
+    block<BlockKind::QosLevels>(levels_open, qos_level, levels_ends, levels_close);
 
 BOOST_SPIRIT_DEFINE(qos_level, qos_levels)
 BOOST_SPIRIT_INSTANTIATE(BlockRule<BlockKind::QosLevel>, Iterator, Context)

@@ -9,7 +9,6 @@ namespace {
 using ast::BlockKind;
 using ast::Key;
 using values::field;
-using x3::attr;
 
 IBQOS_BLOCK_LINES(setup, "qos-setup", "end-qos-setup")
 IBQOS_BLOCK_LINES(vlarbs, "vlarb-tables", "end-vlarb-tables")
@@ -51,30 +50,20 @@ const char* const sl2vl_ends[] = {IBQOS_SECTION_KEYWORDS, "end-qos-setup", "end-
 
 }  // namespace
 
-auto const vlarb_scope_def = vlarb_open >> attr(BlockKind::VlArbScope) >>
-                             *(values::blank_line | vlarb_field |
-                               (!values::terminators(vlarb_ends) >>
-                                stray<BlockKind::VlArbScope>)) > vlarb_close;
+auto const vlarb_scope_def =
+    block<BlockKind::VlArbScope>(vlarb_open, vlarb_field, vlarb_ends, vlarb_close);
 
-auto const sl2vl_scope_def = sl2vl_open >> attr(BlockKind::Sl2VlScope) >>
-                             *(values::blank_line | sl2vl_field |
-                               (!values::terminators(sl2vl_ends) >>
-                                stray<BlockKind::Sl2VlScope>)) > sl2vl_close;
+auto const sl2vl_scope_def =
+    block<BlockKind::Sl2VlScope>(sl2vl_open, sl2vl_field, sl2vl_ends, sl2vl_close);
 
-auto const vlarb_tables_def = vlarbs_open >> attr(BlockKind::VlArbTables) >>
-                              *(values::blank_line | vlarb_scope |
-                                (!values::terminators(vlarbs_ends) >>
-                                 stray<BlockKind::VlArbTables>)) > vlarbs_close;
+auto const vlarb_tables_def =
+    block<BlockKind::VlArbTables>(vlarbs_open, vlarb_scope, vlarbs_ends, vlarbs_close);
 
-auto const sl2vl_tables_def = sl2vls_open >> attr(BlockKind::Sl2VlTables) >>
-                              *(values::blank_line | sl2vl_scope |
-                                (!values::terminators(sl2vls_ends) >>
-                                 stray<BlockKind::Sl2VlTables>)) > sl2vls_close;
+auto const sl2vl_tables_def =
+    block<BlockKind::Sl2VlTables>(sl2vls_open, sl2vl_scope, sl2vls_ends, sl2vls_close);
 
-auto const qos_setup_def = setup_open >> attr(BlockKind::QosSetup) >>
-                           *(values::blank_line | vlarb_tables | sl2vl_tables |
-                             (!values::terminators(setup_ends) >>
-                              stray<BlockKind::QosSetup>)) > setup_close;
+auto const qos_setup_def =
+    block<BlockKind::QosSetup>(setup_open, vlarb_tables | sl2vl_tables, setup_ends, setup_close);
 
 BOOST_SPIRIT_DEFINE(vlarb_scope, sl2vl_scope, vlarb_tables, sl2vl_tables, qos_setup)
 BOOST_SPIRIT_INSTANTIATE(BlockRule<BlockKind::VlArbScope>, Iterator, Context)
