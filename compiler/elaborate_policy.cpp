@@ -75,6 +75,12 @@ class Elaborator {
         return boost::get<T>(&f.value.get());
     }
 
+    // The value of a single-valued field, or nullptr when it is a repeat (reported by once()).
+    template <typename T>
+    const T* single(const ast::Field& f, std::bitset<64>& seen, BlockKind kind) {
+        return once(f, seen, kind) ? value<T>(f) : nullptr;
+    }
+
     // Single-valued fields: a repeat is an error, as in OpenSM. Returns whether f is the first.
     bool once(const ast::Field& f, std::bitset<64>& seen, BlockKind kind) {
         auto bit = static_cast<size_t>(f.key);
@@ -197,12 +203,10 @@ class Elaborator {
             if (!f) continue;
             switch (f->key) {
                 case Key::Name:
-                    if (!once(*f, seen, b.kind)) break;
-                    if (auto* t = value<ast::Text>(*f)) g.name = name(*t);
+                    if (auto* t = single<ast::Text>(*f, seen, b.kind)) g.name = name(*t);
                     break;
                 case Key::Use:
-                    if (!once(*f, seen, b.kind)) break;
-                    if (auto* t = value<ast::Text>(*f)) g.use = t->value;
+                    if (auto* t = single<ast::Text>(*f, seen, b.kind)) g.use = t->value;
                     break;
                 case Key::PortGuid:
                     if (auto* r = value<ast::RangeList>(*f)) ranges(*r, guids, &g.guidRanges);
@@ -304,30 +308,25 @@ class Elaborator {
             if (!f) continue;
             switch (f->key) {
                 case Key::Name:
-                    if (!once(*f, seen, b.kind)) break;
-                    if (auto* t = value<ast::Text>(*f)) level.name = name(*t);
+                    if (auto* t = single<ast::Text>(*f, seen, b.kind)) level.name = name(*t);
                     break;
                 case Key::Use:
-                    if (!once(*f, seen, b.kind)) break;
-                    if (auto* t = value<ast::Text>(*f)) level.use = t->value;
+                    if (auto* t = single<ast::Text>(*f, seen, b.kind)) level.use = t->value;
                     break;
                 case Key::Sl:
-                    if (!once(*f, seen, b.kind)) break;
-                    if (auto* n = value<ast::Number>(*f)) {
+                    if (auto* n = single<ast::Number>(*f, seen, b.kind)) {
                         if (auto v = bounded(*n, 0, 15, "sl")) level.sl = static_cast<uint8_t>(*v);
                     }
                     break;
                 case Key::MtuLimit:
-                    if (!once(*f, seen, b.kind)) break;
-                    if (auto* n = value<ast::Number>(*f)) {
+                    if (auto* n = single<ast::Number>(*f, seen, b.kind)) {
                         if (auto v = bounded(*n, 1, 5, "mtu-limit (1=256 .. 5=4096 bytes)")) {
                             level.mtuLimit = static_cast<uint8_t>(*v);
                         }
                     }
                     break;
                 case Key::RateLimit:
-                    if (!once(*f, seen, b.kind)) break;
-                    if (auto* n = value<ast::Number>(*f)) {
+                    if (auto* n = single<ast::Number>(*f, seen, b.kind)) {
                         if (auto v = bounded(
                                 *n, 2, 22, "rate-limit (the IB rate enum, 2=2.5 .. 22=600 Gb/s)")) {
                             level.rateLimit = static_cast<uint8_t>(*v);
@@ -335,8 +334,7 @@ class Elaborator {
                     }
                     break;
                 case Key::PacketLife:
-                    if (!once(*f, seen, b.kind)) break;
-                    if (auto* n = value<ast::Number>(*f)) {
+                    if (auto* n = single<ast::Number>(*f, seen, b.kind)) {
                         if (auto v = bounded(*n, 0, 63, "packet-life")) {
                             level.packetLife = static_cast<uint8_t>(*v);
                         }
@@ -375,8 +373,7 @@ class Elaborator {
             if (!f) continue;
             switch (f->key) {
                 case Key::Use:
-                    if (!once(*f, seen, b.kind)) break;
-                    if (auto* t = value<ast::Text>(*f)) rule.use = t->value;
+                    if (auto* t = single<ast::Text>(*f, seen, b.kind)) rule.use = t->value;
                     break;
                 case Key::QosClass:
                     if (auto* r = value<ast::RangeList>(*f)) {
@@ -405,8 +402,8 @@ class Elaborator {
                     if (auto* r = value<ast::RangeList>(*f)) ranges(*r, pkeys, nullptr, true);
                     break;
                 case Key::QosLevelName:
-                    if (!once(*f, seen, b.kind)) break;
-                    if (auto* t = value<ast::Text>(*f)) rule.levelName = {name(*t), at(*t)};
+                    if (auto* t = single<ast::Text>(*f, seen, b.kind))
+                        rule.levelName = {name(*t), at(*t)};
                     break;
                 default:
                     break;
@@ -684,8 +681,7 @@ class Elaborator {
                     portSet(*f, scope.to, toGiven);
                     break;
                 case Key::Sl2VlTable:
-                    if (!once(*f, seen, b.kind)) break;
-                    if (auto* list = value<ast::NumberList>(*f))
+                    if (auto* list = single<ast::NumberList>(*f, seen, b.kind))
                         tableOk = sl2vlTable(*list, *f, scope);
                     break;
                 default:
@@ -749,27 +745,23 @@ class Elaborator {
             if (!f) continue;
             switch (f->key) {
                 case Key::Name:
-                    if (!once(*f, seen, b.kind)) break;
-                    if (auto* t = value<ast::Text>(*f)) e.name = name(*t);
+                    if (auto* t = single<ast::Text>(*f, seen, b.kind)) e.name = name(*t);
                     break;
                 case Key::Use:
-                    if (!once(*f, seen, b.kind)) break;
-                    if (auto* t = value<ast::Text>(*f)) e.use = t->value;
+                    if (auto* t = single<ast::Text>(*f, seen, b.kind)) e.use = t->value;
                     break;
                 case Key::Parent:
-                    if (!once(*f, seen, b.kind)) break;
-                    if (auto* t = value<ast::Text>(*f)) e.parentName = {name(*t), at(*t)};
+                    if (auto* t = single<ast::Text>(*f, seen, b.kind))
+                        e.parentName = {name(*t), at(*t)};
                     break;
                 case Key::BwShare:
-                    if (!once(*f, seen, b.kind)) break;
-                    if (auto* n = value<ast::Number>(*f)) {
+                    if (auto* n = single<ast::Number>(*f, seen, b.kind)) {
                         if (auto v = bounded(*n, 1, 100, "bw-share (a relative weight)"))
                             e.bwShare = static_cast<uint32_t>(*v);
                     }
                     break;
                 case Key::MaxAvgBw:
-                    if (!once(*f, seen, b.kind)) break;
-                    if (auto* n = value<ast::Number>(*f)) {
+                    if (auto* n = single<ast::Number>(*f, seen, b.kind)) {
                         if (auto v =
                                 bounded(*n, 0, UINT32_MAX, "max-avg-bw (Mbit/s, 0 = unlimited)")) {
                             e.maxAvgBw = static_cast<uint32_t>(*v);
@@ -792,15 +784,13 @@ class Elaborator {
                     }
                     break;
                 case Key::PccSlot:
-                    if (!once(*f, seen, b.kind)) break;
-                    if (auto* n = value<ast::Number>(*f)) {
+                    if (auto* n = single<ast::Number>(*f, seen, b.kind)) {
                         if (auto v = bounded(*n, 0, 15, "pcc-slot"))
                             e.pccSlot = static_cast<uint32_t>(*v);
                     }
                     break;
                 case Key::PccAlgorithm:
-                    if (!once(*f, seen, b.kind)) break;
-                    if (auto* t = value<ast::Text>(*f)) e.pccAlgorithm = t->value;
+                    if (auto* t = single<ast::Text>(*f, seen, b.kind)) e.pccAlgorithm = t->value;
                     break;
                 default:
                     break;
