@@ -15,6 +15,7 @@
 #include "compile_policy.hpp"
 #include "options.hpp"
 #include "reference_match.hpp"
+#include "text.hpp"
 
 namespace ibqos::cli {
 
@@ -63,12 +64,6 @@ Exit status: 0 every request was answered ("ok" or "rejected": a rejection is an
 1 the policy, topology or partitions have errors, or a request names an unknown port or
 (--batch) a line cannot be read; 2 usage or I/O error.
 )";
-
-std::string hex(uint64_t v, int width = 0) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%0*llx", width, static_cast<unsigned long long>(v));
-    return buf;
-}
 
 // A number of a batch line or option: decimal or 0x hex, at most max.
 std::optional<uint64_t> parseNumber(const std::string& text, uint64_t max) {
@@ -465,14 +460,7 @@ int runQuery(const std::vector<std::string>& args) {
             throw UsageError{"give --src and --dst, or --batch FILE"};
     }
     PathQuery query;
-    if (auto v = options.value("service-id"))
-        query.serviceId = parseNumberOption("service-id", *v, UINT64_MAX);
-    if (auto v = options.value("qos-class"))
-        query.qosClass = static_cast<uint16_t>(parseNumberOption("qos-class", *v, 4095));
-    if (auto v = options.value("pkey"))
-        query.pkey = static_cast<uint16_t>(parseNumberOption("pkey", *v, 0xffff));
-    if (auto v = options.value("sl"))
-        query.sl = static_cast<uint8_t>(parseNumberOption("sl", *v, 15));
+    readRequestFields(options, query);
 
     Inputs inputs;
     Diagnostics diagnostics;

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <iostream>
 
@@ -127,6 +128,43 @@ int emitDiagnostics(Diagnostics& diagnostics, const Inputs& inputs, bool json) {
         std::cerr << out;
     }
     return diagnostics.hasErrors() ? ExitInputErrors : ExitOk;
+}
+
+int dispatch(const char* program, const char* help, const std::vector<Command>& commands, int argc,
+             char** argv) {
+    std::vector<std::string> args(argv + 1, argv + argc);
+    if (args.empty()) {
+        std::cerr << help;
+        return ExitUsage;
+    }
+    std::string name = args.front();
+    args.erase(args.begin());
+    const Command* command = nullptr;
+    for (const Command& c : commands) {
+        if (name == c.name) command = &c;
+    }
+    try {
+        if (name == "help" || name == "--help" || name == "-h") {
+            std::cout << help;
+            return ExitOk;
+        }
+        if (name == "--version") {
+            std::cout << program << " " IBQOS_VERSION "\n";
+            return ExitOk;
+        }
+        if (!command) throw UsageError{"unknown command '" + name + "'"};
+        return command->run(args);
+    } catch (const UsageError& e) {
+        std::cerr << program << " " << name << ": " << e.message << "\n"
+                  << "Try '" << program << " " << (command ? name + " " : "") << "--help'.\n";
+        return ExitUsage;
+    } catch (const IoError& e) {
+        std::cerr << program << " " << name << ": " << e.message << "\n";
+        return ExitUsage;
+    } catch (const std::exception& e) {
+        std::cerr << program << " " << name << ": internal error: " << e.what() << "\n";
+        return ExitUsage;
+    }
 }
 
 }  // namespace ibqos::cli

@@ -65,6 +65,18 @@ std::unique_ptr<FabricCompilation> compileForFabric(const Policy& policy, const 
 // Writes a file whole or not at all: a temporary file renamed over the target. Throws IoError.
 void writeFileAtomically(const std::string& path, const std::string& content);
 
+// One subcommand of a program: its name and what runs it.
+struct Command {
+    const char* name;
+    int (*run)(const std::vector<std::string>& args);
+};
+
+// The main of a program made of subcommands: `help`, `--help`, `--version`, then the command
+// named by the first argument; usage errors get a hint to --help, and every error is printed
+// as "PROGRAM COMMAND: message" with the exit code of the command-line contract.
+int dispatch(const char* program, const char* help, const std::vector<Command>& commands, int argc,
+             char** argv);
+
 int runCheck(const std::vector<std::string>& args);
 int runCompile(const std::vector<std::string>& args);
 int runVerify(const std::vector<std::string>& args);

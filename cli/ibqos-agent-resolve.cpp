@@ -124,14 +124,7 @@ int runResolve(const std::vector<std::string>& args) {
     std::string dst = options.required("dst");
     bool json = options.flag("json");
     host::PathQuery query;
-    if (auto v = options.value("service-id"))
-        query.serviceId = parseNumberOption("service-id", *v, UINT64_MAX);
-    if (auto v = options.value("qos-class"))
-        query.qosClass = static_cast<uint16_t>(parseNumberOption("qos-class", *v, 0xfff));
-    if (auto v = options.value("pkey"))
-        query.pkey = static_cast<uint16_t>(parseNumberOption("pkey", *v, 0xffff));
-    if (auto v = options.value("sl"))
-        query.sl = static_cast<uint8_t>(parseNumberOption("sl", *v, 15));
+    readRequestFields(options, query);
     if (options.flag("get")) query.method = host::SaMethod::Get;
     host::RetryPolicy retry;
     if (auto v = options.value("timeout")) {

@@ -1,13 +1,7 @@
 // SPDX-License-Identifier: MIT
 // ibqos-agent: a host's side of the QoS policy: paths from the SA, the scheduling tree, PCC slots.
-#include <exception>
-#include <iostream>
-#include <string>
-#include <vector>
-
 #include "commands.hpp"
 #include "ibqos-agent-commands.hpp"
-#include "options.hpp"
 
 namespace {
 
@@ -32,39 +26,11 @@ whole story. Exit status: 0 success, 1 the input has errors (or no path), 2 usag
 
 int main(int argc, char** argv) {
     using namespace ibqos::cli;
-    std::vector<std::string> args(argv + 1, argv + argc);
-    if (args.empty()) {
-        std::cerr << mainHelp;
-        return ExitUsage;
-    }
-    std::string command = args.front();
-    args.erase(args.begin());
-    try {
-        if (command == "help" || command == "--help" || command == "-h") {
-            std::cout << mainHelp;
-            return ExitOk;
-        }
-        if (command == "--version") {
-            std::cout << "ibqos-agent " IBQOS_VERSION "\n";
-            return ExitOk;
-        }
-        if (command == "resolve") return runResolve(args);
-        if (command == "plan") return runPlan(args);
-        if (command == "simulate") return runSimulate(args);
-        if (command == "run") return runDaemon(args);
-        if (command == "status") return runStatus(args);
-        throw UsageError{"unknown command '" + command + "'"};
-    } catch (const UsageError& e) {
-        bool known = command == "resolve" || command == "plan" || command == "simulate" ||
-                     command == "run" || command == "status";
-        std::cerr << "ibqos-agent " << command << ": " << e.message << "\n"
-                  << "Try 'ibqos-agent " << (known ? command + " " : "") << "--help'.\n";
-        return ExitUsage;
-    } catch (const IoError& e) {
-        std::cerr << "ibqos-agent " << command << ": " << e.message << "\n";
-        return ExitUsage;
-    } catch (const std::exception& e) {
-        std::cerr << "ibqos-agent " << command << ": internal error: " << e.what() << "\n";
-        return ExitUsage;
-    }
+    return dispatch("ibqos-agent", mainHelp,
+                    {{"resolve", runResolve},
+                     {"plan", runPlan},
+                     {"simulate", runSimulate},
+                     {"run", runDaemon},
+                     {"status", runStatus}},
+                    argc, argv);
 }

@@ -1,12 +1,6 @@
 // SPDX-License-Identifier: MIT
 // ibqos: offline validation, compilation and "which SL, and why" queries for OpenSM QoS policies.
-#include <exception>
-#include <iostream>
-#include <string>
-#include <vector>
-
 #include "commands.hpp"
-#include "options.hpp"
 
 namespace {
 
@@ -29,39 +23,12 @@ Exit status: 0 success, 1 the input has errors, 2 usage or I/O error.
 
 int main(int argc, char** argv) {
     using namespace ibqos::cli;
-    std::vector<std::string> args(argv + 1, argv + argc);
-    if (args.empty()) {
-        std::cerr << mainHelp;
-        return ExitUsage;
-    }
-    std::string command = args.front();
-    args.erase(args.begin());
-    try {
-        if (command == "help" || command == "--help" || command == "-h") {
-            std::cout << mainHelp;
-            return ExitOk;
-        }
-        if (command == "--version") {
-            std::cout << "ibqos " IBQOS_VERSION "\n";
-            return ExitOk;
-        }
-        if (command == "check") return runCheck(args);
-        if (command == "compile") return runCompile(args);
+    return dispatch("ibqos", mainHelp,
+                    {{"check", runCheck},
+                     {"compile", runCompile},
 #ifdef IBQOS_HAVE_VERIFY
-        if (command == "verify") return runVerify(args);
+                     {"verify", runVerify},
 #endif
-        if (command == "query") return runQuery(args);
-        throw UsageError{"unknown command '" + command + "'"};
-    } catch (const UsageError& e) {
-        std::cerr << "ibqos " << command << ": " << e.message << "\n"
-                  << "Try 'ibqos " << (command.empty() || command[0] == '-' ? "" : command + " ")
-                  << "--help'.\n";
-        return ExitUsage;
-    } catch (const IoError& e) {
-        std::cerr << "ibqos " << command << ": " << e.message << "\n";
-        return ExitUsage;
-    } catch (const std::exception& e) {
-        std::cerr << "ibqos " << command << ": internal error: " << e.what() << "\n";
-        return ExitUsage;
-    }
+                     {"query", runQuery}},
+                    argc, argv);
 }
