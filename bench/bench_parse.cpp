@@ -11,6 +11,7 @@
 
 #include "bench_util.hpp"
 #include "compile_policy.hpp"
+#include "text.hpp"
 
 using namespace ibqos;
 
@@ -22,12 +23,6 @@ struct Shape {
     unsigned levels = 4000;
     unsigned rules = 4000;
 };
-
-std::string hex(uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 // A policy of the requested shape: groups with GUID lists and ranges, levels, match rules
 // that use them, a qos-ulps section.
@@ -60,7 +55,7 @@ std::string generate(const Shape& shape) {
         line(tail, "        destination: group-" + std::to_string(rng() % shape.groups) +
                        ", group-" + std::to_string(rng() % shape.groups));
         uint64_t sid = 0x10000 + r * 0x100;
-        line(tail, "        service-id: " + hex(sid) + "-" + hex(sid + 0xff));
+        line(tail, "        service-id: " + hex(sid, 16) + "-" + hex(sid + 0xff, 16));
         line(tail, "        qos-class: " + std::to_string(r % 4000) + "-" +
                        std::to_string(r % 4000 + 10));
         line(tail, "        qos-level-name: level-" + std::to_string(1 + r % (shape.levels - 1)));
@@ -89,12 +84,12 @@ std::string generate(const Shape& shape) {
             uint64_t a = base + rng() % 50'000'000;
             switch (l % 4) {
                 case 0:
-                    line(out,
-                         "        port-guid: " + hex(a) + "-" + hex(a + 1000 + rng() % 100000));
+                    line(out, "        port-guid: " + hex(a, 16) + "-" +
+                                  hex(a + 1000 + rng() % 100000, 16));
                     break;
                 case 1:
-                    line(out, "        port-guid: " + hex(a) + ", " + hex(a + 7) + ", " +
-                                  hex(a + 19) + ", " + hex(a + 33));
+                    line(out, "        port-guid: " + hex(a, 16) + ", " + hex(a + 7, 16) + ", " +
+                                  hex(a + 19, 16) + ", " + hex(a + 33, 16));
                     break;
                 case 2:
                     line(out, "        port-name: node-" + std::to_string(rng() % 50000) +

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // bindPolicy: group membership by GUID range, port name, partition, PKey, node type and SELF.
 #include "bind.hpp"
+#include "text.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -9,12 +10,6 @@
 namespace ibqos {
 
 namespace {
-
-std::string hex(uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 std::string groupName(const PortGroup& g) {
     return g.origin == GroupOrigin::Written ? "port-group '" + g.name + "'" : "this qos-ulps line";

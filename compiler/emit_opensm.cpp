@@ -10,16 +10,11 @@
 #include <tuple>
 
 #include "emit.hpp"
+#include "text.hpp"
 
 namespace ibqos {
 
 namespace {
-
-std::string hex(uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 // A value OpenSM reads back exactly: quoted (so inner blanks and commas survive).
 std::string quote(const std::string& s) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // readOpenSmConf: "key value" lines, '#' comments, OpenSM's option names and value checks.
 #include "opensm_conf.hpp"
+#include "text.hpp"
 
 #include <cctype>
 #include <cerrno>
@@ -10,12 +11,6 @@
 namespace ibqos {
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-    return s;
-}
 
 // OpenSM's clean_val: trimmed, one pair of surrounding quotes dropped.
 std::string cleanValue(std::string_view v) {

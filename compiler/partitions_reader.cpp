@@ -12,16 +12,11 @@
 
 #include "fabric.hpp"
 #include "source.hpp"
+#include "text.hpp"
 
 namespace ibqos {
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-    return s;
-}
 
 std::optional<uint64_t> number(std::string_view s) {
     std::string text(trim(s));

@@ -11,6 +11,7 @@
 
 #include "fabric.hpp"
 #include "source.hpp"
+#include "text.hpp"
 
 namespace ibqos {
 
@@ -44,14 +45,6 @@ struct RawNode {
     std::vector<RawLink> links;
     SourceLocation location;
 };
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r'))
-        s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-        s.remove_suffix(1);
-    return s;
-}
 
 bool startsWith(std::string_view s, std::string_view prefix) {
     return s.substr(0, prefix.size()) == prefix;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // SA PathRecord MADs: encoding of requests and the checks every answer must pass.
 #include "sa_wire.hpp"
+#include "text.hpp"
 
 #include <arpa/inet.h>
 
@@ -69,12 +70,6 @@ void put32(uint8_t* p, uint32_t v) {
 void put64(uint8_t* p, uint64_t v) {
     put32(p, static_cast<uint32_t>(v >> 32));
     put32(p + 4, static_cast<uint32_t>(v));
-}
-
-std::string hex(uint64_t v, int digits) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%0*llx", digits, static_cast<unsigned long long>(v));
-    return buf;
 }
 
 bool isUnicastLid(uint16_t lid) { return lid >= 1 && lid <= 0xBFFF; }

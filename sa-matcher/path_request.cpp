@@ -2,6 +2,7 @@
 // decodePathRequest: the SA MAD layouts of IBA vol. 1 (15.2.5.16 PathRecord, 15.2.5.20
 // MultiPathRecord) and the checks osm_sa_path_record.c / osm_sa_multipath_record.c make first.
 #include "path_request.hpp"
+#include "text.hpp"
 
 #include <cstdio>
 
@@ -87,12 +88,6 @@ DecodedRequest failure(std::string error, uint16_t status) {
     d.error = std::move(error);
     d.saStatus = status;
     return d;
-}
-
-std::string hex(uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-    return buf;
 }
 
 bool isMulticast(uint64_t gidPrefix) { return gidPrefix >> 56 == 0xff; }
