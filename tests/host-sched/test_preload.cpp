@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -81,7 +82,11 @@ Run runDriver(const Scratch& scratch, const std::vector<std::string>& steps,
     env.emplace("IBQOS_POLICY", scratch.dir + "/policy.conf");
     env.emplace("IBQOS_AGENT_SOCKET", scratch.dir + "/agent.sock");
     env.emplace("IBQOS_SCHED_BACKEND", "mlx5");
-    if (preload) env["LD_PRELOAD"] = PRELOAD_LIB;
+    if (preload) {
+        // Under ASan the runtime has to come first in the initial library list (scripts/test).
+        const char* sanitizer = std::getenv("IBQOS_SANITIZER_PRELOAD");
+        env["LD_PRELOAD"] = sanitizer ? std::string(sanitizer) + " " + PRELOAD_LIB : PRELOAD_LIB;
+    }
     std::vector<std::string> envText;
     for (char** e = environ; *e; ++e) {
         std::string kv = *e;
