@@ -133,7 +133,8 @@ class Soak:
             label, fault = self.rng.choice(FAULTS)
             text = open(os.path.join(self.samples, "policies", self.rng.choice(POLICIES))).read()
             broken = fault(text)
-            if broken == text:
+            # The file as it is now (say, the same fault already written) would be nothing new to reject.
+            if broken == text or broken == open(self.policy).read():
                 continue
             path = os.path.join(self.work, "broken.conf")
             with open(path, "w") as f:
