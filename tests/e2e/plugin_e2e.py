@@ -218,6 +218,18 @@ def restart(work):
 
 def master_and_standby(work):
     scenario("a standby changes nothing, then takes over with the same policy")
+    # ibsim forwards the takeover sweep's SMInfo query for the dead master's port and, now and
+    # then, neither a client nor a timeout ever answers it; libumad2sim has no MAD timeouts, so
+    # OpenSM's sweeper waits for it forever, with none of our code on its stack (a real HCA's
+    # driver times the MAD out). Such a stalled takeover is reported and run once more, on a
+    # fresh fabric; a second stall fails.
+    for attempt in (1, 2):
+        if takeover(attempt):
+            return
+
+
+def takeover(attempt):
+    """One master/standby takeover; False when the takeover sweep stalled as described above."""
     policy = os.path.join(ROOT, "samples/policies/per-port-tables.conf")
     with simfabric.SimFabric(os.path.join(ROOT, "samples/fabrics/three-switch.net")) as fabric:
         polling = {"sminfo_polling_timeout": "1000", "polling_retry_number": "2"}
@@ -230,12 +242,23 @@ def master_and_standby(work):
         check(standby.count("IBQOS-0010") == 0 and standby.count("IBQOS-0100") == 0,
               "the standby applies nothing while it is standby")
         master.stop()
-        standby.wait_for("SUBNET UP", 1, 60)
-        check(standby.count("IBQOS-0010") == 1 and standby.count("IBQOS-0100") >= 1, "the new master applies the policy")
+        try:
+            standby.wait_for("SUBNET UP", 1, 60)
+        except simfabric.FabricError:
+            stalled = standby.alive() and standby.log().rstrip().endswith("Entering DISCOVERING state")
+            if attempt == 1 and stalled:
+                print("     the takeover sweep stalled on a MAD the simulator never answers; once more")
+                return False
+            raise
+        # OpenSM logs SUBNET UP before it reports the event; the plugin's sweep summary follows.
+        standby.wait_for("IBQOS-0100", 1, 30)
+        check(standby.count("IBQOS-0010") == 1,
+              f"the new master applies the policy (IBQOS-0010 logged {standby.count('IBQOS-0010')} times)")
         master_file = open(os.path.join(fabric.workdir, "master", "cache", "ibqos-policy.conf")).read()
         standby_file = open(os.path.join(fabric.workdir, "standby", "cache", "ibqos-policy.conf")).read()
         check(master_file == standby_file, "both OpenSMs give the SA the same plain policy")
         tables_match(fabric, "compute1 HCA-1", policy, "0x10000a", "after the takeover")
+    return True
 
 
 def main():
@@ -244,6 +267,7 @@ def main():
     ap.add_argument("--ibqos", required=True)
     ap.add_argument("--plugin-dir", required=True)
     ap.add_argument("--root", required=True)
+    ap.add_argument("--only", metavar="SCENARIO", help="run one scenario (a function name)")
     args = ap.parse_args()
     if not simfabric.available():
         print("ibsim/OpenSM not installed: skipped")
@@ -251,6 +275,8 @@ def main():
     ROOT, IBQOS, PLUGIN_DIR = os.path.abspath(args.root), os.path.abspath(args.ibqos), os.path.abspath(args.plugin_dir)
     with tempfile.TemporaryDirectory(prefix="ibqos-plugin-") as work:
         for test in (tables_on_two_fabrics, reloads, sa_answers_equal_query, link_down_and_up, restart, master_and_standby):
+            if args.only and test.__name__ != args.only:
+                continue
             try:
                 test(work)
             except simfabric.FabricError as e:

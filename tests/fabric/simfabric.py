@@ -119,6 +119,8 @@ class SimFabric:
     def __init__(self, net_path, workdir=None, console=False):
         SimFabric._serial += 1
         self.net_path = os.path.abspath(net_path)
+        # A scratch directory made here is removed on close; IBQOS_KEEP_WORKDIR=1 keeps it (logs).
+        self._made_workdir = workdir is None
         self.workdir = workdir or tempfile.mkdtemp(prefix="ibqos-fabric-")
         self.sockname = f"ibqos{os.getpid()}x{SimFabric._serial}x{int(time.time() * 1000) % 100000}"
         self.console = console
@@ -154,6 +156,8 @@ class SimFabric:
         for sig, handler in self._old_handlers.items():
             signal.signal(sig, handler)
         self._old_handlers.clear()
+        if self._made_workdir and not os.environ.get("IBQOS_KEEP_WORKDIR"):
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
     def env(self, host=None, preload=None, extra=None, ours=False):
         env = dict(os.environ)
