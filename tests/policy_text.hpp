@@ -2,6 +2,8 @@
 // Test helpers: policies written inline in a test, parsed or compiled with their diagnostics.
 #pragma once
 
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -9,6 +11,14 @@
 #include "parse.hpp"
 
 namespace ibqos::test {
+
+// The whole content of a file (empty when it cannot be read).
+inline std::string slurp(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
 
 // A policy and what compiling it reported.
 struct Compiled {

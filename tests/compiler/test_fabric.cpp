@@ -2,22 +2,13 @@
 // Unit tests of the fabric readers (ibnetdiscover, ibsim net, partitions.conf) and of binding.
 #include <catch2/catch.hpp>
 
-#include <fstream>
-#include <sstream>
-
 #include "bind.hpp"
 #include "policy_text.hpp"
 
 using namespace ibqos;
+using ibqos::test::slurp;
 
 namespace {
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 
 const std::string samples = IBQOS_SOURCE_ROOT "/samples/fabrics/";
 

@@ -3,24 +3,15 @@
 // arbitration simulator, the bandwidth planner, and the realizability checks.
 #include <catch2/catch.hpp>
 
-#include <fstream>
-#include <sstream>
-
 #include "policy_text.hpp"
 #include "realizability.hpp"
 #include "tables.hpp"
 #include "vlarb_sim.hpp"
 
 using namespace ibqos;
+using ibqos::test::slurp;
 
 namespace {
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 
 // A policy compiled for the three-switch sample fabric (Spine has an enhanced port 0).
 struct OnFabric {

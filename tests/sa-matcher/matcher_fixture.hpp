@@ -5,9 +5,7 @@
 
 #include <catch2/catch.hpp>
 
-#include <fstream>
 #include <initializer_list>
-#include <sstream>
 #include <string>
 #include <utility>
 
@@ -17,13 +15,6 @@
 #include "policy_text.hpp"
 
 namespace ibqos::test {
-
-inline std::string slurp(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 
 // A qos-levels section of levels that set only their SL.
 inline std::string levels(std::initializer_list<std::pair<const char*, int>> list) {
