@@ -2,6 +2,8 @@
 // AgentState: QPs reported by preloaded applications, their leaves and PCC slots.
 #include "agent_state.hpp"
 
+#include <iterator>
+
 namespace ibqos::host {
 
 namespace {
@@ -78,6 +80,15 @@ void AgentState::applySlot(TrackedQp& qp) {
     qp.slot = leaf.pccSlot;
 }
 
+AgentState::QpMap::iterator AgentState::forget(QpMap::iterator it) {
+    if (PccSlots* slots = slotsOf(it->second.device)) slots->forgetQp(it->second.qpNum);
+    return qps_.erase(it);
+}
+
+std::string AgentState::leafName(const TrackedQp& qp) const {
+    return qp.leaf ? plan_.elements()[*qp.leaf].name : "";
+}
+
 void AgentState::track(uint64_t client, const AgentMessage& m) {
     Key key{m.device, m.qpNum};
     auto old = qps_.find(key);
@@ -89,8 +100,7 @@ void AgentState::track(uint64_t client, const AgentMessage& m) {
                                " is held by pid " + std::to_string(old->second.pid));
             return;
         }
-        if (PccSlots* slots = slotsOf(m.device)) slots->forgetQp(m.qpNum);
-        qps_.erase(old);
+        forget(old);
     }
     TrackedQp qp;
     qp.client = client;
@@ -103,7 +113,7 @@ void AgentState::track(uint64_t client, const AgentMessage& m) {
     qp.clientLeaf = m.leaf;
     qp.attached = m.attached;
     applySlot(qp);
-    std::string agentLeaf = qp.leaf ? plan_.elements()[*qp.leaf].name : "";
+    std::string agentLeaf = leafName(qp);
     if (!sameName(agentLeaf, qp.clientLeaf)) {
         logOnce("leaf:" + std::to_string(m.pid),
                 "pid " + std::to_string(m.pid) + " put QP " + std::to_string(m.qpNum) +
@@ -135,8 +145,7 @@ std::vector<std::string> AgentState::handle(uint64_t client, const ClientCredent
                 track(client, *m);
             } else if (auto it = qps_.find({m->device, m->qpNum});
                        it != qps_.end() && it->second.pid == m->pid) {
-                if (PccSlots* slots = slotsOf(m->device)) slots->forgetQp(m->qpNum);
-                qps_.erase(it);
+                forget(it);
             }
             return {};
         case MessageKind::Status: {
@@ -150,7 +159,7 @@ std::vector<std::string> AgentState::handle(uint64_t client, const ClientCredent
                 r.qpNum = qp.qpNum;
                 r.type = qp.type;
                 r.sl = qp.sl;
-                r.leaf = qp.leaf ? plan_.elements()[*qp.leaf].name : "";
+                r.leaf = leafName(qp);
                 r.attached = qp.attached;
                 r.slot = qp.slot;
                 if (qp.slot) {
@@ -178,12 +187,7 @@ std::vector<std::string> AgentState::handle(uint64_t client, const ClientCredent
 
 void AgentState::clientGone(uint64_t client) {
     for (auto it = qps_.begin(); it != qps_.end();) {
-        if (it->second.client == client) {
-            if (PccSlots* slots = slotsOf(it->second.device)) slots->forgetQp(it->second.qpNum);
-            it = qps_.erase(it);
-        } else {
-            ++it;
-        }
+        it = it->second.client == client ? forget(it) : std::next(it);
     }
     rejectedByClient_.erase(client);
 }

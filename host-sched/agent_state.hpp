@@ -69,8 +69,13 @@ class AgentState {
 
   private:
     using Key = std::pair<std::string, uint32_t>;  // device, QP number
+    using QpMap = std::map<Key, TrackedQp>;
 
     void track(uint64_t client, const AgentMessage& m);
+    // Drops a tracked QP and its place in a PCC slot; returns the next entry.
+    QpMap::iterator forget(QpMap::iterator it);
+    // The name of the plan's leaf for a QP ("" when its SL has none).
+    std::string leafName(const TrackedQp& qp) const;
     void applySlot(TrackedQp& qp);
     PccSlots* ensureSlots(const std::string& device);
     void reject(uint64_t client, const std::string& why);
@@ -81,7 +86,7 @@ class AgentState {
     uint32_t intervalUs_;
     unsigned threads_;
     std::function<void(const std::string&)> log_;
-    std::map<Key, TrackedQp> qps_;
+    QpMap qps_;
     std::map<std::string, std::unique_ptr<PccSlots>> devices_;
     std::set<std::string> failedDevices_;
     std::map<uint64_t, size_t> rejectedByClient_;
