@@ -111,6 +111,15 @@ def _stop(process, timeout):
         process.wait()
 
 
+def ld_preload(*libraries, ours=True):
+    """LD_PRELOAD for a process: the given libraries (None skipped), after the sanitizer runtime
+    when the process loads our code (OpenSM with the plugin, our own programs) in a sanitizer
+    build: scripts/test sets IBQOS_SANITIZER_PRELOAD, and that runtime must come first. Other
+    programs (a stock OpenSM, the diags tools) run as they are."""
+    sanitizer = os.environ.get("IBQOS_SANITIZER_PRELOAD") if ours else None
+    return " ".join(p for p in (sanitizer,) + libraries if p)
+
+
 class SimFabric:
     """ibsim running one topology, plus the OpenSMs and tools of one test."""
 
@@ -162,11 +171,7 @@ class SimFabric:
     def env(self, host=None, preload=None, extra=None, ours=False):
         env = dict(os.environ)
         env["IBSIM_SOCKNAME"] = self.sockname
-        # With a sanitizer build, its runtime must come first in a process that loads our code
-        # (OpenSM with the plugin, our own programs): scripts/test sets IBQOS_SANITIZER_PRELOAD.
-        # Other programs (a stock OpenSM, the diags tools) run as they are.
-        sanitizer = os.environ.get("IBQOS_SANITIZER_PRELOAD") if ours else None
-        env["LD_PRELOAD"] = " ".join(p for p in (sanitizer, preload, UMAD2SIM) if p)
+        env["LD_PRELOAD"] = ld_preload(preload, UMAD2SIM, ours=ours)
         if host:
             env["SIM_HOST"] = host
         env.update(extra or {})

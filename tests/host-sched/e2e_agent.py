@@ -204,8 +204,7 @@ try:
         daemon = spawn([args.agent, "run", "--policy", POLICY, "--socket", sock, "--pcc", "simulated"],
                        cwd=scratch, stdin=subprocess.DEVNULL, stdout=agent_log, stderr=subprocess.STDOUT)
         check(wait_until(lambda: os.path.exists(sock)), "the agent serves its socket")
-        preload = " ".join(p for p in (os.environ.get("IBQOS_SANITIZER_PRELOAD"), args.preload) if p)
-        env = dict(os.environ, LD_PRELOAD=preload, IBQOS_POLICY=POLICY, IBQOS_AGENT_SOCKET=sock,
+        env = dict(os.environ, LD_PRELOAD=simfabric.ld_preload(args.preload), IBQOS_POLICY=POLICY, IBQOS_AGENT_SOCKET=sock,
                    IBQOS_SCHED_BACKEND="simulated")
         env.pop("SIM_HOST", None)
         sls = sorted(set(resolved.values()))
