@@ -176,6 +176,14 @@ void Plugin::report(osm_epi_event_id_t event, void* data) noexcept {
     }
 }
 
+void Plugin::logDiagnostics(const Diagnostics& diagnostics, const SourceFile& source) {
+    for (const Diagnostic& d : diagnostics.all()) {
+        std::string line = renderText(d, &source);
+        log(d.severity == Severity::Error ? OSM_LOG_ERROR : OSM_LOG_INFO, "0012",
+            line.substr(0, line.find('\n')));
+    }
+}
+
 void Plugin::reloadPolicy() {
     std::ifstream in(options_.policy, std::ios::binary);
     if (!in) {
@@ -209,17 +217,10 @@ void Plugin::reloadPolicy() {
                 (good_.policy ? "the last good policy (version " + std::to_string(good_.version) +
                                     ") stays in force"
                               : "no policy is in force yet"));
-        for (const Diagnostic& d : diagnostics.all()) {
-            std::string line = renderText(d, source.get());
-            log(d.severity == Severity::Error ? OSM_LOG_ERROR : OSM_LOG_INFO, "0012",
-                line.substr(0, line.find('\n')));
-        }
+        logDiagnostics(diagnostics, *source);
         return;
     }
-    for (const Diagnostic& d : diagnostics.all()) {
-        std::string line = renderText(d, source.get());
-        log(OSM_LOG_INFO, "0012", line.substr(0, line.find('\n')));
-    }
+    logDiagnostics(diagnostics, *source);
     candidate_ = {std::move(source), std::move(policy), hash, good_.version + 1};
 }
 
@@ -286,17 +287,10 @@ void Plugin::heavySweepDone() {
                     (good_.policy ? "the last good policy (version " +
                                         std::to_string(good_.version) + ") stays in force"
                                   : "no policy is in force yet"));
-            for (const Diagnostic& d : diagnostics.all()) {
-                std::string line = renderText(d, candidate_.source.get());
-                log(d.severity == Severity::Error ? OSM_LOG_ERROR : OSM_LOG_INFO, "0012",
-                    line.substr(0, line.find('\n')));
-            }
+            logDiagnostics(diagnostics, *candidate_.source);
             sweep.reset();
         } else {
-            for (const Diagnostic& d : diagnostics.all()) {
-                std::string line = renderText(d, candidate_.source.get());
-                log(OSM_LOG_INFO, "0012", line.substr(0, line.find('\n')));
-            }
+            logDiagnostics(diagnostics, *candidate_.source);
             good_ = std::move(candidate_);
             log(OSM_LOG_INFO, "0010",
                 "policy " + options_.policy + " version " + std::to_string(good_.version) + " (" +

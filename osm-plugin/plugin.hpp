@@ -63,6 +63,8 @@ class Plugin {
     void heavySweepDone();
     void routingDone();
     void subnetUp();
+    // Each diagnostic's first line (file:line:col: severity: [code] message) as IBQOS-0012.
+    void logDiagnostics(const Diagnostics& diagnostics, const SourceFile& source);
     void reloadPolicy();
     void writeGeneratedPolicy(const std::string& text);
     void applyClassOptions(const CompiledSweep& sweep);
