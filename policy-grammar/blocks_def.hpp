@@ -32,13 +32,53 @@ namespace ibqos::grammar {
 template <ast::BlockKind Kind>
 constexpr StrayLine stray{LineContext{false, Kind}};
 
+// The lines of a body, read into a container: blank lines and whole-line comments are skipped,
+// a line `element` reads adds one item, a line that `end` recognises ends the body, and any other
+// line is reported by `stray` and skipped. A parser of its own rather than a Kleene star over
+// alternatives: X3 would push a default-constructed item for every line an attribute-less
+// alternative (a blank line, a stray line) consumes.
+template <typename Container, typename Element, typename End, typename Stray>
+struct Lines : x3::parser<Lines<Container, Element, End, Stray>> {
+    using attribute_type = Container;
+    constexpr Lines(Element element, End end, Stray stray)
+        : element(element), end(end), stray(stray) {}
+    Element element;
+    End end;
+    Stray stray;
+
+    template <typename It, typename Ctx, typename RCtx, typename Attr>
+    bool parse(It& first, It const& last, Ctx const& ctx, RCtx& rctx, Attr& attr) const {
+        for (;;) {
+            if (values::blank_line.parse(first, last, ctx, rctx, x3::unused)) continue;
+            It start = first;
+            typename Container::value_type item;
+            if (element.parse(first, last, ctx, rctx, item)) {
+                x3::traits::push_back(attr, std::move(item));
+                continue;
+            }
+            first = start;
+            if (end.parse(first, last, ctx, rctx, x3::unused) ||
+                !stray.parse(first, last, ctx, rctx, x3::unused)) {
+                return true;
+            }
+        }
+    }
+};
+
+template <typename Container, typename Element, typename End, typename Stray>
+constexpr auto lines(Element const& element, End const& end, Stray const& stray) {
+    return Lines<Container, typename x3::extension::as_parser<Element>::value_type,
+                 typename x3::extension::as_parser<End>::value_type, Stray>(
+        x3::as_parser(element), x3::as_parser(end), stray);
+}
+
 // A block of kind Kind: its opening line, body lines (blank, one of `body`, or a line that
 // belongs nowhere, reported and skipped, unless one of `ends` starts it: that ends the body),
 // and its closing line.
 template <ast::BlockKind Kind, typename Open, typename Body, typename Close, size_t N>
 auto block(Open const& open, Body const& body, const char* const (&ends)[N], Close const& close) {
     return open >> x3::attr(Kind) >>
-           *(values::blank_line | body | (!values::terminators(ends) >> stray<Kind>)) > close;
+           lines<std::vector<ast::Item>>(body, values::terminators(ends), stray<Kind>) > close;
 }
 
 }  // namespace ibqos::grammar

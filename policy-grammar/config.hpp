@@ -36,7 +36,7 @@ struct Skipper : x3::parser<Skipper> {
             if (c == ' ' || c == '\t') {
                 ++first;
             } else if (c == '#') {
-                while (first != last && *first != '\n' && *first != '\r') ++first;
+                while (first != last && *first != '\n') ++first;
             } else {
                 break;
             }

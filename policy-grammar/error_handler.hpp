@@ -25,6 +25,8 @@ struct Annotate {
 
 // "'abc'", "end of line" or "end of file": what stands at a position, for messages.
 std::string describeFound(const char* where, const char* last);
+// The message for a carriage return where OpenSM rejects one (after the given keyword, if any).
+std::string carriageReturnMessage(std::string_view after);
 // The keyword a failed line starts with ("sl:", "qos-level"), for messages.
 std::string leadingWord(const char* first, const char* last);
 
@@ -41,6 +43,8 @@ struct LineErrorHandler : Annotate {
         std::string message;
         if (!x.which().empty() && x.which()[0] == '!') {
             message = x.which().substr(1);  // a token's own complete message
+        } else if (where != last && *where == '\r') {
+            message = carriageReturnMessage(leadingWord(first, last));
         } else if (x.which() == "end of line") {
             message =
                 "unexpected " + describeFound(where, last) + " after " + leadingWord(first, last);

@@ -18,7 +18,9 @@ auto const orphan = OrphanBlock{} >>
 
 }  // namespace
 
-auto const policy_def = *(values::blank_line | section | orphan | top_stray) > x3::eoi;
+// Nothing ends the top level but the end of the file.
+auto const policy_def =
+    lines<std::vector<ast::Block>>(section | orphan, x3::eps(false), top_stray) > x3::eoi;
 
 BOOST_SPIRIT_DEFINE(policy)
 BOOST_SPIRIT_INSTANTIATE(decltype(policy), Iterator, Context)

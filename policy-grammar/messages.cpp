@@ -214,6 +214,7 @@ std::string strayLineMessage(LineContext where, std::string_view line) {
     std::string sectionList =
         "a policy is made of the sections port-groups, qos-setup, qos-levels, qos-match-rules, "
         "qos-ulps and host-sched";
+    if (n == 0 && !line.empty() && line[0] == '\r') return carriageReturnMessage("");
     if (n == 0) {
         std::string shown(line.substr(0, std::min<size_t>(line.size(), 20)));
         return "unexpected '" + shown + "'" + (where.topLevel ? "; " + sectionList : "");
@@ -304,14 +305,22 @@ std::string orphanBlockMessage(std::string_view line) {
            "' section (read as if it were)";
 }
 
+// OpenSM reads a carriage return as text: it drops it at the end of a name or in a comment and
+// fails the whole file anywhere else.
+std::string carriageReturnMessage(std::string_view after) {
+    return "a carriage return (a Windows line end)" +
+           (after.empty() ? std::string() : " after " + std::string(after)) +
+           ": OpenSM rejects the file; convert it with dos2unix";
+}
+
 std::string describeFound(const char* where, const char* last) {
     if (where == last) return "end of file";
     if (isLineEnd(*where)) return "end of line";
+    if (*where == '\r') return "a carriage return";
     const char* end = where;
-    while (end != last && !isLineEnd(*end) && *end != ' ' && *end != '\t' && end - where < 40)
-        ++end;
+    while (end != last && !isLineEnd(*end) && !isTrimmedBlank(*end) && end - where < 40) ++end;
     std::string token(where, end);
-    if (end != last && !isLineEnd(*end) && *end != ' ' && *end != '\t') token += "...";
+    if (end != last && !isLineEnd(*end) && !isTrimmedBlank(*end)) token += "...";
     for (char& c : token) {
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
     }

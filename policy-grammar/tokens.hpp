@@ -18,7 +18,14 @@ inline bool isWordChar(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
            c == '_';
 }
-inline bool isLineEnd(char c) { return c == '\n' || c == '\r'; }
+// Only '\n' ends a line, as in OpenSM's lexer: a carriage return before it (a Windows line end)
+// is a character of the line, which OpenSM ignores in a comment and at the end of a name and
+// rejects anywhere else.
+inline bool isLineEnd(char c) { return c == '\n'; }
+// What OpenSM trims from both ends of a name (isspace()).
+inline bool isTrimmedBlank(char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
 inline char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
 
 // True when [first, last) starts with word (ASCII case folded when noCase) followed by a
@@ -37,8 +44,7 @@ bool startsWithWord(It first, It const& last, std::string_view word, bool noCase
 template <typename It>
 It skipLine(It p, It const& last) {
     while (p != last && !isLineEnd(*p)) ++p;
-    if (p != last && *p == '\r') ++p;
-    if (p != last && *p == '\n') ++p;
+    if (p != last) ++p;
     return p;
 }
 
@@ -116,8 +122,7 @@ struct EndOfLine : x3::parser<EndOfLine> {
         x3::skip_over(first, last, ctx);
         if (first == last) return allowEnd;
         if (!isLineEnd(*first)) return false;
-        if (*first == '\r') ++first;
-        if (first != last && *first == '\n') ++first;
+        ++first;
         return true;
     }
 };
@@ -230,7 +235,9 @@ struct TextToken : x3::parser<TextToken> {
                                                            column + " is not closed on its line"));
             }
             text.value.assign(p + 1, close);
+            // OpenSM strips blanks (a carriage return among them) after the closing quote.
             first = close + 1;
+            while (first != last && isTrimmedBlank(*first)) ++first;
             x3::traits::move_to(std::move(text), attr);
             return true;
         }
@@ -242,13 +249,13 @@ struct TextToken : x3::parser<TextToken> {
             ++end;
         }
         It stop = end;
-        while (stop != p && (stop[-1] == ' ' || stop[-1] == '\t')) --stop;
+        while (stop != p && isTrimmedBlank(stop[-1])) --stop;
         if (mode == TextMode::Remainder && stop - p >= 2 && *p == '"' && stop[-1] == '"') {
             text.value.assign(p + 1, stop - 1);
         } else {
             text.value.assign(p, stop);
         }
-        first = stop;
+        first = end;  // the trimmed blanks are consumed with the text
         x3::traits::move_to(std::move(text), attr);
         return true;
     }

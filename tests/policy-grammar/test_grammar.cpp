@@ -2,6 +2,8 @@
 // Unit tests of the policy grammar: lexical rules, lists, quoting, case, positions, recovery.
 #include <catch2/catch.hpp>
 
+#include <functional>
+
 #include "parse.hpp"
 
 using namespace ibqos;
@@ -203,9 +205,103 @@ TEST_CASE("a very long line is read without trouble", "[policy-grammar][robustne
     CHECK(junk.diagnostics.errorCount() == 1);
 }
 
-TEST_CASE("windows line endings and a missing final newline are accepted",
-          "[policy-grammar][lexical]") {
-    Parsed p("qos-ulps\r\n  default : 0\r\nend-qos-ulps");
+TEST_CASE("a missing final newline is accepted", "[policy-grammar][lexical]") {
+    Parsed p("qos-ulps\n  default : 0\nend-qos-ulps");
     CHECK_FALSE(p.diagnostics.hasErrors());
     CHECK(p.find(ast::BlockKind::QosUlps)->items.size() == 1);
+}
+
+TEST_CASE("a carriage return is ignored where OpenSM ignores it and located where it fails",
+          "[policy-grammar][lexical]") {
+    // OpenSM drops it at the end of a name and inside a comment...
+    Parsed names(
+        "qos-levels # levels\r\n  qos-level\n    name: fast\r\n    use: a b \r\n"
+        "    sl: 1\n  end-qos-level\nend-qos-levels\n");
+    CHECK_FALSE(names.diagnostics.hasErrors());
+    CHECK(valueOf<ast::Text>(names.field(ast::BlockKind::QosLevel, ast::Key::Name)).value ==
+          "fast");
+    CHECK(valueOf<ast::Text>(names.field(ast::BlockKind::QosLevel, ast::Key::Use)).value == "a b");
+
+    // ...and rejects the whole file after a keyword or a number: every such line is reported.
+    Parsed crlf("qos-ulps\r\n  default : 0\r\nend-qos-ulps\r\n");
+    REQUIRE(crlf.diagnostics.errorCount() == 3);
+    const Diagnostic& first = crlf.diagnostics.all().front();
+    CHECK(first.location.line == 1);
+    CHECK(first.location.column == 9);
+    CHECK(first.message.find("carriage return") != std::string::npos);
+    CHECK(first.message.find("dos2unix") != std::string::npos);
+}
+
+TEST_CASE("blank lines and comment lines inside any block add nothing to it",
+          "[policy-grammar][lexical]") {
+    // Noise after every line of a policy that has every kind of block.
+    const std::string lines[] = {"port-groups",
+                                 "port-group",
+                                 "name: a",
+                                 "node-type: CA",
+                                 "end-port-group",
+                                 "end-port-groups",
+                                 "qos-setup",
+                                 "vlarb-tables",
+                                 "vlarb-scope",
+                                 "group: a",
+                                 "vlarb-high: 0:4",
+                                 "end-vlarb-scope",
+                                 "end-vlarb-tables",
+                                 "sl2vl-tables",
+                                 "sl2vl-scope",
+                                 "group: a",
+                                 "sl2vl-table: 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15",
+                                 "end-sl2vl-scope",
+                                 "end-sl2vl-tables",
+                                 "end-qos-setup",
+                                 "qos-levels",
+                                 "qos-level",
+                                 "name: default",
+                                 "sl: 1",
+                                 "end-qos-level",
+                                 "end-qos-levels",
+                                 "qos-match-rules",
+                                 "qos-match-rule",
+                                 "qos-level-name: default",
+                                 "end-qos-match-rule",
+                                 "end-qos-match-rules",
+                                 "qos-ulps",
+                                 "any, pkey 1 : 2",
+                                 "end-qos-ulps",
+                                 "host-sched",
+                                 "sched-leaf",
+                                 "name: l",
+                                 "sl: 1",
+                                 "end-sched-leaf",
+                                 "end-host-sched"};
+    std::string plain, noisy = "\n# top\n";
+    for (const std::string& line : lines) {
+        plain += line + "\n";
+        noisy += "\t " + line + "  \n\n  # comment\n \t\n";
+    }
+    Parsed a(plain), b(noisy);
+    REQUIRE_FALSE(a.diagnostics.hasErrors());
+    REQUIRE_FALSE(b.diagnostics.hasErrors());
+    // The same tree: every block holds the same number of items, the same keys.
+    std::function<void(const ast::Block&, const ast::Block&)> same = [&](const ast::Block& x,
+                                                                         const ast::Block& y) {
+        CHECK(x.kind == y.kind);
+        REQUIRE(x.items.size() == y.items.size());
+        for (size_t i = 0; i < x.items.size(); ++i) {
+            if (auto* f = boost::get<ast::Field>(&x.items[i])) {
+                auto* g = boost::get<ast::Field>(&y.items[i]);
+                REQUIRE(g != nullptr);
+                CHECK(f->key == g->key);
+                CHECK(g->located());
+            } else if (auto* inner = boost::get<ast::x3::forward_ast<ast::Block>>(&x.items[i])) {
+                auto* other = boost::get<ast::x3::forward_ast<ast::Block>>(&y.items[i]);
+                REQUIRE(other != nullptr);
+                same(inner->get(), other->get());
+            }
+        }
+    };
+    REQUIRE(a.file.blocks.size() == 6);
+    REQUIRE(b.file.blocks.size() == 6);
+    for (size_t i = 0; i < a.file.blocks.size(); ++i) same(a.file.blocks[i], b.file.blocks[i]);
 }
