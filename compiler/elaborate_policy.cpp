@@ -177,6 +177,9 @@ class Elaborator {
 
     // Blocks nested in a section, checked for OpenSM's "at least one" rules.
     void section(ast::Block& b) {
+        if (b.kind == BlockKind::QosLevels && !policy_.qosLevelsLocation.line) {
+            policy_.qosLevelsLocation = at(b.open);
+        }
         size_t nested = 0;
         for (ast::Item& item : b.items) {
             if (auto* inner = boost::get<ast::x3::forward_ast<ast::Block>>(&item)) {

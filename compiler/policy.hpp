@@ -173,6 +173,7 @@ struct Policy {
     bool hasDefaultLevel = false;
     bool hasQosSetup = false;
     SourceLocation qosSetupLocation;
+    SourceLocation qosLevelsLocation;  // the first qos-levels section, where a default belongs
     std::vector<VlArbScope> vlarbScopes;
     std::vector<Sl2VlScope> sl2vlScopes;
     HostSched hostSched;

@@ -156,7 +156,14 @@ void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy) {
         policy.defaultLevel = *index;
         policy.hasDefaultLevel = true;
     } else if (!policy.hasDefaultLevel && !gaps.anySyntaxError) {
-        report.error("missing-default", {1, 1},
+        // Where the default belongs: the qos-levels section, else the end of the file.
+        std::string_view text = report.source.text();
+        SourceLocation where =
+            policy.qosLevelsLocation.line
+                ? policy.qosLevelsLocation
+                : report.source.locate(static_cast<uint32_t>(
+                      text.empty() || text.back() != '\n' ? text.size() : text.size() - 1));
+        report.error("missing-default", where,
                      "no default level: add a qos-level named 'default' or a 'default : <sl>' line "
                      "in qos-ulps (without one OpenSM drops the whole policy)");
     }
