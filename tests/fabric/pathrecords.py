@@ -13,7 +13,7 @@ import simfabric
 # The qos-lab sample fabric: its SM host and port, and the sample policies written for it.
 QOS_LAB_SM = ("sm-01 HCA-1", "0x100001")
 QOS_LAB_POLICIES = ["qos-lab-guid-ranges.conf", "qos-lab-names-and-types.conf", "qos-lab-partitions.conf",
-                    "qos-lab-fields.conf", "qos-lab-ulps.conf", "qos-lab-mixed.conf"]
+                    "qos-lab-fields.conf", "qos-lab-ulps.conf", "qos-lab-mixed.conf", "qos-lab-handwritten.conf"]
 
 SUBNET_TIMEOUT = 18  # OpenSM's default: the packet life of a level that sets none
 
