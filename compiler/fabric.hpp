@@ -139,9 +139,10 @@ class Fabric {
 // VLArb caps 8/8, and Fabric::assumedVlCaps is set.
 Fabric readTopology(const SourceFile& source, Diagnostics& diagnostics, uint8_t assumedOperVls = 4);
 
-// Reads OpenSM's partitions.conf into fabric.partitions, after the implicit Default partition
-// (0x7fff) OpenSM always creates. Without a file, call it with nullptr: the Default partition
-// then holds every endpoint as a full member, as in OpenSM.
+// Reads OpenSM's partitions.conf into fabric.partitions by osm_prtn_make_partitions()'s rules:
+// the implicit Default partition (0x7fff) first; without a file (nullptr) it holds every
+// endpoint as a full member, and so it does, alone, when the file has an error; partitions
+// without members are dropped. Set fabric.smPort first (Default's SM port is always full).
 void readPartitions(const SourceFile* source, Fabric& fabric, Diagnostics& diagnostics);
 
 // Reads per-port capabilities for an offline fabric, one line per port or set of ports:

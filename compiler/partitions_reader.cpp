@@ -35,6 +35,12 @@ std::pair<std::string_view, std::optional<std::string_view>> nameValue(std::stri
     return {trim(s.substr(0, eq)), trim(s.substr(eq + 1))};
 }
 
+// Whether word names keyword: osm_prtn_config.c compares with strncmp(word, keyword,
+// strlen(word)), so any prefix of a keyword is that keyword ("f" is full, "AL" is ALL).
+bool abbreviates(std::string_view word, std::string_view keyword) {
+    return word.size() <= keyword.size() && keyword.substr(0, word.size()) == word;
+}
+
 enum class Membership { Limited, Full, Both };
 
 class PartitionsReader {
@@ -48,13 +54,15 @@ class PartitionsReader {
         }
     }
 
-    // Statements end with ';' and may span lines; '#' comments run to the line end.
-    void read() {
+    // Statements end with ';' and may span lines; '#' comments run to the line end. Returns
+    // whether the file holds a statement.
+    bool read() {
         std::string_view text = source_.text();
         std::string statement;
         uint32_t statementStart = 0;
         bool inStatement = false;
         size_t offset = 0;
+        bool statements = false;
         while (offset <= text.size()) {
             size_t end = text.find('\n', offset);
             if (end == std::string_view::npos) end = text.size();
@@ -76,7 +84,10 @@ class PartitionsReader {
                     statement.push_back('\n');
                 }
                 if (semi == std::string_view::npos) break;
-                if (inStatement) parseStatement(statement, statementStart);
+                if (inStatement) {
+                    parseStatement(statement, statementStart);
+                    statements = true;
+                }
                 statement.clear();
                 inStatement = false;
                 pos = semi + 1;
@@ -85,7 +96,9 @@ class PartitionsReader {
         }
         if (inStatement && !trim(statement).empty()) {
             error(statementStart, "this partition definition is not ended by ';'");
+            statements = true;
         }
+        return statements;
     }
 
   private:
@@ -212,32 +225,39 @@ class PartitionsReader {
             if (member == "mgid") break;  // a multicast group definition takes the rest
             Membership membership = defaultMembership;
             if (flag) {
-                if (*flag == "full")
+                if (abbreviates(*flag, "full"))
                     membership = Membership::Full;
-                else if (*flag == "both")
+                else if (abbreviates(*flag, "both"))
                     membership = Membership::Both;
-                else if (*flag == "limited")
+                else if (abbreviates(*flag, "limited"))
                     membership = Membership::Limited;
                 else
                     warning(offset, "member flag '" + std::string(*flag) +
                                         "' is not full, limited or both; 'limited' is assumed");
             }
             bool full = membership != Membership::Limited;
-            if (member == "NONE") continue;
-            if (member == "ALL" || member == "ALL_CAS" || member == "ALL_SWITCHES" ||
-                member == "ALL_ROUTERS") {
+            if (member.empty() || abbreviates(member, "NONE")) continue;
+            std::optional<NodeType> only;
+            bool all = false;
+            for (auto [keyword, type] :
+                 {std::pair<std::string_view, std::optional<NodeType>>{"ALL", {}},
+                  {"ALL_CAS", NodeType::Ca},
+                  {"ALL_SWITCHES", NodeType::Switch},
+                  {"ALL_ROUTERS", NodeType::Router}}) {
+                if (abbreviates(member, keyword)) {
+                    all = true;
+                    only = type;
+                    break;
+                }
+            }
+            if (all) {
                 for (uint32_t port : fabric_.endpoints()) {
-                    NodeType t = fabric_.typeOf(port);
-                    if ((member == "ALL_CAS" && t != NodeType::Ca) ||
-                        (member == "ALL_SWITCHES" && t != NodeType::Switch) ||
-                        (member == "ALL_ROUTERS" && t != NodeType::Router)) {
-                        continue;
-                    }
+                    if (only && fabric_.typeOf(port) != *only) continue;
                     addMember(partitionIndex, port, full);
                 }
                 continue;
             }
-            if (member == "SELF") {
+            if (abbreviates(member, "SELF")) {
                 if (fabric_.smPort == NoPort) {
                     warning(offset, "SELF names the SM's port, which is not known: give --sm PORT");
                 } else {
@@ -287,20 +307,37 @@ class PartitionsReader {
 void readPartitions(const SourceFile* source, Fabric& fabric, Diagnostics& diagnostics) {
     // OpenSM always makes the Default partition first: every endpoint a full member when there
     // is no configuration file, limited (the SM's port full) when there is one.
-    Partition defaults;
-    defaults.name = "Default";
-    defaults.pkey = 0x7fff;
-    for (uint32_t port : fabric.endpoints())
-        defaults.members.push_back({port, source == nullptr || port == fabric.smPort});
-    fabric.partitions.clear();
-    fabric.partitions.push_back(std::move(defaults));
-    if (!source) return;
-    if (source->text().find('\0') != std::string_view::npos) {
-        diagnostics.error("partitions", source->name(), {1, 1},
-                          "this is not a text file (it holds a NUL byte)");
-        return;
+    auto makeDefault = [&fabric](bool allFull) {
+        Partition defaults;
+        defaults.name = "Default";
+        defaults.pkey = 0x7fff;
+        for (uint32_t port : fabric.endpoints())
+            defaults.members.push_back({port, allFull || port == fabric.smPort});
+        fabric.partitions.clear();
+        fabric.partitions.push_back(std::move(defaults));
+    };
+    makeDefault(source == nullptr);
+    if (source) {
+        size_t errors = diagnostics.errorCount();
+        if (source->text().find('\0') != std::string_view::npos) {
+            diagnostics.error("partitions", source->name(), {1, 1},
+                              "this is not a text file (it holds a NUL byte)");
+        } else if (!PartitionsReader(*source, fabric, diagnostics).read()) {
+            makeDefault(true);
+            diagnostics.note("partitions", source->name(), {1, 1},
+                             "this file defines no partition: OpenSM then makes every port a "
+                             "full member of the Default partition; so does ibqos");
+        }
+        if (diagnostics.errorCount() > errors) {
+            makeDefault(true);
+            diagnostics.note("partitions", source->name(), {1, 1},
+                             "with an error in this file OpenSM ignores all of it and retries "
+                             "with the Default partition alone, every port a full member; so "
+                             "does ibqos");
+        }
     }
-    PartitionsReader(*source, fabric, diagnostics).read();
+    // OpenSM then drops every partition left without a member.
+    std::erase_if(fabric.partitions, [](const Partition& p) { return p.members.empty(); });
 }
 
 }  // namespace ibqos

@@ -105,11 +105,12 @@ TEST_CASE("partitions.conf: members, membership, flags, Default", "[compiler][pa
                     "    0x100001, 0x100004=limited,   # two hosts\n"
                     "    SELF ;\n"
                     "switches=0x20 : ALL_SWITCHES ;\n"
-                    "bad=0x30 : 0xzz ;\n"
+                    "empty=0x30 : NONE ;\n"
                     "mc=0x40, ipoib : ALL_CAS=full, mgid=ff12:401b::1, rate=3 ;\n");
     Diagnostics d;
     readPartitions(&conf, f, d);
-    CHECK(d.errorCount() == 1);  // the bad GUID
+    CHECK_FALSE(d.hasErrors());
+    CHECK(f.partitionByName("empty") == nullptr);  // no member: OpenSM drops it
     const Partition* def = f.partitionByPkey(0x7fff);
     REQUIRE(def);
     CHECK(def->ipoib);
@@ -127,6 +128,45 @@ TEST_CASE("partitions.conf: members, membership, flags, Default", "[compiler][pa
     const Partition* mc = f.partitionByName("mc");
     REQUIRE(mc);
     CHECK(mc->members.size() == 4);
+}
+
+TEST_CASE("partitions.conf with an error, or with no partition, gives Default alone, all full",
+          "[compiler][partitions]") {
+    // osm_prtn_make_partitions(): a parse error (or no statement at all) makes OpenSM retry
+    // with its default configuration.
+    for (const char* text : {"a=0x10 : ALL_CAS=full ;\nbad=0x30 : 0xzz ;\n", "# nothing\n\n"}) {
+        Read r(slurp(samples + "two-switch.ibnetdiscover"));
+        r.fabric.smPort = endpoint(r.fabric, "0x100001");
+        SourceFile conf("partitions.conf", text);
+        Diagnostics d;
+        readPartitions(&conf, r.fabric, d);
+        REQUIRE(r.fabric.partitions.size() == 1);
+        CHECK(r.fabric.partitions[0].pkey == 0x7fff);
+        CHECK(r.fabric.partitions[0].fullMembers() == r.fabric.endpoints().size());
+        CHECK(d.all().back().severity == Severity::Note);
+    }
+}
+
+TEST_CASE("partitions.conf keywords and flags may be abbreviated, as OpenSM reads them",
+          "[compiler][partitions]") {
+    Read r(slurp(samples + "two-switch.ibnetdiscover"));
+    SourceFile conf("partitions.conf",
+                    "a=0x10 : AL=f ;\n"          // ALL, full
+                    "b=0x20 : ALL_S, N ;\n"      // ALL_SWITCHES, NONE
+                    "c=0x30 : 0x100004=b ;\n");  // both: a full member
+    Diagnostics d;
+    readPartitions(&conf, r.fabric, d);
+    REQUIRE_FALSE(d.hasErrors());
+    const Partition* a = r.fabric.partitionByName("a");
+    REQUIRE(a);
+    CHECK(a->fullMembers() == r.fabric.endpoints().size());
+    const Partition* b = r.fabric.partitionByName("b");
+    REQUIRE(b);
+    CHECK(b->members.size() == 2);  // the two switches
+    CHECK(b->fullMembers() == 0);
+    const Partition* c = r.fabric.partitionByName("c");
+    REQUIRE(c);
+    CHECK(c->fullMembers() == 1);
 }
 
 TEST_CASE("a port listed twice in a partition keeps the membership written last",
