@@ -26,10 +26,11 @@ void checkHostSched(const Reporter& report, Policy& policy) {
             int16_t& owner = host.leafOfSl[sl];
             if (owner >= 0) {
                 const SchedLeaf& other = host.leaves[static_cast<size_t>(owner)];
-                report.error("sl-on-two-leaves", leaf.slLocation,
-                             "SL " + std::to_string(sl) + " is already on sched-leaf '" +
-                                 other.name + "' (line " + std::to_string(other.location.line) +
-                                 "); a QP can only attach to one leaf");
+                report.stricterError("sl-on-two-leaves", leaf.slLocation,
+                                     "SL " + std::to_string(sl) + " is already on sched-leaf '" +
+                                         other.name + "' (line " +
+                                         std::to_string(other.location.line) +
+                                         "); a QP can only attach to one leaf");
                 continue;
             }
             owner = static_cast<int16_t>(i);
@@ -41,8 +42,8 @@ void checkHostSched(const Reporter& report, Policy& policy) {
         std::optional<uint32_t> p = host.nodes[i].parent;
         for (size_t steps = 0; p && steps <= host.nodes.size(); ++steps) {
             if (*p == i) {
-                report.error("sched-cycle", host.nodes[i].location,
-                             "sched-node '" + host.nodes[i].name + "' is its own ancestor");
+                report.stricterError("sched-cycle", host.nodes[i].location,
+                                     "sched-node '" + host.nodes[i].name + "' is its own ancestor");
                 host.nodes[i].parent.reset();
                 break;
             }
@@ -75,24 +76,24 @@ void checkHostSched(const Reporter& report, Policy& policy) {
     for (const SchedLeaf& leaf : host.leaves) {
         bool hasAlgorithm = !leaf.pccAlgorithm.empty();
         if (leaf.pccSlot.has_value() != hasAlgorithm) {
-            report.error(
+            report.stricterError(
                 "pcc-slot", leaf.location,
                 "sched-leaf '" + leaf.name + "' needs both 'pcc-slot:' and 'pcc-algorithm:'");
             continue;
         }
         if (!hasAlgorithm) continue;
         if (!isKnownPccAlgorithm(leaf.pccAlgorithm)) {
-            report.error("pcc-slot", leaf.location,
-                         "unknown pcc-algorithm '" + leaf.pccAlgorithm +
-                             "'; known: " + knownPccAlgorithmList());
+            report.stricterError("pcc-slot", leaf.location,
+                                 "unknown pcc-algorithm '" + leaf.pccAlgorithm +
+                                     "'; known: " + knownPccAlgorithmList());
             continue;
         }
         auto [it, fresh] = slotOwner.emplace(*leaf.pccSlot, &leaf);
         if (!fresh && !sameName(it->second->pccAlgorithm, leaf.pccAlgorithm)) {
-            report.error("pcc-slot", leaf.location,
-                         "pcc-slot " + std::to_string(*leaf.pccSlot) + " already holds '" +
-                             it->second->pccAlgorithm + "' (sched-leaf '" + it->second->name +
-                             "'); a slot holds one algorithm");
+            report.stricterError("pcc-slot", leaf.location,
+                                 "pcc-slot " + std::to_string(*leaf.pccSlot) + " already holds '" +
+                                     it->second->pccAlgorithm + "' (sched-leaf '" +
+                                     it->second->name + "'); a slot holds one algorithm");
         }
     }
 }

@@ -6,7 +6,7 @@
 
 namespace ibqos::passes {
 
-void checkQosSetup(const Reporter& report, const Policy& policy) {
+void checkQosSetup(const Reporter& report, Policy& policy) {
     if (policy.hasQosSetup) {
         report.warning(
             "qos-setup-applied", policy.qosSetupLocation,
@@ -18,9 +18,10 @@ void checkQosSetup(const Reporter& report, const Policy& policy) {
         unsigned total = 0;
         for (const VlShare& s : *scope.bandwidth) total += s.percent;
         if (total > 100) {
-            report.error(
+            report.stricterError(
                 "bandwidth", scope.bandwidthLocation,
                 "the bandwidth shares add up to " + std::to_string(total) + "%, more than 100%");
+            policy.qosSetupIgnored = true;
         }
     }
 }

@@ -23,6 +23,10 @@ Policy compilePolicy(ast::PolicyFile&& file, const SourceFile& source, Diagnosti
     passes::findShadowedRules(report, policy);
     passes::checkQosSetup(report, policy);
     passes::checkHostSched(report, policy);
+    if (policy.qosSetupIgnored) {
+        policy.vlarbScopes.clear();
+        policy.sl2vlScopes.clear();
+    }
     return policy;
 }
 

@@ -31,7 +31,9 @@ class Elaborator {
                 qosSetup(b);
                 return;
             case BlockKind::HostSched:
+                inExtension_ = true;
                 hostSched(b);
+                inExtension_ = false;
                 return;
             case BlockKind::QosUlps:
                 qosUlps(b);
@@ -53,7 +55,9 @@ class Elaborator {
                 return;
             case BlockKind::SchedNode:
             case BlockKind::SchedLeaf:
+                inExtension_ = true;
                 schedElement(b);
+                inExtension_ = false;
                 return;
         }
     }
@@ -64,6 +68,22 @@ class Elaborator {
     std::vector<UlpEntry>& ulps_;
     Gaps& gaps_;
     bool pathBitsWarned_ = false;
+    bool inExtension_ = false;  // inside host-sched, which OpenSM never sees
+
+    // An error OpenSM reports too, unless it is in an extension OpenSM never reads.
+    void error(const char* code, SourceLocation where, std::string message) {
+        if (inExtension_) {
+            report_.stricterError(code, where, std::move(message));
+        } else {
+            report_.error(code, where, std::move(message));
+        }
+    }
+    // An error in qos-setup that OpenSM does not check (it ignores the section): ibqos reports it
+    // and, to keep OpenSM's meaning, applies no qos-setup at all.
+    void setupError(const char* code, SourceLocation where, std::string message) {
+        report_.stricterError(code, where, std::move(message));
+        policy_.qosSetupIgnored = true;
+    }
 
     SourceLocation at(const ast::Node& n) const { return report_.at(n); }
     SourceLocation at(const ast::Number& n) const { return report_.at(n); }
@@ -88,9 +108,9 @@ class Elaborator {
             seen[bit] = true;
             return true;
         }
-        report_.error("duplicate-field", at(f),
-                      std::string(ast::openKeyword(kind)) + " has more than one '" +
-                          ast::keyName(f.key) + ":'");
+        error("duplicate-field", at(f),
+              std::string(ast::openKeyword(kind)) + " has more than one '" + ast::keyName(f.key) +
+                  ":'");
         return false;
     }
 
@@ -98,9 +118,8 @@ class Elaborator {
     bool requireField(const ast::Block& b, const std::bitset<64>& seen, Key key) {
         if (seen[static_cast<size_t>(key)]) return true;
         if (report_.syntaxErrorsIn(b)) return false;
-        report_.error(
-            "missing-field", at(b.open),
-            std::string(ast::openKeyword(b.kind)) + " has no '" + ast::keyName(key) + ":'");
+        error("missing-field", at(b.open),
+              std::string(ast::openKeyword(b.kind)) + " has no '" + ast::keyName(key) + ":'");
         return false;
     }
 
@@ -110,17 +129,19 @@ class Elaborator {
     }
 
     // A number as OpenSM reads it; warns or errors on the ways it may not mean what it says.
-    std::optional<uint64_t> number(const ast::Number& n) {
+    uint64_t number(const ast::Number& n) {
         switch (n.form) {
             case ast::NumberForm::Overflow:
-                report_.error("number-overflow", at(n), "number does not fit in 64 bits");
-                return std::nullopt;
+                report_.stricterError("number-overflow", at(n),
+                                      "number does not fit in 64 bits (OpenSM silently reads "
+                                      "18446744073709551615)");
+                return n.value;
             case ast::NumberForm::BadOctal:
-                report_.error("bad-octal", at(n),
-                              "a number with a leading 0 is octal, and 8 and 9 are not octal "
-                              "digits (OpenSM would silently read " +
-                                  std::to_string(n.value) + "); remove the leading 0");
-                return std::nullopt;
+                report_.stricterError("bad-octal", at(n),
+                                      "a number with a leading 0 is octal, and 8 and 9 are not "
+                                      "octal digits (OpenSM silently reads " +
+                                          std::to_string(n.value) + "); remove the leading 0");
+                return n.value;
             case ast::NumberForm::Octal:
                 report_.warning(
                     "octal-number", at(n),
@@ -132,28 +153,46 @@ class Elaborator {
         }
     }
 
+    // A number in [lo, hi], or nullopt (reported). openSmChecks: OpenSM rejects the file for
+    // the same range (otherwise only ibqos does, and the value is dropped with qos-setup).
     std::optional<uint64_t> bounded(const ast::Number& n, uint64_t lo, uint64_t hi,
-                                    const std::string& what) {
-        auto v = number(n);
-        if (!v) return std::nullopt;
-        if (*v < lo || *v > hi) {
-            report_.error("value-range", at(n),
-                          what + " must be " + std::to_string(lo) + ".." + std::to_string(hi) +
-                              ", not " + std::to_string(*v));
+                                    const std::string& what, bool openSmChecks = true) {
+        uint64_t v = number(n);
+        if (v < lo || v > hi) {
+            std::string message = what + " must be " + std::to_string(lo) + ".." +
+                                  std::to_string(hi) + ", not " + std::to_string(v);
+            if (openSmChecks) {
+                error("value-range", at(n), std::move(message));
+            } else {
+                setupError("value-range", at(n), std::move(message));
+            }
             return std::nullopt;
         }
         return v;
+    }
+
+    // A value OpenSM keeps in 8 bits without a range check (sl, packet-life): ibqos reports a
+    // value above max, and the Policy keeps OpenSM's reading of it.
+    uint8_t byte(const ast::Number& n, uint64_t max, const std::string& what,
+                 const std::string& openSmDoes) {
+        uint64_t v = number(n);
+        if (v > max) {
+            report_.stricterError("value-range", at(n),
+                                  what + " must be 0.." + std::to_string(max) + ", not " +
+                                      std::to_string(v) + " (OpenSM accepts it: " + openSmDoes +
+                                      ")");
+        }
+        return static_cast<uint8_t>(v);
     }
 
     // Reads a range list. pkey ranges are masked to 15 bits first, as OpenSM does.
     void ranges(const ast::RangeList& list, std::vector<Range>& out,
                 std::vector<WrittenRange>* written = nullptr, bool pkey = false) {
         for (const ast::Range& r : list) {
-            auto lo = number(r.lo);
-            auto hi = r.hi ? number(*r.hi) : lo;
-            if (!lo || !hi) continue;
-            Range range{*lo, *hi};
-            if (pkey) range = {*lo & 0x7fff, *hi & 0x7fff};
+            uint64_t lo = number(r.lo);
+            uint64_t hi = r.hi ? number(*r.hi) : lo;
+            Range range{lo, hi};
+            if (pkey) range = {lo & 0x7fff, hi & 0x7fff};
             if (range.lo > range.hi) std::swap(range.lo, range.hi);
             out.push_back(range);
             if (written) written->push_back({range, at(r.lo)});
@@ -162,16 +201,13 @@ class Elaborator {
 
     void names(const ast::TextList& list, std::vector<NameRef>& out) {
         for (const ast::Text& t : list) {
-            if (t.value.empty()) {
-                report_.error("value-range", at(t), "empty name");
-                continue;
-            }
+            if (t.value.empty()) report_.stricterError("value-range", at(t), "empty name");
             out.push_back({t.value, at(t)});
         }
     }
 
     std::string name(const ast::Text& t) {
-        if (t.value.empty()) report_.error("value-range", at(t), "empty name");
+        if (t.value.empty()) report_.stricterError("value-range", at(t), "empty name");
         return t.value;
     }
 
@@ -192,7 +228,8 @@ class Elaborator {
         if (nested == 0 && b.kind == BlockKind::PortGroups) {
             report_.warning("empty-section", at(b.open),
                             "empty port-groups section (OpenSM rejects a port-groups section "
-                            "without a port-group)");
+                            "without a port-group)",
+                            true);
         }
     }
 
@@ -257,16 +294,16 @@ class Elaborator {
         size_t slash = s.rfind('/');
         if (slash == std::string::npos || s.size() - slash < 3 ||
             (s[slash + 1] != 'P' && s[slash + 1] != 'p')) {
-            report_.error("port-name", at(text),
-                          "'" + s + "' is not a port name: write NodeDescription/P<port number>");
+            error("port-name", at(text),
+                  "'" + s + "' is not a port name: write NodeDescription/P<port number>");
             return;
         }
         std::string digits = s.substr(slash + 2);
         char* end = nullptr;
         unsigned long port = std::strtoul(digits.c_str(), &end, 0);
         if (port == 0 || end == digits.c_str()) {
-            report_.error("port-name", at(text),
-                          "'" + s + "': the port number after '/P' must be a number from 1 up");
+            error("port-name", at(text),
+                  "'" + s + "': the port number after '/P' must be a number from 1 up");
             return;
         }
         if (*end != '\0') {
@@ -275,7 +312,9 @@ class Elaborator {
                                 "' after the port number is ignored (as OpenSM does)");
         }
         if (port > 254) {
-            report_.error("port-name", at(text), "'" + s + "': a port number is at most 254");
+            // OpenSM rejects it only when the node is in the fabric (bindPolicy says so then).
+            report_.stricterError("port-name", at(text),
+                                  "'" + s + "': a port number is at most 254");
             return;
         }
         g.portNames.push_back({s.substr(0, slash), static_cast<uint32_t>(port), at(text)});
@@ -318,7 +357,10 @@ class Elaborator {
                     break;
                 case Key::Sl:
                     if (auto* n = single<ast::Number>(*f, seen, b.kind)) {
-                        if (auto v = bounded(*n, 0, 15, "sl")) level.sl = static_cast<uint8_t>(*v);
+                        auto sl = answeredSl(static_cast<uint8_t>(n->value));
+                        level.sl = byte(*n, 15, "sl",
+                                        sl ? "its SA then answers SL " + std::to_string(*sl)
+                                           : "its SA then answers no path for this level");
                     }
                     break;
                 case Key::MtuLimit:
@@ -338,9 +380,9 @@ class Elaborator {
                     break;
                 case Key::PacketLife:
                     if (auto* n = single<ast::Number>(*f, seen, b.kind)) {
-                        if (auto v = bounded(*n, 0, 63, "packet-life")) {
-                            level.packetLife = static_cast<uint8_t>(*v);
-                        }
+                        level.packetLife = byte(*n, 63, "packet-life",
+                                                "its SA then answers the low six bits, " +
+                                                    std::to_string(n->value & 63));
                     }
                     break;
                 case Key::PathBits:
@@ -430,7 +472,7 @@ class Elaborator {
         if (lines == 0) {
             report_.warning(
                 "empty-section", at(b.open),
-                "empty qos-ulps section (OpenSM rejects a qos-ulps section without a line)");
+                "empty qos-ulps section (OpenSM rejects a qos-ulps section without a line)", true);
         }
     }
 
@@ -478,8 +520,8 @@ class Elaborator {
                 break;
         }
         if (!allowed) {
-            report_.error("ulp-form", qualifierAt,
-                          "this is not a form of '" + ulpName + "': write " + forms);
+            error("ulp-form", qualifierAt,
+                  "this is not a form of '" + ulpName + "': write " + forms);
             return;
         }
         entry.qualifier = q;
@@ -491,8 +533,8 @@ class Elaborator {
             if (q == UlpQualifier::PortNum) {
                 for (const WrittenRange& w : entry.written) {
                     if (w.range.hi > 0xffff) {
-                        report_.error("value-range", w.location,
-                                      "a TCP/IP port number is at most 65535 (0xffff)");
+                        error("value-range", w.location,
+                              "a TCP/IP port number is at most 65535 (0xffff)");
                         return;
                     }
                 }
@@ -513,13 +555,14 @@ class Elaborator {
     void pairs(const ast::PairList& list, std::vector<VlWeight>& out, const char* field) {
         for (const ast::Pair& p : list) {
             if (p.percent) {
-                report_.error("value-range", at(p),
-                              std::string(field) +
-                                  " takes VL:weight pairs; percentages belong in 'bandwidth:'");
+                error("value-range", at(p),
+                      std::string(field) +
+                          " takes VL:weight pairs; percentages belong in 'bandwidth:'");
                 continue;
             }
-            auto vl = bounded(p.key, 0, 14, "a data VL");
-            auto weight = bounded(p.value, 0, 255, "a VL arbitration weight (64-byte credits)");
+            auto vl = bounded(p.key, 0, 14, "a data VL", false);
+            auto weight =
+                bounded(p.value, 0, 255, "a VL arbitration weight (64-byte credits)", false);
             if (vl && weight)
                 out.push_back({static_cast<uint8_t>(*vl), static_cast<uint8_t>(*weight)});
         }
@@ -563,7 +606,7 @@ class Elaborator {
                                             "vlarb-scope has more than one 'vl-high-limit:'; the "
                                             "last one is used");
                         }
-                        if (auto v = bounded(*n, 0, 255, "vl-high-limit"))
+                        if (auto v = bounded(*n, 0, 255, "vl-high-limit", false))
                             scope.highLimit = static_cast<uint8_t>(*v);
                     }
                     break;
@@ -575,14 +618,14 @@ class Elaborator {
             }
         }
         if (scope.groupNames.empty() && scope.acrossNames.empty() && !report_.syntaxErrorsIn(b)) {
-            report_.error("missing-field", scope.location,
-                          "vlarb-scope selects no ports: give 'group:' or 'across:'");
+            error("missing-field", scope.location,
+                  "vlarb-scope selects no ports: give 'group:' or 'across:'");
         }
         for (auto* table : {&scope.high, &scope.low}) {
             if (*table && (*table)->size() > 64) {
-                report_.error("value-range", scope.location,
-                              "a VL arbitration table holds at most 64 entries, this one has " +
-                                  std::to_string((*table)->size()));
+                setupError("value-range", scope.location,
+                           "a VL arbitration table holds at most 64 entries, this one has " +
+                               std::to_string((*table)->size()));
                 (*table)->resize(64);
             }
         }
@@ -593,10 +636,9 @@ class Elaborator {
                             "vl-high-limit: or bandwidth:");
         }
         if (scope.bandwidth && scope.low) {
-            report_.error(
-                "bandwidth", lowAt,
-                "'bandwidth:' computes the low-priority table, so 'vlarb-low:' cannot be in "
-                "the same vlarb-scope");
+            setupError("bandwidth", lowAt,
+                       "'bandwidth:' computes the low-priority table, so 'vlarb-low:' cannot be in "
+                       "the same vlarb-scope");
         }
         policy_.vlarbScopes.push_back(std::move(scope));
     }
@@ -608,17 +650,16 @@ class Elaborator {
         }
         for (const ast::Pair& p : list) {
             if (!p.percent) {
-                report_.error("bandwidth", at(p.value),
-                              "'bandwidth:' takes VL:percent pairs such as 1:60%");
+                setupError("bandwidth", at(p.value),
+                           "'bandwidth:' takes VL:percent pairs such as 1:60%");
                 continue;
             }
-            auto vl = bounded(p.key, 0, 14, "a data VL");
-            auto percent = bounded(p.value, 1, 100, "a bandwidth share in percent");
+            auto vl = bounded(p.key, 0, 14, "a data VL", false);
+            auto percent = bounded(p.value, 1, 100, "a bandwidth share in percent", false);
             if (!vl || !percent) continue;
             for (const VlShare& s : *scope.bandwidth) {
                 if (s.vl == *vl) {
-                    report_.error("bandwidth", at(p),
-                                  "VL " + std::to_string(*vl) + " is given twice");
+                    setupError("bandwidth", at(p), "VL " + std::to_string(*vl) + " is given twice");
                 }
             }
             scope.bandwidth->push_back({static_cast<uint8_t>(*vl), static_cast<uint8_t>(*percent)});
@@ -640,8 +681,7 @@ class Elaborator {
         ranges(*list, rs, &written);
         for (const WrittenRange& w : written) {
             if (w.range.hi >= 128) {
-                report_.error("value-range", w.location,
-                              "a port number in from:/to: must be below 128");
+                error("value-range", w.location, "a port number in from:/to: must be below 128");
                 continue;
             }
             for (uint64_t p = w.range.lo; p <= w.range.hi; ++p) ports.set(p);
@@ -696,19 +736,18 @@ class Elaborator {
         requireField(b, seen, Key::Sl2VlTable);
         if (scope.groupNames.empty() && scope.acrossFromNames.empty() &&
             scope.acrossToNames.empty() && !report_.syntaxErrorsIn(b)) {
-            report_.error(
-                "missing-field", scope.location,
-                "sl2vl-scope selects no ports: give 'group:', 'across:', 'across-from:' or "
-                "'across-to:'");
+            error("missing-field", scope.location,
+                  "sl2vl-scope selects no ports: give 'group:', 'across:', 'across-from:' or "
+                  "'across-to:'");
         }
         if (tableOk) policy_.sl2vlScopes.push_back(std::move(scope));
     }
 
     bool sl2vlTable(const ast::NumberList& list, const ast::Field& f, Sl2VlScope& scope) {
         if (list.size() != 16) {
-            report_.error("sl2vl-table", at(f),
-                          "an sl2vl-table lists exactly 16 VLs (one per SL), this one has " +
-                              std::to_string(list.size()));
+            error("sl2vl-table", at(f),
+                  "an sl2vl-table lists exactly 16 VLs (one per SL), this one has " +
+                      std::to_string(list.size()));
             return false;
         }
         bool ok = true;
@@ -779,7 +818,7 @@ class Elaborator {
                         if (e.slLocation.line == 0) e.slLocation = at(*f);
                         for (const WrittenRange& w : written) {
                             if (w.range.hi > 15) {
-                                report_.error("value-range", w.location, "an SL is 0..15");
+                                error("value-range", w.location, "an SL is 0..15");
                                 continue;
                             }
                             for (uint64_t sl = w.range.lo; sl <= w.range.hi; ++sl) e.sls.set(sl);

@@ -26,8 +26,13 @@ struct Reporter {
     void error(const char* code, SourceLocation where, std::string message) const {
         diagnostics.error(code, source.name(), where, std::move(message));
     }
-    void warning(const char* code, SourceLocation where, std::string message) const {
-        diagnostics.warning(code, source.name(), where, std::move(message));
+    // An error OpenSM lets through (see Diagnostic::openSmRejects).
+    void stricterError(const char* code, SourceLocation where, std::string message) const {
+        diagnostics.stricterError(code, source.name(), where, std::move(message));
+    }
+    void warning(const char* code, SourceLocation where, std::string message,
+                 bool openSmRejects = false) const {
+        diagnostics.warning(code, source.name(), where, std::move(message), openSmRejects);
     }
     // True when a syntax error was reported inside the block, or it was never closed: what
     // the block seems to lack may then only be lost, so a missing field is not reported.
@@ -62,8 +67,9 @@ void lowerUlps(const std::vector<UlpEntry>& ulps, const Reporter& report, Policy
 void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy);
 // 4. Warns about match rules that can never match because an earlier rule always wins.
 void findShadowedRules(const Reporter& report, const Policy& policy);
-// 5. The qos-setup section: what OpenSM ignores, and the bandwidth extension's arithmetic.
-void checkQosSetup(const Reporter& report, const Policy& policy);
+// 5. The qos-setup section: what OpenSM ignores, and the bandwidth extension's arithmetic. A
+//    section with an error OpenSM does not check is not applied (OpenSM applies none).
+void checkQosSetup(const Reporter& report, Policy& policy);
 // 6. The host-sched tree: SLs on two leaves, bandwidth caps, slots.
 void checkHostSched(const Reporter& report, Policy& policy);
 

@@ -65,15 +65,23 @@ struct PortGroup {
     bool self = false;      // node-type SELF: the SM's own port
 };
 
+// The SL OpenSM's SA answers for a level's sl, or nullopt for no path. OpenSM keeps sl: in
+// 8 bits without a range check, tests (1 << sl) against a 16-bit mask of usable SLs (x86 keeps
+// the low five bits of a shift count) and writes the low four bits into the PathRecord.
+constexpr std::optional<uint8_t> answeredSl(uint8_t sl) {
+    if ((sl & 31) >= 16) return std::nullopt;
+    return static_cast<uint8_t>(sl & 15);
+}
+
 struct QosLevel {
     std::string name;
     std::string use;
     SourceLocation location;
-    bool generated = false;  // one of OpenSM's implicit levels behind qos-ulps lines
-    uint8_t sl = 0;
+    bool generated = false;             // one of OpenSM's implicit levels behind qos-ulps lines
+    uint8_t sl = 0;                     // 0..15; OpenSM's reading of a larger one: answeredSl()
     std::optional<uint8_t> mtuLimit;    // IB MTU enum 1..5
     std::optional<uint8_t> rateLimit;   // IB rate enum 2..22
-    std::optional<uint8_t> packetLife;  // 0..63
+    std::optional<uint8_t> packetLife;  // 0..63; OpenSM answers the low six bits of more
     RangeSet pathBits;                  // parsed, never used (as in OpenSM)
     RangeSet pkeys;                     // membership bit masked off
 };
@@ -174,6 +182,8 @@ struct Policy {
     bool hasQosSetup = false;
     SourceLocation qosSetupLocation;
     SourceLocation qosLevelsLocation;  // the first qos-levels section, where a default belongs
+    // qos-setup has an error OpenSM does not check: as in OpenSM, no scope is applied.
+    bool qosSetupIgnored = false;
     std::vector<VlArbScope> vlarbScopes;
     std::vector<Sl2VlScope> sl2vlScopes;
     HostSched hostSched;

@@ -143,6 +143,8 @@ class Realizability {
             const std::vector<uint32_t>& rules =
                 entry.second;  // a lambda below uses it (no binding capture in clang 14)
             const QosLevel& l = policy_.levels[level];
+            std::optional<uint8_t> sl = answeredSl(l.sl);
+            if (!sl) continue;  // no path at all (an error already)
             bool isDefault = policy_.hasDefaultLevel && level == policy_.defaultLevel;
             auto report = [&](const std::vector<uint32_t>& ports, bool dropped) {
                 size_t count = 0;
@@ -153,7 +155,7 @@ class Realizability {
                     if (fabric_.nodeOf(t.port).type != NodeType::Switch &&
                         !mayBeSource(rules, isDefault, t.port))
                         continue;
-                    if (count++ == 0) first = example(t, l.sl, dropped);
+                    if (count++ == 0) first = example(t, *sl, dropped);
                 }
                 if (count == 0) return;
                 std::string name = l.generated ? "the qos-ulps SL " + std::to_string(l.sl)
@@ -164,19 +166,19 @@ class Realizability {
                 std::string ports_ =
                     std::to_string(count) + " port" + (count == 1 ? "" : "s") + ", e.g. " + first;
                 if (dropped) {
-                    diagnostics_.error("sl-dropped", policy_.file, at,
-                                       "SL " + std::to_string(l.sl) + " of " + name +
-                                           " maps to VL 15 (dropped) on " + ports_ +
-                                           ": requests matched to it get no path there");
+                    diagnostics_.stricterError("sl-dropped", policy_.file, at,
+                                               "SL " + std::to_string(l.sl) + " of " + name +
+                                                   " maps to VL 15 (dropped) on " + ports_ +
+                                                   ": requests matched to it get no path there");
                 } else {
-                    diagnostics_.error("sl-starved", policy_.file, at,
-                                       "SL " + std::to_string(l.sl) + " of " + name +
-                                           " maps to a VL with no arbitration weight on " + ports_ +
-                                           ": its packets are never sent");
+                    diagnostics_.stricterError("sl-starved", policy_.file, at,
+                                               "SL " + std::to_string(l.sl) + " of " + name +
+                                                   " maps to a VL with no arbitration weight on " +
+                                                   ports_ + ": its packets are never sent");
                 }
             };
-            report(problems.dropped[l.sl], true);
-            report(problems.starved[l.sl], false);
+            report(problems.dropped[*sl], true);
+            report(problems.starved[*sl], false);
         }
     }
 
@@ -266,7 +268,7 @@ class Realizability {
                 at = rule.location;
                 break;
             }
-            if (!level || level->sl == p.sl) continue;
+            if (!level || answeredSl(level->sl) == p.sl) continue;
             char pkey[8];
             std::snprintf(pkey, sizeof pkey, "0x%04x", p.pkey);
             diagnostics_.warning(

@@ -35,10 +35,11 @@ class NameTable {
         if (name.empty()) return;
         auto [it, fresh] = index_.emplace(folded(name), Entry{index, where});
         if (!fresh) {
-            report_.error("duplicate-name", where,
-                          std::string(what_) + " '" + name + "' is already defined at line " +
-                              std::to_string(it->second.where.line) +
-                              " (names are case-insensitive; OpenSM would silently use the first)");
+            report_.stricterError(
+                "duplicate-name", where,
+                std::string(what_) + " '" + name + "' is already defined at line " +
+                    std::to_string(it->second.where.line) +
+                    " (names are case-insensitive; OpenSM would silently use the first)");
         }
     }
 
@@ -90,7 +91,10 @@ void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy) {
         levelNames.push_back(l.name);
     }
 
-    auto resolveGroups = [&](const std::vector<NameRef>& refs, std::vector<uint32_t>& out) {
+    // A match rule's group must exist (OpenSM's AC12 and AC13); a qos-setup scope's is checked
+    // by ibqos only (OpenSM ignores the section), and then no scope is applied.
+    auto resolveGroups = [&](const std::vector<NameRef>& refs, std::vector<uint32_t>& out,
+                             bool inQosSetup = false) {
         bool ok = true;
         for (const NameRef& ref : refs) {
             if (auto index = groups.find(ref.name)) {
@@ -98,9 +102,14 @@ void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy) {
             } else if (gaps.groupName) {
                 ok = false;  // the group may be the one whose name a syntax error hid
             } else {
-                report.error("undefined-group", ref.location,
-                             "no port-group is named '" + ref.name + "'" +
-                                 groups.blankHint(ref.name, groupNames));
+                std::string message = "no port-group is named '" + ref.name + "'" +
+                                      groups.blankHint(ref.name, groupNames);
+                if (inQosSetup) {
+                    report.stricterError("undefined-group", ref.location, std::move(message));
+                    policy.qosSetupIgnored = true;
+                } else {
+                    report.error("undefined-group", ref.location, std::move(message));
+                }
                 ok = false;
             }
         }
@@ -135,13 +144,13 @@ void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy) {
     policy.firstUlpRule = keptBeforeUlps;
 
     for (VlArbScope& s : policy.vlarbScopes) {
-        resolveGroups(s.groupNames, s.groups);
-        resolveGroups(s.acrossNames, s.across);
+        resolveGroups(s.groupNames, s.groups, true);
+        resolveGroups(s.acrossNames, s.across, true);
     }
     for (Sl2VlScope& s : policy.sl2vlScopes) {
-        resolveGroups(s.groupNames, s.groups);
-        resolveGroups(s.acrossFromNames, s.acrossFrom);
-        resolveGroups(s.acrossToNames, s.acrossTo);
+        resolveGroups(s.groupNames, s.groups, true);
+        resolveGroups(s.acrossFromNames, s.acrossFrom, true);
+        resolveGroups(s.acrossToNames, s.acrossTo, true);
     }
 
     // The default level: a qos-level named "default" first, else the qos-ulps default line.
@@ -179,8 +188,9 @@ void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy) {
     NameTable leafTable(report, "scheduling element");
     for (uint32_t i = 0; i < host.leaves.size(); ++i) {
         if (elements.find(host.leaves[i].name)) {
-            report.error("duplicate-name", host.leaves[i].location,
-                         "scheduling element '" + host.leaves[i].name + "' is already defined");
+            report.stricterError(
+                "duplicate-name", host.leaves[i].location,
+                "scheduling element '" + host.leaves[i].name + "' is already defined");
         }
         leafTable.define(host.leaves[i].name, host.leaves[i].location, i);
     }
@@ -191,12 +201,12 @@ void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy) {
         } else if (gaps.elementName) {
             // the parent may be the element whose name a syntax error hid
         } else if (leafTable.find(e.parentName.name)) {
-            report.error(
+            report.stricterError(
                 "undefined-parent", e.parentName.location,
                 "'" + e.parentName.name + "' is a sched-leaf; only a sched-node can be a parent");
         } else {
-            report.error("undefined-parent", e.parentName.location,
-                         "no sched-node is named '" + e.parentName.name + "'");
+            report.stricterError("undefined-parent", e.parentName.location,
+                                 "no sched-node is named '" + e.parentName.name + "'");
         }
     };
     for (SchedElement& n : host.nodes) resolveParent(n);

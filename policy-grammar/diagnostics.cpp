@@ -21,16 +21,18 @@ std::string lineKey(std::string_view file, uint32_t line) {
 }  // namespace
 
 void Diagnostics::report(Severity severity, std::string code, std::string file,
-                         SourceLocation location, std::string message) {
+                         SourceLocation location, std::string message, bool openSmRejects) {
     if (severity == Severity::Error) ++errors_;
     if (severity == Severity::Warning) ++warnings_;
-    items_.push_back({severity, std::move(code), std::move(file), location, std::move(message)});
+    if (openSmRejects) ++openSmRejects_;
+    items_.push_back(
+        {severity, std::move(code), std::move(file), location, std::move(message), openSmRejects});
 }
 
 bool Diagnostics::syntaxError(std::string code, std::string file, SourceLocation location,
                               std::string message) {
     if (!syntaxLines_.insert(lineKey(file, location.line)).second) return false;
-    report(Severity::Error, std::move(code), std::move(file), location, std::move(message));
+    report(Severity::Error, std::move(code), std::move(file), location, std::move(message), true);
     return true;
 }
 
@@ -48,7 +50,7 @@ void Diagnostics::sort() {
 
 void Diagnostics::append(const Diagnostics& other) {
     for (const Diagnostic& d : other.items_)
-        report(d.severity, d.code, d.file, d.location, d.message);
+        report(d.severity, d.code, d.file, d.location, d.message, d.openSmRejects);
     for (const std::string& k : other.syntaxLines_) syntaxLines_.insert(k);
 }
 
@@ -172,7 +174,7 @@ std::string renderJson(const std::vector<Diagnostic>& diagnostics) {
         out += ", \"column\": " + std::to_string(d.location.column);
         out += ", \"message\": ";
         appendJsonString(out, d.message);
-        out += "}";
+        out += d.openSmRejects ? ", \"opensm_rejects\": true}" : ", \"opensm_rejects\": false}";
     }
     out += first ? "]\n" : "\n]\n";
     return out;

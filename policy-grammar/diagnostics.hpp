@@ -27,6 +27,11 @@ struct Diagnostic {
     std::string file;
     SourceLocation location;
     std::string message;
+    // Whether a stock OpenSM 3.3.23 drops the whole policy for the same problem (its ERR AC03 or
+    // AC04). True for most errors; false for an error only ibqos reports (OpenSM lets the file
+    // through, and the Policy keeps OpenSM's meaning: see docs/compatibility.md); true for the
+    // few warnings about files OpenSM rejects and ibqos reads.
+    bool openSmRejects = false;
 };
 
 // Collects diagnostics from every stage. Syntax errors are limited to one per line per file
@@ -35,15 +40,27 @@ struct Diagnostic {
 class Diagnostics {
   public:
     void report(Severity severity, std::string code, std::string file, SourceLocation location,
-                std::string message);
+                std::string message, bool openSmRejects);
+    // An error OpenSM also drops the policy for.
     void error(std::string code, std::string file, SourceLocation location, std::string message) {
-        report(Severity::Error, std::move(code), std::move(file), location, std::move(message));
+        report(Severity::Error, std::move(code), std::move(file), location, std::move(message),
+               true);
     }
-    void warning(std::string code, std::string file, SourceLocation location, std::string message) {
-        report(Severity::Warning, std::move(code), std::move(file), location, std::move(message));
+    // An error OpenSM lets through: ibqos is stricter, the policy keeps OpenSM's meaning.
+    void stricterError(std::string code, std::string file, SourceLocation location,
+                       std::string message) {
+        report(Severity::Error, std::move(code), std::move(file), location, std::move(message),
+               false);
+    }
+    // A warning; openSmRejects for a file OpenSM drops and ibqos reads.
+    void warning(std::string code, std::string file, SourceLocation location, std::string message,
+                 bool openSmRejects = false) {
+        report(Severity::Warning, std::move(code), std::move(file), location, std::move(message),
+               openSmRejects);
     }
     void note(std::string code, std::string file, SourceLocation location, std::string message) {
-        report(Severity::Note, std::move(code), std::move(file), location, std::move(message));
+        report(Severity::Note, std::move(code), std::move(file), location, std::move(message),
+               false);
     }
     // Reports a syntax error unless the line already has one; returns whether it was kept.
     bool syntaxError(std::string code, std::string file, SourceLocation location,
@@ -54,6 +71,8 @@ class Diagnostics {
     size_t errorCount() const { return errors_; }
     size_t warningCount() const { return warnings_; }
     bool hasErrors() const { return errors_ != 0; }
+    // Whether a stock OpenSM would drop the policy for one of these diagnostics.
+    bool openSmRejects() const { return openSmRejects_ != 0; }
     // Orders by file, line and column, keeping the report order for equal positions.
     void sort();
     void append(const Diagnostics& other);
@@ -63,6 +82,7 @@ class Diagnostics {
     std::unordered_set<std::string> syntaxLines_;  // "file\0line"
     size_t errors_ = 0;
     size_t warnings_ = 0;
+    size_t openSmRejects_ = 0;
 };
 
 std::string_view severityName(Severity severity);
@@ -71,7 +91,8 @@ std::string_view severityName(Severity severity);
 // around the column) and a caret under the column when the source is known.
 std::string renderText(const Diagnostic& diagnostic, const SourceFile* source);
 
-// The diagnostics as a JSON array of {"severity","code","file","line","column","message"}.
+// The diagnostics as a JSON array of {"severity","code","file","line","column","message",
+// "opensm_rejects"}.
 std::string renderJson(const std::vector<Diagnostic>& diagnostics);
 
 // Appends s to out as a JSON string literal (quotes included).

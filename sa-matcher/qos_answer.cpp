@@ -41,6 +41,8 @@ std::string_view rejectionText(Rejection rejection) {
             return "the two ports share no PKey (OpenSM ERR 1F1B)";
         case Rejection::SlMismatch:
             return "the requested SL is not the level's SL (OpenSM ERR 1F1F)";
+        case Rejection::InvalidSl:
+            return "the level's sl is above 15, and OpenSM answers no path for it";
     }
     return "";
 }
@@ -112,17 +114,22 @@ PathAnswer answerPath(const Policy& policy, const PkeyTables& pkeys, const PathQ
     const QosLevel& level = policy.levels[match.level];
     PathAnswer a;
     a.match = match;
-    a.sl = level.sl;
+    a.sl = answeredSl(level.sl).value_or(level.sl);
     a.mtuLimit = level.mtuLimit;
     a.rateLimit = level.rateLimit;
-    // IBA: a loopback path has packet lifetime 0, whatever the level says.
-    a.packetLife = query.source == query.destination ? std::optional<uint8_t>(0) : level.packetLife;
+    // IBA: a loopback path has packet lifetime 0, whatever the level says. The PathRecord field
+    // has six bits.
+    a.packetLife = query.source == query.destination ? std::optional<uint8_t>(0)
+                   : level.packetLife ? std::optional<uint8_t>(*level.packetLife & 63)
+                                      : std::nullopt;
 
     auto reject = [&a](Rejection r) {
         a.rejection = r;
         a.pkey = 0;
         return a;
     };
+    // pr_rcv_get_path_parms() tests the level's SL before anything else.
+    if (!answeredSl(level.sl)) return reject(Rejection::InvalidSl);
     uint32_t src = query.source, dst = query.destination;
     // pr_rcv_get_port_pair_paths(): a pair sharing no PKey has no path at all. (It also checks
     // the requester's port against both ends; offline the requester is not known.)

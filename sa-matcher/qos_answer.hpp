@@ -33,6 +33,7 @@ enum class Rejection : uint8_t {
     NoLevelPkeyShared,  // no PKey of the level is shared by both ends (ERR 1F1E)
     NoCommonPkey,       // no PKey is shared by both ends (ERR 1F1B)
     SlMismatch,         // the requested SL is not the level's SL (ERR 1F1F)
+    InvalidSl,          // the level's sl is no usable SL (above 15: OpenSM answers no path)
 };
 
 // A sentence for people, naming OpenSM's log message id.

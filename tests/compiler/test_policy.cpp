@@ -47,13 +47,73 @@ TEST_CASE("a level keeps every value, PKeys without the membership bit", "[compi
     CHECK(c.policy.defaultLevel == 0);
 }
 
-TEST_CASE("sl above 15 and packet-life above 63 are errors (OpenSM accepts them)",
-          "[compiler][levels]") {
+TEST_CASE(
+    "sl above 15 and packet-life above 63 are errors OpenSM lets through, kept as it reads them",
+    "[compiler][levels]") {
     Compiled c(
-        "qos-levels\n qos-level\n  name: default\n  sl: 16\n  packet-life: 64\n "
+        "qos-levels\n qos-level\n  name: default\n  sl: 289\n  packet-life: 64\n "
         "end-qos-level\nend-qos-levels\n");
     CHECK(c.codes() == std::vector<std::string>{"value-range", "value-range"});
     CHECK(c.lines() == std::vector<uint32_t>{4, 5});
+    CHECK_FALSE(c.diagnostics.openSmRejects());
+    // OpenSM keeps both in 8 bits; its SA answers SL 289 & 0xff = 33 as 33 & 15 = 1.
+    REQUIRE(c.policy.levels.size() == 1);
+    CHECK(c.policy.levels[0].sl == 33);
+    CHECK(answeredSl(33) == 1);
+    CHECK_FALSE(answeredSl(16).has_value());
+    CHECK(c.policy.levels[0].packetLife == 64);
+}
+
+TEST_CASE("each error says whether a stock OpenSM drops the policy for it too",
+          "[compiler][opensm]") {
+    const std::string level = "qos-levels\n qos-level\n  name: default\n  sl: 1\n end-qos-level\n";
+    struct Case {
+        std::string text;
+        bool openSmRejects;
+    };
+    const Case cases[] = {
+        // OpenSM's own checks: syntax, ranges it tests, references, the default level.
+        {level + "  mtu-limit: 7\nend-qos-levels\n", true},
+        {level + "end-qos-levels\nqos-match-rules\n qos-match-rule\n  qos-level-name: gold\n"
+                 " end-qos-match-rule\nend-qos-match-rules\n",
+         true},
+        {"qos-levels\nend-qos-levels\n", true},
+        {level + "end-qos-levels\nqos-ulps\n sdp : 16\nend-qos-ulps\n", true},
+        {level + "end-qos-levels\nport-groups\nend-port-groups\n", true},  // a warning here
+        // Only ibqos's: duplicates, qos-setup's values and names, the extensions.
+        {level + " qos-level\n  name: DEFAULT\n  sl: 2\n end-qos-level\nend-qos-levels\n", false},
+        {level + "end-qos-levels\nqos-setup\n vlarb-tables\n  vlarb-scope\n   group: nowhere\n"
+                 "   vlarb-high: 0:300\n  end-vlarb-scope\n end-vlarb-tables\nend-qos-setup\n",
+         false},
+        {level + "end-qos-levels\nhost-sched\n sched-leaf\n  name: a\n  sl: 3\n  parent: b\n"
+                 " end-sched-leaf\nend-host-sched\n",
+         false},
+    };
+    for (const Case& k : cases) {
+        Compiled c(k.text);
+        INFO(k.text);
+        CHECK(c.diagnostics.openSmRejects() == k.openSmRejects);
+        CHECK((c.diagnostics.hasErrors() || c.diagnostics.warningCount() > 0));
+    }
+}
+
+TEST_CASE("qos-setup with an error OpenSM does not check is not applied at all, as in OpenSM",
+          "[compiler][qos-setup]") {
+    const std::string policy = std::string(levels) +
+                               "port-groups\n port-group\n  name: all\n  node-type: ALL\n"
+                               " end-port-group\nend-port-groups\nqos-setup\n vlarb-tables\n"
+                               "  vlarb-scope\n   group: all\n   vlarb-high: 0:64\n"
+                               "  end-vlarb-scope\n  vlarb-scope\n   group: all\n";
+    Compiled good(policy +
+                  "   vlarb-low: 1:64\n  end-vlarb-scope\n end-vlarb-tables\nend-qos-setup\n");
+    REQUIRE_FALSE(good.diagnostics.hasErrors());
+    CHECK(good.policy.vlarbScopes.size() == 2);
+    Compiled bad(policy +
+                 "   vlarb-low: 15:64\n  end-vlarb-scope\n end-vlarb-tables\nend-qos-setup\n");
+    CHECK(bad.codes() == std::vector<std::string>{"value-range"});
+    CHECK_FALSE(bad.diagnostics.openSmRejects());
+    CHECK(bad.policy.qosSetupIgnored);
+    CHECK(bad.policy.vlarbScopes.empty());
 }
 
 TEST_CASE("level and group names resolve case-insensitively; duplicates are errors",

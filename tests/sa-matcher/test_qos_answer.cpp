@@ -48,6 +48,7 @@ struct Answering : LabFixture {
     PathAnswer answer(PathQuery q) const {
         return answerPath(policy(), pkeys, q, referenceMatch(bound, q));
     }
+    uint32_t referenceLevel(const PathQuery& q) const { return referenceMatch(bound, q).level; }
 };
 
 }  // namespace
@@ -140,4 +141,31 @@ TEST_CASE("a loopback path has packet life 0", "[sa-matcher][limits]") {
     x = a.answer(q);
     CHECK(x.packetLife == 0);
     CHECK(x.pkey == 0x8100);  // a port shares with itself only where it is a full member
+}
+
+TEST_CASE("a level's sl above 15 is answered as OpenSM reads it: the low four bits, or no path",
+          "[sa-matcher][sl]") {
+    // ibqos check reports such an sl; the policy keeps OpenSM's 8-bit reading of it.
+    Answering a;
+    PathQuery q = a.query("node-01 HCA-1/P1", "node-02 HCA-1/P1");
+    QosLevel& level = a.compiled.policy.levels[a.referenceLevel(q)];
+    level.sl = 33;
+    PathAnswer x = a.answer(q);
+    REQUIRE(x.ok());
+    CHECK(x.sl == 1);
+    q.sl = 1;  // OpenSM compares the requested SL with the level's whole sl
+    CHECK(a.answer(q).rejection == Rejection::SlMismatch);
+    q.sl.reset();
+    level.sl = 16;
+    CHECK(a.answer(q).rejection == Rejection::InvalidSl);
+    level.sl = 48;
+    CHECK(a.answer(q).rejection == Rejection::InvalidSl);
+}
+
+TEST_CASE("a packet-life above 63 is answered in the PathRecord's six bits",
+          "[sa-matcher][limits]") {
+    Answering a;
+    PathQuery q = a.query("node-01 HCA-1/P1", "node-02 HCA-1/P1");
+    a.compiled.policy.levels[a.referenceLevel(q)].packetLife = 70;
+    CHECK(a.answer(q).packetLife == 6);
 }
