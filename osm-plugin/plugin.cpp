@@ -84,9 +84,12 @@ std::optional<PluginOptions> parsePluginOptions(const char* text, std::string& e
             options.policy = value;
         } else if (key == "generated") {
             options.generated = value;
+        } else if (key == "partitions" && (value == "predict" || value == "live")) {
+            options.predictPartitions = value == "predict";
         } else {
-            error = "unknown option '" + key +
-                    "' in event_plugin_options (policy=PATH[,generated=PATH])";
+            error = "unknown option '" + item +
+                    "' in event_plugin_options "
+                    "(policy=PATH[,generated=PATH][,partitions=predict|live])";
             return std::nullopt;
         }
     }
@@ -114,17 +117,10 @@ Plugin::Plugin(osm_opensm_t* osm, PluginOptions options) : osm_(osm), options_(s
             "QoS was off in opensm.conf ('qos FALSE'); turned on, as the policy needs it");
     }
     reloadPolicy();
-    // Before the first sweep there is no fabric: the groups are empty, but OpenSM's SA answers
-    // nothing before the subnet is up, so no request ever sees this file.
-    if (good_.policy) {
-        Diagnostics ignored;
-        auto sweep = CompiledSweep::compile(*good_.policy, Fabric{}, original_, ignored);
-        writeGeneratedPolicy(sweep->policyText());
-    } else {
-        writeGeneratedPolicy(
-            "qos-levels\n    qos-level\n        name: default\n        sl: 0\n    "
-            "end-qos-level\nend-qos-levels\n");
-    }
+    // Until a policy is in force (the first heavy sweep puts one there), OpenSM runs without
+    // one, as a stock OpenSM does with a policy it drops: a file with no default level gives
+    // exactly that (OpenSM logs its ERR AC10 for it).
+    writeGeneratedPolicy("# ibqos: no policy is in force yet\n");
     // OpenSM frees this string at shutdown and never re-reads it from opensm.conf: the old one
     // is left alone (OpenSM may still hold it).
     opt_->qos_policy_file = strdup(options_.generated.c_str());
@@ -176,6 +172,49 @@ void Plugin::report(osm_epi_event_id_t event, void* data) noexcept {
     }
 }
 
+std::string Plugin::lastGoodState() const {
+    return good_.policy ? "the last good policy (version " + std::to_string(good_.version) +
+                              ") stays in force"
+                        : "no policy is in force yet";
+}
+
+void Plugin::logStricterErrors(const Diagnostics& diagnostics) {
+    if (!diagnostics.hasErrors()) return;
+    log(OSM_LOG_INFO, "0018",
+        std::to_string(diagnostics.errorCount()) +
+            " errors only ibqos reports (stock OpenSM accepts them, see docs/compatibility.md): "
+            "the policy keeps OpenSM's meaning, and a qos-setup section with such an error is "
+            "not applied");
+}
+
+void Plugin::predictPartitions(Fabric& fabric) {
+    const char* path = opt_->partition_config_file ? opt_->partition_config_file
+                                                   : OSM_DEFAULT_PARTITION_CONFIG_FILE;
+    // osm_prtn_make_partitions() reads the file at every heavy sweep, after this event.
+    std::optional<std::string> text;
+    if (std::ifstream in{path, std::ios::binary}) {
+        std::stringstream all;
+        all << in.rdbuf();
+        text = std::move(all).str();
+    }
+    partitionsText_ = text;
+    if (!options_.predictPartitions) return;  // OpenSM's own, from the last sweep
+    if (preferLiveFor_ && *preferLiveFor_ == text) return;
+    preferLiveFor_.reset();
+    std::optional<SourceFile> source;
+    if (text) source.emplace(path, *text);
+    Diagnostics diagnostics;
+    readPartitions(source ? &*source : nullptr, fabric, diagnostics);
+    if (diagnostics.hasErrors() && partitionsErrorsLogged_ != text) {
+        partitionsErrorsLogged_ = text;
+        log(OSM_LOG_ERROR, "0016",
+            std::string(path) +
+                " has errors: OpenSM ignores it and makes every port a full member of the "
+                "Default partition alone; the policy is judged against that");
+        logDiagnostics(diagnostics, *source);
+    }
+}
+
 void Plugin::logDiagnostics(const Diagnostics& diagnostics, const SourceFile& source) {
     for (const Diagnostic& d : diagnostics.all()) {
         std::string line = renderText(d, &source);
@@ -210,17 +249,18 @@ void Plugin::reloadPolicy() {
     Diagnostics diagnostics;
     auto policy = std::make_unique<Policy>(loadPolicy(*source, diagnostics));
     diagnostics.sort();
-    if (diagnostics.hasErrors()) {
+    // Only what stock OpenSM would drop the file for is refused; an error only ibqos reports
+    // leaves OpenSM's meaning in force.
+    if (diagnostics.openSmRejects()) {
         log(OSM_LOG_ERROR, "0011",
-            options_.policy + " is rejected (" + std::to_string(diagnostics.errorCount()) +
-                " errors): " +
-                (good_.policy ? "the last good policy (version " + std::to_string(good_.version) +
-                                    ") stays in force"
-                              : "no policy is in force yet"));
+            options_.policy + " is rejected, as stock OpenSM would drop it (" +
+                std::to_string(diagnostics.errorCount()) + " errors): " + lastGoodState());
         logDiagnostics(diagnostics, *source);
+        candidate_ = {};
         return;
     }
     logDiagnostics(diagnostics, *source);
+    logStricterErrors(diagnostics);
     candidate_ = {std::move(source), std::move(policy), hash, good_.version + 1};
 }
 
@@ -274,35 +314,44 @@ void Plugin::heavySweepDone() {
     }
     cl_plock_release(&osm_->lock);
 
-    // A new policy takes over only once it also binds to the fabric without error.
+    predictPartitions(fabric);
+    judgedPartitions_ = partitionsKey(fabric);
+
+    // A new policy takes over once stock OpenSM would take it on this fabric too; until then it
+    // is judged again at every heavy sweep (the fabric or its partitions may change).
     std::unique_ptr<CompiledSweep> sweep;
     if (candidate_.policy) {
         Diagnostics diagnostics;
-        sweep = CompiledSweep::compile(*candidate_.policy, fabric, original_, diagnostics);
+        auto trial = CompiledSweep::compile(*candidate_.policy, fabric, original_, diagnostics);
         diagnostics.sort();
-        if (diagnostics.hasErrors()) {
-            log(OSM_LOG_ERROR, "0011",
-                options_.policy + " is rejected: it does not fit the fabric (" +
-                    std::to_string(diagnostics.errorCount()) + " errors); " +
-                    (good_.policy ? "the last good policy (version " +
-                                        std::to_string(good_.version) + ") stays in force"
-                                  : "no policy is in force yet"));
-            logDiagnostics(diagnostics, *candidate_.source);
-            sweep.reset();
+        if (diagnostics.openSmRejects()) {
+            if (!candidate_.refusalLogged) {
+                candidate_.refusalLogged = true;
+                log(OSM_LOG_ERROR, "0011",
+                    options_.policy +
+                        " is rejected, as stock OpenSM would drop it on this "
+                        "fabric (" +
+                        std::to_string(diagnostics.errorCount()) + " errors): " + lastGoodState() +
+                        "; it is judged again at every heavy sweep");
+                logDiagnostics(diagnostics, *candidate_.source);
+            }
         } else {
             logDiagnostics(diagnostics, *candidate_.source);
+            logStricterErrors(diagnostics);
             good_ = std::move(candidate_);
+            candidate_ = {};
+            sweep = std::move(trial);
             log(OSM_LOG_INFO, "0010",
                 "policy " + options_.policy + " version " + std::to_string(good_.version) + " (" +
                     hex(good_.hash) + ") in force");
         }
-        candidate_ = {};
     }
     if (!sweep && good_.policy) {
         Diagnostics diagnostics;
         sweep = CompiledSweep::compile(*good_.policy, std::move(fabric), original_, diagnostics);
+        // Stock OpenSM would now drop the policy (and serve none); the plugin keeps it.
         for (const Diagnostic& d : diagnostics.all()) {
-            if (d.severity != Severity::Error) continue;
+            if (!d.openSmRejects) continue;
             std::string line = renderText(d, good_.source.get());
             log(OSM_LOG_ERROR, "0014", "on this fabric: " + line.substr(0, line.find('\n')));
         }
@@ -447,14 +496,33 @@ void Plugin::updateVlArb(void* context, osm_physp_t* port, uint8_t portNumber,
 
 void Plugin::routingDone() {
     osm_routing_engine_t* engine = osm_->routing_engine_used;
-    if (!engine || !engine->path_sl) return;
-    std::string name = engine->name ? engine->name : "?";
-    if (name == lastEngineWarned_) return;
-    lastEngineWarned_ = name;
-    log(OSM_LOG_INFO, "0040",
-        "routing engine " + name +
-            " chooses each path's SL itself (to stay deadlock-free): in SA answers its SL "
-            "replaces the policy's, and a request asking for the policy's SL may get no path");
+    if (engine && engine->path_sl) {
+        std::string name = engine->name ? engine->name : "?";
+        if (name != lastEngineWarned_) {
+            lastEngineWarned_ = name;
+            log(OSM_LOG_INFO, "0040",
+                "routing engine " + name +
+                    " chooses each path's SL itself (to stay deadlock-free): in SA answers its SL "
+                    "replaces the policy's, and a request asking for the policy's SL may get no "
+                    "path");
+        }
+    }
+    // This sweep's PKey setup is done: were the partitions the policy was judged against the
+    // ones OpenSM made? If not, judge again with OpenSM's own in a heavy sweep that follows now.
+    if (!candidate_.policy && !good_.policy) return;
+    cl_plock_acquire(&osm_->lock);
+    PartitionsKey live = livePartitionsKey(osm_->subn);
+    cl_plock_release(&osm_->lock);
+    if (live == judgedPartitions_) return;
+    preferLiveFor_ = partitionsText_;
+    log(OSM_LOG_INFO, "0015",
+        "the partitions OpenSM set up differ from those predicted from its partition "
+        "configuration: the policy is judged again against OpenSM's own in a heavy sweep that "
+        "follows now");
+    cl_plock_excl_acquire(&osm_->lock);
+    osm_->subn.force_heavy_sweep = TRUE;
+    cl_plock_release(&osm_->lock);
+    osm_sm_signal(&osm_->sm, OSM_SIGNAL_SWEEP);
 }
 
 void Plugin::subnetUp() {

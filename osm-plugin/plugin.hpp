@@ -14,14 +14,19 @@
 #include "osm.hpp"
 #include "policy.hpp"
 #include "source.hpp"
+#include "subnet.hpp"
 #include "sweep.hpp"
 
 namespace ibqos::osm {
 
-// event_plugin_options "policy=PATH[,generated=PATH]".
+// event_plugin_options "policy=PATH[,generated=PATH][,partitions=predict|live]".
 struct PluginOptions {
     std::string policy;
     std::string generated;  // the plain policy OpenSM's SA loads (qos_policy_file)
+    // predict: judge a policy against the partitions this sweep's PKey setup will make, read
+    // from OpenSM's partition configuration; live: against those the last sweep made (a change
+    // then costs one more heavy sweep).
+    bool predictPartitions = true;
 };
 // Parses the options; on failure returns nullopt and sets error.
 std::optional<PluginOptions> parsePluginOptions(const char* text, std::string& error);
@@ -48,6 +53,7 @@ class Plugin {
         std::unique_ptr<Policy> policy;
         uint64_t hash = 0;
         unsigned version = 0;
+        bool refusalLogged = false;  // a candidate refused on the fabric, judged again each sweep
     };
     // A routing engine's own hooks, kept to be chained and restored.
     struct EngineHooks {
@@ -65,6 +71,11 @@ class Plugin {
     void subnetUp();
     // Each diagnostic's first line (file:line:col: severity: [code] message) as IBQOS-0012.
     void logDiagnostics(const Diagnostics& diagnostics, const SourceFile& source);
+    // IBQOS-0018 when diagnostics hold errors (after openSmRejects(): all of them ibqos's own).
+    void logStricterErrors(const Diagnostics& diagnostics);
+    std::string lastGoodState() const;
+    // Gives the fabric the partitions this sweep's PKey setup will make.
+    void predictPartitions(Fabric& fabric);
     void reloadPolicy();
     void writeGeneratedPolicy(const std::string& text);
     void applyClassOptions(const CompiledSweep& sweep);
@@ -80,6 +91,13 @@ class Plugin {
     osm_subn_opt_t* opt_ = nullptr;
     std::array<std::optional<ClassOptions>, 4> lastSet_;
     std::unique_ptr<CompiledSweep> sweep_;
+    // The partitions the policy was judged against at HEAVY_SWEEP_DONE, and the partitions file
+    // they were predicted from (nullopt: no file). Once OpenSM's own partitions prove the
+    // prediction wrong, they are used instead for as long as the file stays the same.
+    PartitionsKey judgedPartitions_;
+    std::optional<std::string> partitionsText_;
+    std::optional<std::optional<std::string>> preferLiveFor_;
+    std::optional<std::string> partitionsErrorsLogged_;
     std::string lastGeneratedText_;
     std::vector<EngineHooks> engines_;
     std::string lastEngineWarned_;

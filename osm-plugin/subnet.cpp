@@ -2,7 +2,9 @@
 // fabricFromSubnet, confFromOptions, expectedQosMads: OpenSM's structures read, never written.
 #include "subnet.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <tuple>
 #include <unordered_map>
 
 namespace ibqos::osm {
@@ -28,6 +30,57 @@ NodeType nodeType(const osm_node_t& node) {
 osm_physp_t* physpOf(osm_node_t* node, unsigned number) {
     if (number >= node->physp_tbl_size) return nullptr;
     return osm_node_get_physp_ptr(node, number);
+}
+
+}  // namespace
+
+namespace {
+
+// Calls visit(partition, port GUID, full) for every member of every partition OpenSM made.
+template <typename Visit>
+void forEachLiveMember(const osm_subn_t& subnet, Visit visit) {
+    auto* partitions = const_cast<cl_qmap_t*>(&subnet.prtn_pkey_tbl);
+    for (cl_map_item_t* item = cl_qmap_head(partitions); item != cl_qmap_end(partitions);
+         item = cl_qmap_next(item)) {
+        auto* prtn = reinterpret_cast<osm_prtn_t*>(item);
+        visit(*prtn, std::optional<std::pair<uint64_t, bool>>());  // the partition itself
+        for (auto [guids, full] : {std::pair<cl_map_t*, bool>{&prtn->full_guid_tbl, true},
+                                   {&prtn->part_guid_tbl, false}}) {
+            for (cl_map_iterator_t it = cl_map_head(guids); it != cl_map_end(guids);
+                 it = cl_map_next(it)) {
+                auto* physp = static_cast<osm_physp_t*>(cl_map_obj(it));
+                if (physp)
+                    visit(*prtn, std::optional(std::pair(cl_ntoh64(physp->port_guid), full)));
+            }
+        }
+    }
+}
+
+std::string partitionName(const osm_prtn_t& prtn) {
+    return std::string(prtn.name, strnlen(prtn.name, sizeof prtn.name));
+}
+
+void sortKey(PartitionsKey& key) {
+    for (auto& partition : key)
+        std::sort(std::get<2>(partition).begin(), std::get<2>(partition).end());
+    std::sort(key.begin(), key.end());
+}
+
+std::vector<Partition> livePartitions(const osm_subn_t& subnet, const Fabric& fabric) {
+    std::vector<Partition> out;
+    forEachLiveMember(subnet, [&](const osm_prtn_t& prtn, auto member) {
+        if (!member) {
+            Partition p;
+            p.name = partitionName(prtn);
+            p.pkey = cl_ntoh16(prtn.pkey) & 0x7fff;
+            p.sl = prtn.sl;
+            out.push_back(std::move(p));
+            return;
+        }
+        uint32_t endpoint = fabric.endpointByGuid(member->first);
+        if (endpoint != NoPort) out.back().members.push_back({endpoint, member->second});
+    });
+    return out;
 }
 
 }  // namespace
@@ -94,29 +147,35 @@ Fabric fabricFromSubnet(const osm_subn_t& subnet, std::vector<osm_node_t*>* node
     }
     fabric.index();
     fabric.smPort = fabric.endpointByGuid(cl_ntoh64(subnet.sm_port_guid));
-
-    auto* partitions = const_cast<cl_qmap_t*>(&subnet.prtn_pkey_tbl);
-    for (cl_map_item_t* item = cl_qmap_head(partitions); item != cl_qmap_end(partitions);
-         item = cl_qmap_next(item)) {
-        auto* prtn = reinterpret_cast<osm_prtn_t*>(item);
-        Partition p;
-        p.name = std::string(prtn->name, strnlen(prtn->name, sizeof prtn->name));
-        p.pkey = cl_ntoh16(prtn->pkey) & 0x7fff;
-        p.sl = prtn->sl;
-        for (auto [guids, full] : {std::pair<cl_map_t*, bool>{&prtn->full_guid_tbl, true},
-                                   {&prtn->part_guid_tbl, false}}) {
-            for (cl_map_iterator_t it = cl_map_head(guids); it != cl_map_end(guids);
-                 it = cl_map_next(it)) {
-                auto* physp = static_cast<osm_physp_t*>(cl_map_obj(it));
-                uint32_t endpoint =
-                    physp ? fabric.endpointByGuid(cl_ntoh64(physp->port_guid)) : NoPort;
-                if (endpoint != NoPort) p.members.push_back({endpoint, full});
-            }
-        }
-        fabric.partitions.push_back(std::move(p));
-    }
+    fabric.partitions = livePartitions(subnet, fabric);
     if (nodeOf) *nodeOf = std::move(nodes);
     return fabric;
+}
+
+PartitionsKey partitionsKey(const Fabric& fabric) {
+    PartitionsKey key;
+    for (const Partition& p : fabric.partitions) {
+        std::vector<std::pair<uint64_t, bool>> members;
+        for (const PartitionMember& m : p.members)
+            members.emplace_back(fabric.ports[m.port].guid, m.full);
+        key.emplace_back(p.pkey, p.name, std::move(members));
+    }
+    sortKey(key);
+    return key;
+}
+
+PartitionsKey livePartitionsKey(const osm_subn_t& subnet) {
+    PartitionsKey key;
+    forEachLiveMember(subnet, [&](const osm_prtn_t& prtn, auto member) {
+        if (!member) {
+            key.emplace_back(cl_ntoh16(prtn.pkey) & 0x7fff, partitionName(prtn),
+                             std::vector<std::pair<uint64_t, bool>>{});
+        } else {
+            std::get<2>(key.back()).push_back(*member);
+        }
+    });
+    sortKey(key);
+    return key;
 }
 
 OpenSmConf confFromOptions(const osm_subn_opt_t& options) {

@@ -16,6 +16,15 @@ namespace ibqos::osm {
 // nodeOf, when given, receives OpenSM's node for each Fabric node.
 Fabric fabricFromSubnet(const osm_subn_t& subnet, std::vector<osm_node_t*>* nodeOf = nullptr);
 
+// Partitions in a form two views of them compare in: per partition its PKey, its name and its
+// members' port GUIDs with their membership, all sorted.
+using PartitionsKey =
+    std::vector<std::tuple<uint16_t, std::string, std::vector<std::pair<uint64_t, bool>>>>;
+// The key of fabric.partitions.
+PartitionsKey partitionsKey(const Fabric& fabric);
+// The key of the partitions OpenSM's PKey setup made (its prtn_pkey_tbl).
+PartitionsKey livePartitionsKey(const osm_subn_t& subnet);
+
 // OpenSM's current QoS options as an OpenSmConf (unset options stay unset).
 OpenSmConf confFromOptions(const osm_subn_opt_t& options);
 

@@ -91,10 +91,12 @@ def lid_of(topo_text, description, port=1):
     raise AssertionError(f"no LID for {description}/P{port}")
 
 
-def path_sl(fabric, host, slid, dlid, service_id=None):
+def path_sl(fabric, host, slid, dlid, service_id=None, pkey=None):
     args = ["saquery", "-p", "--slid", str(slid), "--dlid", str(dlid)]
     if service_id is not None:
         args += ["--service_id", hex(service_id)]
+    if pkey is not None:
+        args += ["--pkey", hex(pkey)]
     record = simfabric.parse_pathrecord(fabric.tool(args, host, check=False).stdout)
     return None if record is None else int(record["sl"], 0)
 
@@ -183,6 +185,53 @@ def sa_answers_equal_query(work):
                                          os.path.join(work, name + ".batch"))
             differences = pathrecords.report("     " + name, topo_model, requests, theirs, ours)
             check(not differences, f"{name}: the SA's answers under the plugin equal ibqos query")
+
+
+IPOIB_POLICY = """\
+qos-levels
+    qos-level
+        name: default
+        sl: 1
+    end-qos-level
+end-qos-levels
+qos-ulps
+    ipoib              : 3
+    ipoib, pkey 0x0010 : 4
+end-qos-ulps
+"""
+
+
+def ipoib_from_the_first_sweep(work):
+    scenario("a policy with qos-ulps ipoib lines is in force from the first sweep (rack-row, partitions)")
+    host, guid = "sm-main HCA-1", "0x100001"
+    partitions = os.path.join(ROOT, "samples/fabrics/rack-row.partitions.conf")
+    policy = os.path.join(work, "ipoib-policy.conf")
+    with open(policy, "w") as f:
+        f.write(IPOIB_POLICY)
+    for mode in ("predict", "live"):
+        with simfabric.SimFabric(os.path.join(ROOT, "samples/fabrics/rack-row.net")) as fabric:
+            options = plugin_options(policy, partition_config_file=partitions)
+            if mode == "live":
+                options["event_plugin_options"] += ",partitions=live"
+            osm = fabric.start_opensm(options, guid, host, plugin_dir=PLUGIN_DIR)
+            topo = open(topology(fabric, host)).read()
+            a, b = lid_of(topo, "gpu01 mlx5_0"), lid_of(topo, "GPU02 HCA-1")
+            if mode == "predict":
+                log = osm.log()
+                check(log.count("IBQOS-0010") == 1 and "IBQOS-0011" not in log and "IBQOS-0015" not in log,
+                      "predicted partitions: the policy is in force at the first sweep, with no corrective sweep")
+            else:
+                # Judged against the (still empty) partition table of the first sweep: refused,
+                # then judged again in the heavy sweep the plugin asks for.
+                osm.wait_for("IBQOS-0010", 1, 30)
+                log = osm.log()
+                check(log.find("IBQOS-0011") < log.find("IBQOS-0015") < log.find("IBQOS-0010"),
+                      "live partitions: refused at the first sweep, a corrective sweep, then in force")
+                osm.wait_for("SUBNET UP", 2, 30)
+            check(path_sl(fabric, host, a, b, pkey=0x7fff) == 3, f"{mode}: IPoIB on the Default partition gets SL 3")
+            check(path_sl(fabric, host, a, b, pkey=0x0010) == 4, f"{mode}: IPoIB on partition gpu gets SL 4")
+            check(path_sl(fabric, host, a, b, service_id=0x1234) == 1,
+                  f"{mode}: a request without a PKey matches no ipoib line: the default level's SL 1")
 
 
 def link_down_and_up(work):
@@ -274,7 +323,8 @@ def main():
         return 77
     ROOT, IBQOS, PLUGIN_DIR = os.path.abspath(args.root), os.path.abspath(args.ibqos), os.path.abspath(args.plugin_dir)
     with tempfile.TemporaryDirectory(prefix="ibqos-plugin-") as work:
-        for test in (tables_on_two_fabrics, reloads, sa_answers_equal_query, link_down_and_up, restart, master_and_standby):
+        for test in (tables_on_two_fabrics, reloads, sa_answers_equal_query, ipoib_from_the_first_sweep, link_down_and_up,
+                     restart, master_and_standby):
             if args.only and test.__name__ != args.only:
                 continue
             try:
