@@ -36,6 +36,23 @@ std::optional<ast::PolicyFile> parsePolicy(const SourceFile& source, Diagnostics
         diagnostics.syntaxError("syntax", source.name(), source.locate(x.where()),
                                 "expected " + x.which());
     }
+    // OpenSM's lexer reads '#' to the line end as a comment only when a line end follows it: on
+    // a last line without one, the comment is text, and OpenSM drops the file.
+    std::string_view text = source.text();
+    if (!text.empty() && text.back() != '\n') {
+        size_t start = text.rfind('\n');
+        start = start == std::string_view::npos ? 0 : start + 1;
+        bool quoted = false;
+        for (size_t i = start; i < text.size(); ++i) {
+            if (text[i] == '"') quoted = !quoted;
+            if (quoted || text[i] != '#') continue;
+            diagnostics.syntaxError("syntax", source.name(),
+                                    source.locate(static_cast<uint32_t>(i)),
+                                    "a comment on the last line needs a line end after it: "
+                                    "without one OpenSM reads it as text and drops the file");
+            break;
+        }
+    }
     return file;
 }
 

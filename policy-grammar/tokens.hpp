@@ -61,8 +61,17 @@ struct BasicKeyword : x3::parser<BasicKeyword<Attribute>> {
     bool parse(It& first, It const& last, Ctx const& ctx, RCtx&, Attr& attr) const {
         x3::skip_over(first, last, ctx);
         if (!startsWithWord(first, last, word)) return false;
+        It start = first;
         first += std::strlen(word);
-        if constexpr (has_attribute) x3::traits::move_to(Attribute{}, attr);
+        if constexpr (has_attribute) {
+            // Located here, not on the rule's success: a line that fails after its keyword (a
+            // carriage return after "qos-setup") still opens or closes its block at this place.
+            Attribute node;
+            const ParseState& state = x3::get<ParseStateTag>(ctx);
+            node.id_first = static_cast<int>(state.offset(start));
+            node.id_last = static_cast<int>(state.offset(first));
+            x3::traits::move_to(std::move(node), attr);
+        }
         return true;
     }
 };
@@ -127,28 +136,53 @@ struct EndOfLine : x3::parser<EndOfLine> {
     }
 };
 
-// The comma between list elements. A list of numbers may go on on the next line after a
-// comma (OpenSM's lexer allows it); any other list must stay on one line.
+// Whether a line goes on with a list of names cut after a comma, as OpenSM reads it: its lexer
+// forgets at a line end that names are expected, so the next line must read as plain text: no
+// digit, '-', ':' or '*' outside quotes (every keyword holds a '-' or a ':').
+inline bool continuesNameList(std::string_view line) {
+    bool quoted = false;
+    for (char c : line) {
+        if (c == '"') quoted = !quoted;
+        if (quoted) continue;
+        if (c == '#') break;
+        if ((c >= '0' && c <= '9') || c == '-' || c == ':' || c == '*') return false;
+    }
+    return true;
+}
+
+// What a list may go on with on the next line after a comma, as OpenSM's lexer allows.
+enum class ListGoesOn : uint8_t {
+    Numbers,  // a number (numbers, ranges and pairs read the same in every lexer mode)
+    Names,    // names, when the line reads as plain text
+    Never,    // node types are only read as such on the line of their keyword
+};
+
+// The comma between list elements; after it the list may go on on a following line.
 struct ListComma : x3::parser<ListComma> {
     using attribute_type = x3::unused_type;
     static bool const has_attribute = false;
-    explicit constexpr ListComma(bool numbersMayContinue = false)
-        : numbersMayContinue(numbersMayContinue) {}
-    bool numbersMayContinue;
+    explicit constexpr ListComma(ListGoesOn next) : next(next) {}
+    ListGoesOn next;
 
     template <typename It, typename Ctx, typename RCtx, typename Attr>
     bool parse(It& first, It const& last, Ctx const& ctx, RCtx&, Attr&) const {
         x3::skip_over(first, last, ctx);
         if (first == last || *first != ',') return false;
         ++first;
-        if (!numbersMayContinue) return true;
         It p = first;
+        x3::skip_over(p, last, ctx);
+        if (p == last || !isLineEnd(*p)) return true;
         for (;;) {
             x3::skip_over(p, last, ctx);
             if (p == last || !isLineEnd(*p)) break;
             p = skipLine(p, last);
         }
-        if (p != last && *p >= '0' && *p <= '9') first = p;
+        if (p == last || next == ListGoesOn::Never) return true;
+        It end = p;
+        while (end != last && !isLineEnd(*end)) ++end;
+        bool goesOn = next == ListGoesOn::Numbers ? *p >= '0' && *p <= '9'
+                                                  : continuesNameList(std::string_view(p, end - p));
+        if (goesOn) first = p;
         return true;
     }
 };
@@ -210,8 +244,10 @@ enum class TextMode : uint8_t {
     Remainder,  // a description ("use:"): the rest of the line, commas included
 };
 
-// A string: quoted ("...", no line break inside) or unquoted with its inner blanks kept and
-// its outer blanks trimmed.
+// A string: quoted parts ("...", no line break inside; commas and '#' are text there) and
+// unquoted parts, glued together as OpenSM's lexer glues its text tokens. Inner blanks are kept
+// (OpenSM drops unquoted ones: a documented deviation); blanks at both ends are trimmed,
+// quoted or not, as OpenSM's __parser_strip_white() does.
 struct TextToken : x3::parser<TextToken> {
     using attribute_type = ast::Text;
     explicit constexpr TextToken(TextMode mode) : mode(mode) {}
@@ -220,42 +256,37 @@ struct TextToken : x3::parser<TextToken> {
     template <typename It, typename Ctx, typename RCtx, typename Attr>
     bool parse(It& first, It const& last, Ctx const& ctx, RCtx&, Attr& attr) const {
         x3::skip_over(first, last, ctx);
-        It p = first;
-        if (p == last || isLineEnd(*p) || *p == '#' || (mode == TextMode::Item && *p == ',')) {
-            return false;
-        }
+        auto ends = [&](It p) {
+            return p == last || isLineEnd(*p) || *p == '#' || (mode == TextMode::Item && *p == ',');
+        };
+        if (ends(first)) return false;
         ast::Text text;
-        if (*p == '"' && mode == TextMode::Item) {
-            It close = p + 1;
+        It end = first;
+        while (!ends(end)) {
+            if (*end != '"') {
+                text.value.push_back(*end++);
+                continue;
+            }
+            It close = end + 1;
             while (close != last && *close != '"' && !isLineEnd(*close)) ++close;
             if (close == last || *close != '"') {
-                auto column = std::to_string(x3::get<ParseStateTag>(ctx).locate(p).column);
+                if (mode == TextMode::Remainder) {  // a lone '"' in a description is text
+                    text.value.push_back(*end++);
+                    continue;
+                }
+                auto column = std::to_string(x3::get<ParseStateTag>(ctx).locate(end).column);
                 boost::throw_exception(
                     x3::expectation_failure<It>(close, "!unterminated string: the '\"' at column " +
                                                            column + " is not closed on its line"));
             }
-            text.value.assign(p + 1, close);
-            // OpenSM strips blanks (a carriage return among them) after the closing quote.
-            first = close + 1;
-            while (first != last && isTrimmedBlank(*first)) ++first;
-            x3::traits::move_to(std::move(text), attr);
-            return true;
+            text.value.append(end + 1, close);
+            end = close + 1;
         }
-        bool inQuote = false;
-        It end = p;
-        while (end != last && !isLineEnd(*end)) {
-            if (*end == '"') inQuote = !inQuote;
-            if (!inQuote && (*end == '#' || (mode == TextMode::Item && *end == ','))) break;
-            ++end;
-        }
-        It stop = end;
-        while (stop != p && isTrimmedBlank(stop[-1])) --stop;
-        if (mode == TextMode::Remainder && stop - p >= 2 && *p == '"' && stop[-1] == '"') {
-            text.value.assign(p + 1, stop - 1);
-        } else {
-            text.value.assign(p, stop);
-        }
-        first = end;  // the trimmed blanks are consumed with the text
+        size_t from = 0, to = text.value.size();
+        while (from < to && isTrimmedBlank(text.value[from])) ++from;
+        while (to > from && isTrimmedBlank(text.value[to - 1])) --to;
+        text.value = text.value.substr(from, to - from);
+        first = end;
         x3::traits::move_to(std::move(text), attr);
         return true;
     }
@@ -334,7 +365,9 @@ struct UlpQualifierToken : x3::parser<UlpQualifierToken> {
         }};
         x3::skip_over(first, last, ctx);
         for (auto& [word, kind] : names) {
-            if (startsWithWord(first, last, word)) {
+            // OpenSM's lexer reads "any, service-id" as one token: a number may follow at once.
+            if (static_cast<size_t>(last - first) >= word.size() &&
+                std::string_view(first, word.size()) == word) {
                 first += word.size();
                 ast::UlpQualifierWord w;
                 w.kind = kind;

@@ -16,8 +16,9 @@ using x3::matches;
 
 inline constexpr EndOfLine end_of_line_token{};
 inline constexpr EndOfLine blank_line{false};
-inline constexpr ListComma comma{};
-inline constexpr ListComma number_comma{true};
+inline constexpr ListComma comma{ListGoesOn::Names};
+inline constexpr ListComma number_comma{ListGoesOn::Numbers};
+inline constexpr ListComma node_type_comma{ListGoesOn::Never};
 
 // Names are what error messages print: "expected a number after 'sl:', found 'x'".
 struct number_class;
@@ -63,7 +64,7 @@ auto const range_list_def = range > *(number_comma > range);
 auto const text_list_def = text > *(comma > text);
 auto const number_list_def = number > *(number_comma > number);
 auto const pair_list_def = pair > *(number_comma > pair);
-auto const node_type_list_def = node_type > *(comma > node_type);
+auto const node_type_list_def = node_type > *(node_type_comma > node_type);
 auto const port_list_def = star | range_list;
 
 BOOST_SPIRIT_DEFINE(number, range, text, description, pair, node_type, star, end_line, range_list,

@@ -121,6 +121,35 @@ TEST_CASE("unquoted names keep inner blanks; quoted names keep commas and '#'",
           "SRP targets, rack 4");
 }
 
+TEST_CASE("quoted parts are glued to the text around them and trimmed, as OpenSM reads them",
+          "[policy-grammar][quoting]") {
+    Parsed p(inGroup("    partition: \" Go\"ld \n    use: the \"gold, #1\" customers \"\n"));
+    REQUIRE_FALSE(p.diagnostics.hasErrors());
+    CHECK(
+        valueOf<ast::TextList>(p.field(ast::BlockKind::PortGroup, ast::Key::Partition))[0].value ==
+        "Gold");
+    // A lone quote in a description is text.
+    CHECK(valueOf<ast::Text>(p.field(ast::BlockKind::PortGroup, ast::Key::Use)).value ==
+          "the gold, #1 customers \"");
+}
+
+TEST_CASE("a list of names goes on on the next line only where OpenSM's lexer reads plain text",
+          "[policy-grammar][lists]") {
+    Parsed p(inGroup("    partition: a,\n    # between\n      b c, \"d-1\"\n"));
+    REQUIRE_FALSE(p.diagnostics.hasErrors());
+    auto& names = valueOf<ast::TextList>(p.field(ast::BlockKind::PortGroup, ast::Key::Partition));
+    REQUIRE(names.size() == 3);
+    CHECK(names[1].value == "b c");
+    CHECK(names[2].value == "d-1");
+    // A digit or a keyword outside quotes ends the list (OpenSM reads a number or a keyword),
+    // and node types are node types only on their keyword's line.
+    for (const char* cut : {"    partition: a,\n      b1\n", "    partition: a,\n    pkey: 1\n",
+                            "    node-type: CA,\n      SWITCH\n"}) {
+        Parsed q(inGroup(cut));
+        CHECK(q.diagnostics.hasErrors());
+    }
+}
+
 TEST_CASE("an unterminated quote is one error at the end of its line",
           "[policy-grammar][quoting]") {
     Parsed p(inGroup("    port-name: \"abc/P1\n    port-guid: 0x1\n"));
@@ -161,6 +190,36 @@ TEST_CASE("qos-ulps lines keep their ULP, qualifier, values and SL", "[policy-gr
     CHECK(first.sl.value == 8);
     auto& second = boost::get<ast::x3::forward_ast<ast::UlpLine>>(ulps->items[1]).get();
     CHECK(second.condition->ranges.size() == 2);
+}
+
+TEST_CASE("a qos-ulps qualifier may be followed by its number without a blank",
+          "[policy-grammar][ulps]") {
+    Parsed p("qos-ulps\n  any, service-id0x10-0x20 : 3\n  sdp, port-num7:2\nend-qos-ulps\n");
+    REQUIRE_FALSE(p.diagnostics.hasErrors());
+    const ast::Block* ulps = p.find(ast::BlockKind::QosUlps);
+    auto& first = boost::get<ast::x3::forward_ast<ast::UlpLine>>(ulps->items[0]).get();
+    CHECK(first.condition->qualifier.kind == ast::UlpQualifier::ServiceId);
+    CHECK(first.condition->ranges[0].lo.value == 0x10);
+}
+
+TEST_CASE("a comment on a last line without a line end is an error, as in OpenSM",
+          "[policy-grammar][lexical]") {
+    Parsed p("qos-ulps\n  default : 0\nend-qos-ulps # done");
+    REQUIRE(p.diagnostics.errorCount() == 1);
+    CHECK(p.diagnostics.all()[0].location.line == 3);
+    CHECK(p.diagnostics.all()[0].location.column == 14);
+    Parsed quoted("qos-ulps\n  default : 0\nend-qos-ulps\n# done\n");
+    CHECK_FALSE(quoted.diagnostics.hasErrors());
+}
+
+TEST_CASE("a block keyword line that fails after its keyword still locates the block",
+          "[policy-grammar][recovery]") {
+    Parsed p("qos-setup\r\nend-qos-setup\n");
+    REQUIRE(p.diagnostics.errorCount() == 1);
+    const ast::Block* setup = p.find(ast::BlockKind::QosSetup);
+    REQUIRE(setup);
+    CHECK(setup->open.located());
+    CHECK(setup->close.located());
 }
 
 TEST_CASE("every later error is still found, at most one per line", "[policy-grammar][recovery]") {
