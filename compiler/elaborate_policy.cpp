@@ -199,6 +199,36 @@ class Elaborator {
         }
     }
 
+    // OpenSM looks every GUID of a port-guid range up one by one (osm_get_port_by_guid() in
+    // __parser_add_guid_range_to_port_map()), and its loop never ends for a range that ends at
+    // 2^64-1: a wide range stalls its SM thread for as long as the walk takes, that one for
+    // good. OpenSM "accepts" it; ibqos says what it costs (the plugin writes GUID lists).
+    void guidRangesOpenSmWalks(const std::vector<WrittenRange>& written, size_t first) {
+        // Measured: 2^28 lookups stall OpenSM for a second on a small ibsim fabric (a larger
+        // one, with a deeper port map, is slower).
+        constexpr uint64_t Wide = uint64_t{1} << 28;
+        constexpr double LookupsPerSecond = 2.5e8;
+        for (size_t i = first; i < written.size(); ++i) {
+            const Range& r = written[i].range;
+            if (r.hi == UINT64_MAX) {
+                report_.stricterError(
+                    "guid-range", written[i].location,
+                    "a GUID range that ends at 0xffffffffffffffff hangs OpenSM 3.3.23 for good (it "
+                    "looks the range up one GUID at a time, and its loop wraps around); list the "
+                    "port GUIDs instead");
+            } else if (r.hi - r.lo >= Wide) {
+                uint64_t n = r.hi - r.lo + 1;
+                report_.stricterError(
+                    "guid-range", written[i].location,
+                    "a range of " + std::to_string(n) +
+                        " GUIDs stalls OpenSM 3.3.23's SM thread while it looks them up one by one "
+                        "(about " +
+                        std::to_string(static_cast<uint64_t>(n / LookupsPerSecond)) +
+                        " s or more a sweep); list the port GUIDs instead");
+            }
+        }
+    }
+
     void names(const ast::TextList& list, std::vector<NameRef>& out) {
         for (const ast::Text& t : list) {
             if (t.value.empty()) report_.stricterError("value-range", at(t), "empty name");
@@ -249,7 +279,11 @@ class Elaborator {
                     if (auto* t = single<ast::Text>(*f, seen, b.kind)) g.use = t->value;
                     break;
                 case Key::PortGuid:
-                    if (auto* r = value<ast::RangeList>(*f)) ranges(*r, guids, &g.guidRanges);
+                    if (auto* r = value<ast::RangeList>(*f)) {
+                        size_t first = g.guidRanges.size();
+                        ranges(*r, guids, &g.guidRanges);
+                        guidRangesOpenSmWalks(g.guidRanges, first);
+                    }
                     break;
                 case Key::PortName:
                     if (auto* t = value<ast::TextList>(*f)) {
@@ -530,6 +564,10 @@ class Elaborator {
             bool pkey = q == UlpQualifier::Pkey;
             ranges(line.condition->ranges, values, &entry.written, pkey);
             if (values.empty()) return;  // every value was bad (reported)
+            if (q == UlpQualifier::TargetPortGuid || q == UlpQualifier::SourcePortGuid ||
+                q == UlpQualifier::SourceTargetPortGuid) {
+                guidRangesOpenSmWalks(entry.written, 0);
+            }
             if (q == UlpQualifier::PortNum) {
                 for (const WrittenRange& w : entry.written) {
                     if (w.range.hi > 0xffff) {
