@@ -8,7 +8,7 @@ ServiceID, QoS class, PKey and SL) go to its SA one at a time with saquery, and 
 requests to `ibqos query --batch`, given the fabric as ibnetdiscover sees it. They must agree:
 an empty answer where ibqos says "rejected"; the SL, packet life and PKey exactly; the MTU and
 rate as the level's limit clamped by the path (ibqos has no routes: the path's values are
-computed here from the topology, comparing real speeds since the rate enum is not ordered).
+computed here from the topology, the rate clamped in OpenSM's order of the rate enum).
 
 Exits 77 (skipped) when ibsim, OpenSM or the diags are not installed.
 """

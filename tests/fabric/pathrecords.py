@@ -24,6 +24,12 @@ CA_MTU = 4  # 2048
 
 RATE_GBPS = {2: 2.5, 3: 10, 4: 30, 5: 5, 6: 20, 7: 40, 8: 60, 9: 80, 10: 120, 11: 14, 12: 56, 13: 112,
              14: 168, 15: 25, 16: 100, 17: 200, 18: 300, 19: 28, 20: 50, 21: 400, 22: 600}
+# How OpenSM orders the rate enum when it clamps a path's rate to a level's rate-limit
+# (ordered_rates in libopensm/osm_helper.c): by data rate with 64b/66b lanes counted as their
+# signalling equivalent, so 25 Gb/s (1x EDR, "31.25") is above 30 Gb/s (12x SDR).
+RATE_ORDER = {2: 1, 3: 3, 4: 6, 5: 2, 6: 5, 7: 9, 8: 10, 9: 13, 10: 14, 11: 4, 12: 12, 13: 16, 14: 17, 15: 7,
+              16: 15, 17: 18, 18: 19, 19: 8, 20: 11, 21: 20, 22: 21}
+RATE_OF_GBPS = {gbps: rate for rate, gbps in RATE_GBPS.items()}
 LANE_GBPS = {"SDR": 2.5, "DDR": 5, "QDR": 10, "FDR10": 10, "FDR": 14, "EDR": 25, "HDR": 50}
 
 # Values the requests draw from: those the sample policies name, their neighbours, and others.
@@ -162,8 +168,9 @@ def expected_values(topology, r, answer):
     gbps, mtu = topology.path(r["src"], r["dst"])
     if answer["mtu_limit"] is not None:
         mtu = min(mtu, answer["mtu_limit"])
-    if answer["rate_limit"] is not None:
-        gbps = min(gbps, RATE_GBPS[answer["rate_limit"]])
+    limit = answer["rate_limit"]
+    if limit is not None and RATE_ORDER[RATE_OF_GBPS[gbps]] > RATE_ORDER[limit]:
+        gbps = RATE_GBPS[limit]
     life = answer["packet_life"] if answer["packet_life"] is not None else SUBNET_TIMEOUT
     return {"sl": answer["sl"], "mtu": mtu, "gbps": gbps, "pkt_life": life, "pkey": answer["pkey"]}
 
