@@ -6,12 +6,12 @@
 #include <cstring>
 #include <string>
 
-#include "bench_util.hpp"
-#include "bind.hpp"
-#include "compile_policy.hpp"
-#include "realizability.hpp"
-#include "synthetic.hpp"
-#include "tables.hpp"
+#include "bench/bench_util.hpp"
+#include "bench/synthetic.hpp"
+#include "compiler/bind.hpp"
+#include "compiler/compile_policy.hpp"
+#include "compiler/realizability.hpp"
+#include "compiler/tables.hpp"
 
 using namespace ibqos;
 

@@ -22,11 +22,11 @@
 #include <unordered_set>
 #include <vector>
 
-#include "bench_util.hpp"
-#include "bind.hpp"
-#include "classifier.hpp"
-#include "source.hpp"
-#include "synthetic.hpp"
+#include "bench/bench_util.hpp"
+#include "bench/synthetic.hpp"
+#include "compiler/bind.hpp"
+#include "policy-grammar/source.hpp"
+#include "sa-matcher/classifier.hpp"
 
 using namespace ibqos;
 using Clock = std::chrono::steady_clock;

@@ -9,9 +9,9 @@
 #include <random>
 #include <string>
 
-#include "bench_util.hpp"
-#include "compile_policy.hpp"
-#include "text.hpp"
+#include "bench/bench_util.hpp"
+#include "compiler/compile_policy.hpp"
+#include "compiler/text.hpp"
 
 using namespace ibqos;
 

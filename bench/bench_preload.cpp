@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "bench_util.hpp"
-#include "verbs_standin.hpp"
+#include "bench/bench_util.hpp"
+#include "tests/host-sched/verbs_standin.hpp"
 
 using namespace ibqos;
 

@@ -7,10 +7,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "bench_util.hpp"
-#include "host_plan.hpp"
-#include "sa_client.hpp"
-#include "umad_transport.hpp"
+#include "bench/bench_util.hpp"
+#include "host-sched/host_plan.hpp"
+#include "host-sched/sa_client.hpp"
+#include "host-sched/umad_transport.hpp"
 
 using namespace ibqos;
 

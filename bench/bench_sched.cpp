@@ -6,9 +6,9 @@
 #include <random>
 #include <string>
 
-#include "bench_util.hpp"
-#include "compile_policy.hpp"
-#include "sched_simulated.hpp"
+#include "bench/bench_util.hpp"
+#include "compiler/compile_policy.hpp"
+#include "host-sched/sched_simulated.hpp"
 
 using namespace ibqos;
 

@@ -6,10 +6,10 @@
 #include <cstring>
 #include <string>
 
-#include "bench_util.hpp"
-#include "compile_policy.hpp"
-#include "sweep.hpp"
-#include "synthetic.hpp"
+#include "bench/bench_util.hpp"
+#include "bench/synthetic.hpp"
+#include "compiler/compile_policy.hpp"
+#include "osm-plugin/sweep.hpp"
 
 using namespace ibqos;
 

@@ -2,9 +2,9 @@
 // ibqos check: every problem in a policy, located, in one run.
 #include <iostream>
 
-#include "commands.hpp"
-#include "compile_policy.hpp"
-#include "options.hpp"
+#include "cli/commands.hpp"
+#include "cli/options.hpp"
+#include "compiler/compile_policy.hpp"
 
 namespace ibqos::cli {
 

@@ -2,10 +2,10 @@
 // ibqos compile: every table every port will receive, the VL shares, or a plain OpenSM setup.
 #include <iostream>
 
-#include "commands.hpp"
-#include "compile_policy.hpp"
-#include "emit.hpp"
-#include "options.hpp"
+#include "cli/commands.hpp"
+#include "cli/options.hpp"
+#include "compiler/compile_policy.hpp"
+#include "compiler/emit.hpp"
 
 namespace ibqos::cli {
 

@@ -9,13 +9,13 @@
 #include <iostream>
 #include <stdexcept>
 
-#include "bind.hpp"
-#include "classifier.hpp"
-#include "commands.hpp"
-#include "compile_policy.hpp"
-#include "options.hpp"
-#include "reference_match.hpp"
-#include "text.hpp"
+#include "cli/commands.hpp"
+#include "cli/options.hpp"
+#include "compiler/bind.hpp"
+#include "compiler/compile_policy.hpp"
+#include "compiler/text.hpp"
+#include "sa-matcher/classifier.hpp"
+#include "sa-matcher/reference_match.hpp"
 
 namespace ibqos::cli {
 

@@ -2,10 +2,10 @@
 // ibqos verify: does every port of the live fabric hold the tables the policy compiles to?
 #include <iostream>
 
-#include "commands.hpp"
-#include "compile_policy.hpp"
-#include "options.hpp"
-#include "probe.hpp"
+#include "cli/commands.hpp"
+#include "cli/options.hpp"
+#include "compiler/compile_policy.hpp"
+#include "fabric-probe/probe.hpp"
 
 namespace ibqos::cli {
 

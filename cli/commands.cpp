@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // What the ibqos subcommands share.
-#include "commands.hpp"
+#include "cli/commands.hpp"
 
-#include "realizability.hpp"
+#include "compiler/realizability.hpp"
 
 #include <unistd.h>
 

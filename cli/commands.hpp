@@ -7,13 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "bind.hpp"
-#include "diagnostics.hpp"
-#include "fabric.hpp"
-#include "opensm_conf.hpp"
-#include "options.hpp"
-#include "source.hpp"
-#include "tables.hpp"
+#include "cli/options.hpp"
+#include "compiler/bind.hpp"
+#include "compiler/fabric.hpp"
+#include "compiler/opensm_conf.hpp"
+#include "compiler/tables.hpp"
+#include "policy-grammar/diagnostics.hpp"
+#include "policy-grammar/source.hpp"
 
 namespace ibqos::cli {
 

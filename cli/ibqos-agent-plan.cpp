@@ -6,10 +6,10 @@
 #include <iostream>
 #include <map>
 
-#include "commands.hpp"
-#include "ibqos-agent-commands.hpp"
-#include "options.hpp"
-#include "sched_simulated.hpp"
+#include "cli/commands.hpp"
+#include "cli/ibqos-agent-commands.hpp"
+#include "cli/options.hpp"
+#include "host-sched/sched_simulated.hpp"
 
 namespace ibqos::cli {
 

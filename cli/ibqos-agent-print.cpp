@@ -3,9 +3,9 @@
 #include <cmath>
 #include <cstdio>
 
-#include "commands.hpp"
-#include "compile_policy.hpp"
-#include "ibqos-agent-commands.hpp"
+#include "cli/commands.hpp"
+#include "cli/ibqos-agent-commands.hpp"
+#include "compiler/compile_policy.hpp"
 
 namespace ibqos::cli {
 

@@ -2,11 +2,11 @@
 // ibqos-agent resolve: one PathRecord from the SA, and the leaf and PCC slot of its SL.
 #include <iostream>
 
-#include "commands.hpp"
-#include "ibqos-agent-commands.hpp"
-#include "options.hpp"
-#include "sa_client.hpp"
-#include "umad_transport.hpp"
+#include "cli/commands.hpp"
+#include "cli/ibqos-agent-commands.hpp"
+#include "cli/options.hpp"
+#include "host-sched/sa_client.hpp"
+#include "host-sched/umad_transport.hpp"
 
 namespace ibqos::cli {
 

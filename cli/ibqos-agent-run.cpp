@@ -7,11 +7,11 @@
 #include <cstdio>
 #include <iostream>
 
-#include "agent_server.hpp"
-#include "commands.hpp"
-#include "ibqos-agent-commands.hpp"
-#include "options.hpp"
-#include "pcc_mango.hpp"
+#include "cli/commands.hpp"
+#include "cli/ibqos-agent-commands.hpp"
+#include "cli/options.hpp"
+#include "host-sched/agent_server.hpp"
+#include "host-sched/pcc_mango.hpp"
 
 namespace ibqos::cli {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // ibqos-agent: a host's side of the QoS policy: paths from the SA, the scheduling tree, PCC slots.
-#include "commands.hpp"
-#include "ibqos-agent-commands.hpp"
+#include "cli/commands.hpp"
+#include "cli/ibqos-agent-commands.hpp"
 
 namespace {
 

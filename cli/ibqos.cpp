@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // ibqos: offline validation, compilation and "which SL, and why" queries for OpenSM QoS policies.
-#include "commands.hpp"
+#include "cli/commands.hpp"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Options: a small, strict command-line parser.
-#include "options.hpp"
+#include "cli/options.hpp"
 
 #include <cerrno>
 #include <cstdlib>

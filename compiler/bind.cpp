@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // bindPolicy: group membership by GUID range, port name, partition, PKey, node type and SELF.
-#include "bind.hpp"
-#include "text.hpp"
+#include "compiler/bind.hpp"
+#include "compiler/text.hpp"
 
 #include <algorithm>
 #include <cstdio>

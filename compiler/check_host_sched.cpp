@@ -4,8 +4,8 @@
 #include <map>
 #include <string>
 
-#include "passes.hpp"
-#include "pcc_algorithms.hpp"
+#include "compiler/passes.hpp"
+#include "compiler/pcc_algorithms.hpp"
 
 namespace ibqos::passes {
 

@@ -2,7 +2,7 @@
 // Pass 5: the qos-setup section, which OpenSM parses and ignores and ibqos applies.
 #include <string>
 
-#include "passes.hpp"
+#include "compiler/passes.hpp"
 
 namespace ibqos::passes {
 

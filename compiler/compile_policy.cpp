@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // compilePolicy: the pass list, in the order the data flows.
-#include "compile_policy.hpp"
+#include "compiler/compile_policy.hpp"
 
 #include <array>
 
-#include "parse.hpp"
-#include "passes.hpp"
-#include "pcc_algorithms.hpp"
+#include "compiler/passes.hpp"
+#include "compiler/pcc_algorithms.hpp"
+#include "policy-grammar/parse.hpp"
 
 namespace ibqos {
 

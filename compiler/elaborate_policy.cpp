@@ -4,7 +4,7 @@
 #include <bitset>
 #include <string>
 
-#include "passes.hpp"
+#include "compiler/passes.hpp"
 
 namespace ibqos::passes {
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <tuple>
 
-#include "emit.hpp"
-#include "vlarb_sim.hpp"
+#include "compiler/emit.hpp"
+#include "compiler/vlarb_sim.hpp"
 
 namespace ibqos {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <tuple>
 
-#include "emit.hpp"
+#include "compiler/emit.hpp"
 
 namespace ibqos {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Fabric: lookup tables, endpoint names, and the IB rate and MTU encodings.
-#include "fabric.hpp"
+#include "compiler/fabric.hpp"
 
 #include <algorithm>
 #include <cctype>

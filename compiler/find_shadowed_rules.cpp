@@ -2,7 +2,7 @@
 // Pass 4: a match rule that can never match because an earlier rule matches every request it does.
 #include <string>
 
-#include "passes.hpp"
+#include "compiler/passes.hpp"
 
 namespace ibqos::passes {
 

@@ -3,7 +3,7 @@
 // one of OpenSM's implicit per-SL levels, exactly as OpenSM's parser builds them.
 #include <string>
 
-#include "passes.hpp"
+#include "compiler/passes.hpp"
 
 namespace ibqos::passes {
 

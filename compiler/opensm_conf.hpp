@@ -5,8 +5,8 @@
 #include <optional>
 #include <string>
 
-#include "diagnostics.hpp"
-#include "source.hpp"
+#include "policy-grammar/diagnostics.hpp"
+#include "policy-grammar/source.hpp"
 
 namespace ibqos {
 

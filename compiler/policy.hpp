@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "diagnostics.hpp"
-#include "range_set.hpp"
+#include "compiler/range_set.hpp"
+#include "policy-grammar/diagnostics.hpp"
 
 namespace ibqos {
 

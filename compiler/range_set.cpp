@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // RangeSet: insertion with merging, membership by binary search, subset tests.
-#include "range_set.hpp"
+#include "compiler/range_set.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // checkRealizability: what the tables make of the levels' SLs, port by port.
-#include "realizability.hpp"
+#include "compiler/realizability.hpp"
 
 #include <algorithm>
 #include <array>

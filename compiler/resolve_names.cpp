@@ -5,7 +5,7 @@
 #include <map>
 #include <string>
 
-#include "passes.hpp"
+#include "compiler/passes.hpp"
 
 namespace ibqos::passes {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // computeTables: OpenSM's per-class templates, the qos-setup scopes in file order, OpenSM's
 // folding of VLs beyond a port's OperVLs, and every distinct table stored once.
-#include "tables.hpp"
+#include "compiler/tables.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,7 +10,7 @@
 #include <string>
 #include <tuple>
 
-#include "vlarb_sim.hpp"
+#include "compiler/vlarb_sim.hpp"
 
 namespace ibqos {
 

@@ -9,9 +9,9 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "fabric.hpp"
-#include "source.hpp"
-#include "text.hpp"
+#include "compiler/fabric.hpp"
+#include "compiler/text.hpp"
+#include "policy-grammar/source.hpp"
 
 namespace ibqos {
 

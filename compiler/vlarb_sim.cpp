@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The arbitration simulator and the bandwidth-to-weights planner.
-#include "vlarb_sim.hpp"
+#include "compiler/vlarb_sim.hpp"
 
 #include <algorithm>
 #include <cmath>

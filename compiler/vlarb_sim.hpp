@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "policy.hpp"
-#include "tables.hpp"
+#include "compiler/policy.hpp"
+#include "compiler/tables.hpp"
 
 namespace ibqos {
 

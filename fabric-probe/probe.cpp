@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // LiveFabric: ibnd_discover_fabric into a Fabric, SMP reads of SL2VL and VLArb, the comparison.
-#include "probe.hpp"
+#include "fabric-probe/probe.hpp"
 
 #include <cstring>
 #include <unordered_map>

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "fabric.hpp"
-#include "tables.hpp"
+#include "compiler/fabric.hpp"
+#include "compiler/tables.hpp"
 
 namespace ibqos::probe {
 

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "agent_state.hpp"
-#include "pcc_simulated.hpp"
+#include "host-sched/agent_state.hpp"
+#include "host-sched/pcc_simulated.hpp"
 
 using namespace ibqos;
 using namespace ibqos::host;

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "opensm_conf.hpp"
-#include "tables.hpp"
+#include "compiler/opensm_conf.hpp"
+#include "compiler/tables.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ibqos::SourceFile file("fuzz.conf", std::string(reinterpret_cast<const char*>(data), size));

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "fabric.hpp"
-#include "source.hpp"
+#include "compiler/fabric.hpp"
+#include "policy-grammar/source.hpp"
 
 namespace {
 

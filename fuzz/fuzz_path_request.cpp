@@ -7,12 +7,12 @@
 #include <span>
 #include <string>
 
-#include "bind.hpp"
-#include "classifier.hpp"
-#include "compile_policy.hpp"
-#include "path_request.hpp"
-#include "qos_answer.hpp"
-#include "reference_match.hpp"
+#include "compiler/bind.hpp"
+#include "compiler/compile_policy.hpp"
+#include "sa-matcher/classifier.hpp"
+#include "sa-matcher/path_request.hpp"
+#include "sa-matcher/qos_answer.hpp"
+#include "sa-matcher/reference_match.hpp"
 
 namespace {
 

@@ -5,11 +5,11 @@
 #include <cstdint>
 #include <string>
 
-#include "bind.hpp"
-#include "compile_policy.hpp"
-#include "emit.hpp"
-#include "realizability.hpp"
-#include "tables.hpp"
+#include "compiler/bind.hpp"
+#include "compiler/compile_policy.hpp"
+#include "compiler/emit.hpp"
+#include "compiler/realizability.hpp"
+#include "compiler/tables.hpp"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Agent messages: a strict reader and its writer.
-#include "agent_protocol.hpp"
+#include "host-sched/agent_protocol.hpp"
 
 #include <array>
 #include <cstdio>

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "sched_backend.hpp"
+#include "host-sched/sched_backend.hpp"
 
 namespace ibqos::host {
 

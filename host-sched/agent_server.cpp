@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // AgentServer: accept, receive datagrams, hand them to AgentState, send answers back.
-#include "agent_server.hpp"
+#include "host-sched/agent_server.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "agent_state.hpp"
+#include "host-sched/agent_state.hpp"
 
 namespace ibqos::host {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // AgentState: QPs reported by preloaded applications, their leaves and PCC slots.
-#include "agent_state.hpp"
+#include "host-sched/agent_state.hpp"
 
 #include <iterator>
 

@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "agent_protocol.hpp"
-#include "host_plan.hpp"
-#include "pcc_slots.hpp"
+#include "host-sched/agent_protocol.hpp"
+#include "host-sched/host_plan.hpp"
+#include "host-sched/pcc_slots.hpp"
 
 namespace ibqos::host {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // FluidLink: queue integration, ECN marking, CNP generation, RTT samples, engine cycles.
-#include "fluid_link.hpp"
+#include "host-sched/fluid_link.hpp"
 
 #include <algorithm>
 

@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "pcc_simulated.hpp"
+#include "host-sched/pcc_simulated.hpp"
 
 namespace ibqos::host {
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // HostPlan: ordering the host-sched section into a buildable tree.
-#include "host_plan.hpp"
+#include "host-sched/host_plan.hpp"
 
 #include <algorithm>
 #include <map>
 
-#include "compile_policy.hpp"
-#include "source.hpp"
+#include "compiler/compile_policy.hpp"
+#include "policy-grammar/source.hpp"
 
 namespace ibqos::host {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "policy.hpp"
+#include "compiler/policy.hpp"
 
 namespace ibqos::host {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The mlx5dv scheduling calls of libmlx5, linked at build time.
-#include "mlx5_api.hpp"
+#include "host-sched/mlx5_api.hpp"
 
 namespace ibqos::host {
 

@@ -2,7 +2,7 @@
 // The mlx5dv scheduling calls of libmlx5, found at run time.
 #include <dlfcn.h>
 
-#include "mlx5_api.hpp"
+#include "host-sched/mlx5_api.hpp"
 
 namespace ibqos::host {
 

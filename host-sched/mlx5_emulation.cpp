@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The emulated mlx5 scheduling contract: argument rules, capabilities, return conventions.
-#include "mlx5_emulation.hpp"
+#include "host-sched/mlx5_emulation.hpp"
 
 #include <cerrno>
 #include <cstdio>

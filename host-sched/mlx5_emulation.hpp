@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "mlx5_api.hpp"
+#include "host-sched/mlx5_api.hpp"
 
 namespace ibqos::host {
 

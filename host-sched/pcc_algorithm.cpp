@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The algorithm registry and access to parameter blocks by name.
-#include "pcc_algorithm.hpp"
+#include "host-sched/pcc_algorithm.hpp"
 
 #include <array>
 #include <cerrno>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string>
 
-#include "policy.hpp"
+#include "compiler/policy.hpp"
 
 namespace ibqos::host {
 

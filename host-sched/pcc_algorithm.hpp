@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "pcc_abi.h"
+#include "host-sched/pcc_abi.h"
 
 namespace ibqos::host {
 

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <limits>
 
-#include "pcc_algorithm.hpp"
+#include "host-sched/pcc_algorithm.hpp"
 
 namespace ibqos::host {
 

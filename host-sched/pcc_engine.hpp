@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "pcc_algorithm.hpp"
+#include "host-sched/pcc_algorithm.hpp"
 
 namespace ibqos::host {
 

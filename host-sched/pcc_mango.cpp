@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // MangoPccEngine: seed 003's calls through dlopen/dlsym, statuses turned into messages.
-#include "pcc_mango.hpp"
+#include "host-sched/pcc_mango.hpp"
 
 #include <dlfcn.h>
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "pcc_engine.hpp"
+#include "host-sched/pcc_engine.hpp"
 
 namespace ibqos::host {
 

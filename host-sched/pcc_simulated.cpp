@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The simulated PCC engine: slots, per-QP parameter blocks, windows, one cycle at a time.
-#include "pcc_simulated.hpp"
+#include "host-sched/pcc_simulated.hpp"
 
 #include <algorithm>
 #include <cerrno>

@@ -6,7 +6,7 @@
 #include <optional>
 #include <vector>
 
-#include "pcc_engine.hpp"
+#include "host-sched/pcc_engine.hpp"
 
 namespace ibqos::host {
 

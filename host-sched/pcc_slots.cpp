@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // PccSlots: registration, application to QPs, parameters by name; and opening an engine.
-#include "pcc_slots.hpp"
+#include "host-sched/pcc_slots.hpp"
 
 #include <cerrno>
 #include <cstring>
 
-#include "pcc_mango.hpp"
-#include "pcc_simulated.hpp"
+#include "host-sched/pcc_mango.hpp"
+#include "host-sched/pcc_simulated.hpp"
 
 namespace ibqos::host {
 

@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "host_plan.hpp"
-#include "pcc_engine.hpp"
+#include "host-sched/host_plan.hpp"
+#include "host-sched/pcc_engine.hpp"
 
 namespace ibqos::host {
 

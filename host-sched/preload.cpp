@@ -29,12 +29,12 @@
 #include <set>
 #include <string>
 
-#include "agent_protocol.hpp"
-#include "agent_server.hpp"
-#include "host_plan.hpp"
-#include "mlx5_api.hpp"
-#include "sched_mlx5.hpp"
-#include "sched_simulated.hpp"
+#include "host-sched/agent_protocol.hpp"
+#include "host-sched/agent_server.hpp"
+#include "host-sched/host_plan.hpp"
+#include "host-sched/mlx5_api.hpp"
+#include "host-sched/sched_mlx5.hpp"
+#include "host-sched/sched_simulated.hpp"
 
 namespace {
 

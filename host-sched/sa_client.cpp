@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // SaClient: retries with exponential backoff, fresh transaction ids, strict answer checks.
-#include "sa_client.hpp"
+#include "host-sched/sa_client.hpp"
 
 #include <algorithm>
 #include <random>

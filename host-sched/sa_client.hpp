@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sa_wire.hpp"
+#include "host-sched/sa_wire.hpp"
 
 namespace ibqos::host {
 

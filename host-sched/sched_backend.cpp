@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // What every scheduling backend shares: QP types and their attach roles.
-#include "sched_backend.hpp"
+#include "host-sched/sched_backend.hpp"
 
 namespace ibqos::host {
 

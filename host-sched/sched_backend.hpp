@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "host_plan.hpp"
+#include "host-sched/host_plan.hpp"
 
 namespace ibqos::host {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Mlx5SchedBackend: root first, parents before children, leaves before nodes on the way down.
-#include "sched_mlx5.hpp"
+#include "host-sched/sched_mlx5.hpp"
 
 #include <cerrno>
 #include <cstring>

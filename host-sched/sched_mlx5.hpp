@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "mlx5_api.hpp"
-#include "sched_backend.hpp"
+#include "host-sched/mlx5_api.hpp"
+#include "host-sched/sched_backend.hpp"
 
 namespace ibqos::host {
 

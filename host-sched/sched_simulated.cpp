@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The simulated transmit scheduler: weighted water-filling with caps, top-down.
-#include "sched_simulated.hpp"
+#include "host-sched/sched_simulated.hpp"
 
 #include <algorithm>
 #include <cerrno>

@@ -6,7 +6,7 @@
 #include <optional>
 #include <vector>
 
-#include "sched_backend.hpp"
+#include "host-sched/sched_backend.hpp"
 
 namespace ibqos::host {
 

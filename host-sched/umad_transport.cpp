@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // UmadTransport: libibumad port, SA agent registration, sends and receives.
-#include "umad_transport.hpp"
+#include "host-sched/umad_transport.hpp"
 
 #include <endian.h>
 #include <infiniband/umad.h>

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "sa_client.hpp"
+#include "host-sched/sa_client.hpp"
 
 namespace ibqos::host {
 

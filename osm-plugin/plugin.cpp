@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Plugin: reload, compile and apply at each heavy sweep; the routing-engine hooks; the log.
-#include "plugin.hpp"
+#include "osm-plugin/plugin.hpp"
 
 #include <sys/stat.h>
 
@@ -12,8 +12,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "compile_policy.hpp"
-#include "subnet.hpp"
+#include "compiler/compile_policy.hpp"
+#include "osm-plugin/subnet.hpp"
 
 namespace ibqos::osm {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // fabricFromSubnet, confFromOptions, expectedQosMads: OpenSM's structures read, never written.
-#include "subnet.hpp"
+#include "osm-plugin/subnet.hpp"
 
 #include <algorithm>
 #include <cstring>

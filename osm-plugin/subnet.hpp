@@ -4,10 +4,10 @@
 
 #include <vector>
 
-#include "fabric.hpp"
-#include "opensm_conf.hpp"
-#include "osm.hpp"
-#include "tables.hpp"
+#include "compiler/fabric.hpp"
+#include "compiler/opensm_conf.hpp"
+#include "compiler/tables.hpp"
+#include "osm-plugin/osm.hpp"
 
 namespace ibqos::osm {
 

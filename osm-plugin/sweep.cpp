@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // CompiledSweep: binding, tables, the plain policy, class options and per-port overrides.
-#include "sweep.hpp"
+#include "osm-plugin/sweep.hpp"
 
-#include "realizability.hpp"
+#include "compiler/realizability.hpp"
 
 namespace ibqos::osm {
 

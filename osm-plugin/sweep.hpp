@@ -9,12 +9,12 @@
 #include <string>
 #include <unordered_map>
 
-#include "bind.hpp"
-#include "emit.hpp"
-#include "fabric.hpp"
-#include "opensm_conf.hpp"
-#include "policy.hpp"
-#include "tables.hpp"
+#include "compiler/bind.hpp"
+#include "compiler/emit.hpp"
+#include "compiler/fabric.hpp"
+#include "compiler/opensm_conf.hpp"
+#include "compiler/policy.hpp"
+#include "compiler/tables.hpp"
 
 namespace ibqos::osm {
 

@@ -4,7 +4,7 @@
 
 #include <boost/fusion/include/adapt_struct.hpp>
 
-#include "ast.hpp"
+#include "policy-grammar/ast.hpp"
 
 BOOST_FUSION_ADAPT_STRUCT(ibqos::ast::Range, lo, hi)
 BOOST_FUSION_ADAPT_STRUCT(ibqos::ast::Pair, key, value, percent)

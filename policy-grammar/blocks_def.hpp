@@ -3,8 +3,8 @@
 // line, with the catch-all that reports a misplaced line and resynchronises at the next one.
 #pragma once
 
-#include "grammar.hpp"
-#include "values_def.hpp"
+#include "policy-grammar/grammar.hpp"
+#include "policy-grammar/values_def.hpp"
 
 // Declares and defines <name>_open and <name>_close, the opening and closing lines of a block.
 #define IBQOS_BLOCK_LINES(name, openWord, closeWord)                                            \

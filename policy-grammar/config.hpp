@@ -4,8 +4,8 @@
 
 #include <boost/spirit/home/x3.hpp>
 
-#include "diagnostics.hpp"
-#include "source.hpp"
+#include "policy-grammar/diagnostics.hpp"
+#include "policy-grammar/source.hpp"
 
 namespace ibqos::grammar {
 

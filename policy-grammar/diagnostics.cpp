@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Diagnostics collection and rendering (text with source excerpt, JSON).
-#include "diagnostics.hpp"
+#include "policy-grammar/diagnostics.hpp"
 
 #include <algorithm>
 #include <cstdio>
 
-#include "source.hpp"
+#include "policy-grammar/source.hpp"
 
 namespace ibqos {
 

@@ -5,9 +5,9 @@
 #include <string>
 #include <type_traits>
 
-#include "ast.hpp"
-#include "config.hpp"
-#include "tokens.hpp"
+#include "policy-grammar/ast.hpp"
+#include "policy-grammar/config.hpp"
+#include "policy-grammar/tokens.hpp"
 
 namespace ibqos::grammar {
 

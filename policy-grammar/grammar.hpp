@@ -5,9 +5,9 @@
 
 #include <vector>
 
-#include "ast.hpp"
-#include "config.hpp"
-#include "error_handler.hpp"
+#include "policy-grammar/ast.hpp"
+#include "policy-grammar/config.hpp"
+#include "policy-grammar/error_handler.hpp"
 
 namespace ibqos::grammar {
 

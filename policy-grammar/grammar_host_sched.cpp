@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Grammar of the host-sched extension section (transmit scheduling on hosts).
-#include "blocks_def.hpp"
+#include "policy-grammar/blocks_def.hpp"
 
 namespace ibqos::grammar {
 

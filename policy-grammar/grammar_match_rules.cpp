@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Grammar of the qos-match-rules and qos-ulps sections.
-#include "blocks_def.hpp"
+#include "policy-grammar/blocks_def.hpp"
 
 namespace ibqos::grammar {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Grammar of a whole policy file: sections in any order, each any number of times.
-#include "blocks_def.hpp"
+#include "policy-grammar/blocks_def.hpp"
 
 namespace ibqos::grammar {
 

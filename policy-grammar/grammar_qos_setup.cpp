@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Grammar of the qos-setup section (vlarb-tables and sl2vl-tables), with the bandwidth extension.
-#include "blocks_def.hpp"
+#include "policy-grammar/blocks_def.hpp"
 
 namespace ibqos::grammar {
 

@@ -6,9 +6,9 @@
 #include <string_view>
 #include <vector>
 
-#include "ast.hpp"
-#include "error_handler.hpp"
-#include "tokens.hpp"
+#include "policy-grammar/ast.hpp"
+#include "policy-grammar/error_handler.hpp"
+#include "policy-grammar/tokens.hpp"
 
 namespace ibqos {
 

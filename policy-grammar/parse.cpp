@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // parsePolicy: runs the X3 grammar over a source file.
-#include "parse.hpp"
+#include "policy-grammar/parse.hpp"
 
 #include <cstring>
 
-#include "grammar.hpp"
+#include "policy-grammar/grammar.hpp"
 
 namespace ibqos {
 

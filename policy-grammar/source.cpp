@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // SourceFile: file loading and offset-to-line lookup.
-#include "source.hpp"
+#include "policy-grammar/source.hpp"
 
 #include <algorithm>
 #include <cerrno>

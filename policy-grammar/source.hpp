@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "diagnostics.hpp"
+#include "policy-grammar/diagnostics.hpp"
 
 namespace ibqos {
 

@@ -9,8 +9,8 @@
 #include <string_view>
 #include <type_traits>
 
-#include "ast.hpp"
-#include "config.hpp"
+#include "policy-grammar/ast.hpp"
+#include "policy-grammar/config.hpp"
 
 namespace ibqos::grammar {
 

@@ -4,9 +4,9 @@
 // objects, so each unit has its own copy and no rule crosses a unit boundary here.
 #pragma once
 
-#include "ast_adapted.hpp"
-#include "error_handler.hpp"
-#include "tokens.hpp"
+#include "policy-grammar/ast_adapted.hpp"
+#include "policy-grammar/error_handler.hpp"
+#include "policy-grammar/tokens.hpp"
 
 namespace ibqos::grammar::values {
 

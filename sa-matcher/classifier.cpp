@@ -21,7 +21,7 @@
 //
 // Every lookup in the loop is branchless where its outcome is as random as the requests: on the
 // machines measured, mispredicted branches cost more than the work they would skip.
-#include "classifier.hpp"
+#include "sa-matcher/classifier.hpp"
 
 #include <algorithm>
 #include <bit>

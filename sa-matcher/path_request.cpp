@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // decodePathRequest: the SA MAD layouts of IBA vol. 1 (15.2.5.16 PathRecord, 15.2.5.20
 // MultiPathRecord) and the checks osm_sa_path_record.c / osm_sa_multipath_record.c make first.
-#include "path_request.hpp"
-#include "text.hpp"
+#include "sa-matcher/path_request.hpp"
+#include "compiler/text.hpp"
 
 #include <cstdio>
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "fabric.hpp"
+#include "compiler/fabric.hpp"
 
 namespace ibqos {
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The SA's post-processing of a QoS level, read from pr_rcv_get_path_parms() in OpenSM 3.3.23's
 // osm_sa_path_record.c (the MultiPathRecord code does the same), and the PKey tables it uses.
-#include "qos_answer.hpp"
+#include "sa-matcher/qos_answer.hpp"
 
 #include <algorithm>
 

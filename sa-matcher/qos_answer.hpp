@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "fabric.hpp"
-#include "path_request.hpp"
-#include "policy.hpp"
+#include "compiler/fabric.hpp"
+#include "compiler/policy.hpp"
+#include "sa-matcher/path_request.hpp"
 
 namespace ibqos {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The rule-by-rule scan of __qos_policy_get_match_rule_by_params() in osm_qos_policy.c.
-#include "reference_match.hpp"
+#include "sa-matcher/reference_match.hpp"
 
 namespace ibqos {
 

@@ -7,9 +7,9 @@
 #include <string_view>
 #include <vector>
 
-#include "bind.hpp"
-#include "path_request.hpp"
-#include "qos_answer.hpp"
+#include "compiler/bind.hpp"
+#include "sa-matcher/path_request.hpp"
+#include "sa-matcher/qos_answer.hpp"
 
 namespace ibqos {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "compile_policy.hpp"
-#include "parse.hpp"
+#include "compiler/compile_policy.hpp"
+#include "policy-grammar/parse.hpp"
 
 namespace ibqos::test {
 

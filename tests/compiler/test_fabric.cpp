@@ -2,8 +2,8 @@
 // Unit tests of the fabric readers (ibnetdiscover, ibsim net, partitions.conf) and of binding.
 #include <catch2/catch.hpp>
 
-#include "bind.hpp"
-#include "policy_text.hpp"
+#include "compiler/bind.hpp"
+#include "tests/policy_text.hpp"
 
 using namespace ibqos;
 using ibqos::test::slurp;

@@ -2,7 +2,7 @@
 // Unit tests of compilePolicy: values, names, the default level, qos-ulps lowering, shadowing.
 #include <catch2/catch.hpp>
 
-#include "policy_text.hpp"
+#include "tests/policy_text.hpp"
 
 using namespace ibqos;
 using test::Compiled;

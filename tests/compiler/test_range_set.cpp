@@ -2,7 +2,7 @@
 // Unit tests of RangeSet: OpenSM's sorted, merged range arrays.
 #include <catch2/catch.hpp>
 
-#include "range_set.hpp"
+#include "compiler/range_set.hpp"
 
 using ibqos::Range;
 using ibqos::RangeSet;

@@ -3,10 +3,10 @@
 // arbitration simulator, the bandwidth planner, and the realizability checks.
 #include <catch2/catch.hpp>
 
-#include "policy_text.hpp"
-#include "realizability.hpp"
-#include "tables.hpp"
-#include "vlarb_sim.hpp"
+#include "compiler/realizability.hpp"
+#include "compiler/tables.hpp"
+#include "compiler/vlarb_sim.hpp"
+#include "tests/policy_text.hpp"
 
 using namespace ibqos;
 using ibqos::test::slurp;

@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "host_plan.hpp"
-#include "policy_text.hpp"
+#include "host-sched/host_plan.hpp"
+#include "tests/policy_text.hpp"
 
 namespace ibqos::test {
 

@@ -23,7 +23,7 @@
 #include <map>
 #include <string>
 
-#include "verbs_standin.hpp"
+#include "tests/host-sched/verbs_standin.hpp"
 
 namespace {
 

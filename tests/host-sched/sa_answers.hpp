@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sa_wire.hpp"
+#include "host-sched/sa_wire.hpp"
 
 namespace ibqos::test {
 

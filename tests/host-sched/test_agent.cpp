@@ -11,9 +11,9 @@
 #include <cstring>
 #include <thread>
 
-#include "agent_server.hpp"
-#include "host_policies.hpp"
-#include "pcc_simulated.hpp"
+#include "host-sched/agent_server.hpp"
+#include "host-sched/pcc_simulated.hpp"
+#include "tests/host-sched/host_policies.hpp"
 
 using namespace ibqos;
 using namespace ibqos::host;

@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <fstream>
 
-#include "host_plan.hpp"
-#include "host_policies.hpp"
+#include "host-sched/host_plan.hpp"
+#include "tests/host-sched/host_policies.hpp"
 
 using namespace ibqos;
 using namespace ibqos::host;

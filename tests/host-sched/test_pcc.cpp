@@ -11,12 +11,12 @@
 #include <cstdlib>
 #include <string>
 
-#include "fluid_link.hpp"
-#include "host_policies.hpp"
-#include "pcc_algorithms.hpp"
-#include "pcc_mango.hpp"
-#include "pcc_simulated.hpp"
-#include "pcc_slots.hpp"
+#include "compiler/pcc_algorithms.hpp"
+#include "host-sched/fluid_link.hpp"
+#include "host-sched/pcc_mango.hpp"
+#include "host-sched/pcc_simulated.hpp"
+#include "host-sched/pcc_slots.hpp"
+#include "tests/host-sched/host_policies.hpp"
 
 using namespace ibqos;
 using namespace ibqos::host;

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "host_policies.hpp"
+#include "tests/host-sched/host_policies.hpp"
 
 extern char** environ;
 

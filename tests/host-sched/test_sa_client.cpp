@@ -5,8 +5,8 @@
 #include <deque>
 #include <functional>
 
-#include "sa_answers.hpp"
-#include "sa_client.hpp"
+#include "host-sched/sa_client.hpp"
+#include "tests/host-sched/sa_answers.hpp"
 
 using namespace ibqos;
 using namespace ibqos::host;

@@ -2,8 +2,8 @@
 // Unit tests of the SA wire format: requests as sent, answers accepted and refused.
 #include <catch2/catch.hpp>
 
-#include "sa_answers.hpp"
-#include "sa_wire.hpp"
+#include "host-sched/sa_wire.hpp"
+#include "tests/host-sched/sa_answers.hpp"
 
 using namespace ibqos;
 using namespace ibqos::host;

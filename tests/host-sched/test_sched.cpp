@@ -10,10 +10,10 @@
 #include <cstring>
 #include <numeric>
 
-#include "host_policies.hpp"
-#include "mlx5_emulation.hpp"
-#include "sched_mlx5.hpp"
-#include "sched_simulated.hpp"
+#include "host-sched/mlx5_emulation.hpp"
+#include "host-sched/sched_mlx5.hpp"
+#include "host-sched/sched_simulated.hpp"
+#include "tests/host-sched/host_policies.hpp"
 
 using namespace ibqos;
 using namespace ibqos::host;

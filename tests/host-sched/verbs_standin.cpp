@@ -4,7 +4,7 @@
 //
 // STANDIN_FAIL_RTR=1 makes ibv_modify_qp fail RTR transitions with EINVAL (errno EINVAL);
 // STANDIN_QUIET=1 records nothing (for benchmarks).
-#include "verbs_standin.hpp"
+#include "tests/host-sched/verbs_standin.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -14,7 +14,7 @@
 #include <mutex>
 #include <string>
 
-#include "mlx5_emulation.hpp"
+#include "host-sched/mlx5_emulation.hpp"
 
 namespace {
 

@@ -4,7 +4,7 @@
 
 #include <functional>
 
-#include "parse.hpp"
+#include "policy-grammar/parse.hpp"
 
 using namespace ibqos;
 

@@ -9,10 +9,10 @@
 #include <string>
 #include <utility>
 
-#include "bind.hpp"
-#include "classifier.hpp"
-#include "path_request.hpp"
-#include "policy_text.hpp"
+#include "compiler/bind.hpp"
+#include "sa-matcher/classifier.hpp"
+#include "sa-matcher/path_request.hpp"
+#include "tests/policy_text.hpp"
 
 namespace ibqos::test {
 

@@ -5,9 +5,9 @@
 
 #include <random>
 
-#include "classifier.hpp"
-#include "matcher_fixture.hpp"
-#include "reference_match.hpp"
+#include "sa-matcher/classifier.hpp"
+#include "sa-matcher/reference_match.hpp"
+#include "tests/sa-matcher/matcher_fixture.hpp"
 
 using namespace ibqos;
 using test::LabFixture;

@@ -2,8 +2,8 @@
 // Explanations: the decisive rule and, for each earlier rule, the first condition it failed.
 #include <catch2/catch.hpp>
 
-#include "matcher_fixture.hpp"
-#include "reference_match.hpp"
+#include "sa-matcher/reference_match.hpp"
+#include "tests/sa-matcher/matcher_fixture.hpp"
 
 using namespace ibqos;
 using test::LabFixture;

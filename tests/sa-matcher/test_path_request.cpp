@@ -4,8 +4,8 @@
 
 #include <array>
 
-#include "matcher_fixture.hpp"
-#include "path_request.hpp"
+#include "sa-matcher/path_request.hpp"
+#include "tests/sa-matcher/matcher_fixture.hpp"
 
 using namespace ibqos;
 

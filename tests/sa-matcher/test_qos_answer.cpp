@@ -3,9 +3,9 @@
 // requested SL and PKey checks, packet life on loopback, the level's limits.
 #include <catch2/catch.hpp>
 
-#include "matcher_fixture.hpp"
-#include "qos_answer.hpp"
-#include "reference_match.hpp"
+#include "sa-matcher/qos_answer.hpp"
+#include "sa-matcher/reference_match.hpp"
+#include "tests/sa-matcher/matcher_fixture.hpp"
 
 using namespace ibqos;
 using test::LabFixture;
