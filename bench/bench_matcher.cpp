@@ -24,8 +24,8 @@
 
 #include "bench/bench_util.hpp"
 #include "bench/synthetic.hpp"
+#include "common/source.hpp"
 #include "compiler/bind.hpp"
-#include "policy-grammar/source.hpp"
 #include "sa-matcher/classifier.hpp"
 
 using namespace ibqos;

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "bench/bench_util.hpp"
+#include "common/text.hpp"
 #include "compiler/compile_policy.hpp"
-#include "compiler/text.hpp"
 
 using namespace ibqos;
 

@@ -11,9 +11,10 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "common/json.hpp"
+#include "common/text.hpp"
 #include "compiler/bind.hpp"
 #include "compiler/compile_policy.hpp"
-#include "compiler/text.hpp"
 #include "sa-matcher/classifier.hpp"
 #include "sa-matcher/reference_match.hpp"
 
@@ -64,16 +65,6 @@ Exit status: 0 every request was answered ("ok" or "rejected": a rejection is an
 1 the policy, topology or partitions have errors, or a request names an unknown port or
 (--batch) a line cannot be read; 2 usage or I/O error.
 )";
-
-// A number of a batch line or option: decimal or 0x hex, at most max.
-std::optional<uint64_t> parseNumber(const std::string& text, uint64_t max) {
-    if (text.empty() || !(std::isdigit(static_cast<unsigned char>(text[0])))) return std::nullopt;
-    errno = 0;
-    char* end = nullptr;
-    unsigned long long v = std::strtoull(text.c_str(), &end, 0);
-    if (errno != 0 || *end != '\0' || v > max) return std::nullopt;
-    return v;
-}
 
 // What the query command holds once the inputs are read.
 class Answerer {
@@ -350,7 +341,8 @@ std::optional<PathQuery> parseLine(const Fabric& fabric, const std::string& line
     static const uint64_t max[] = {0, 0, UINT64_MAX, 4095, 0xffff, 15};
     for (int i = 2; i < 6; ++i) {
         if (f[i] == "-") continue;
-        auto v = parseNumber(f[i], max[i]);
+        auto v = parseNumber(f[i]);
+        if (v && *v > max[i]) v.reset();
         if (!v) {
             error = std::string(names[i]) + " '" + excerpt(f[i]) + "' is not a number from 0 to " +
                     (i == 2 ? std::string("2^64-1") : std::to_string(max[i])) + " (or '-')";

@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "common/json.hpp"
 #include "compiler/compile_policy.hpp"
 #include "fabric-probe/probe.hpp"
 

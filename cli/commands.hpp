@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "cli/options.hpp"
+#include "common/diagnostics.hpp"
+#include "common/source.hpp"
 #include "compiler/bind.hpp"
 #include "compiler/fabric.hpp"
 #include "compiler/opensm_conf.hpp"
 #include "compiler/tables.hpp"
-#include "policy-grammar/diagnostics.hpp"
-#include "policy-grammar/source.hpp"
 
 namespace ibqos::cli {
 

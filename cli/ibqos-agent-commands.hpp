@@ -20,13 +20,6 @@ int runStatus(const std::vector<std::string>& args);
 // (with exitCode set) when it has errors (1) or cannot be read (throws IoError: 2).
 std::optional<host::HostPlan> loadPlanOrReport(const std::string& path, bool json, int& exitCode);
 
-// JSON pieces: a string literal, a number without trailing zeros, null for nullopt.
-std::string jsonString(std::string_view s);
-std::string jsonNumber(double v);
-template <typename T>
-std::string jsonOptional(const std::optional<T>& v) {
-    return v ? std::to_string(*v) : "null";
-}
 // "40000 Mbit/s" or "unlimited".
 std::string describeBandwidth(uint32_t mbps);
 

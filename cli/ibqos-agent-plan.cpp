@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/ibqos-agent-commands.hpp"
 #include "cli/options.hpp"
+#include "common/json.hpp"
 #include "host-sched/sched_simulated.hpp"
 
 namespace ibqos::cli {

@@ -23,23 +23,6 @@ std::optional<host::HostPlan> loadPlanOrReport(const std::string& path, bool jso
     return host::HostPlan::fromPolicy(policy.hostSched);
 }
 
-std::string jsonString(std::string_view s) {
-    std::string out;
-    appendJsonString(out, s);
-    return out;
-}
-
-std::string jsonNumber(double v) {
-    if (!std::isfinite(v)) return "null";
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.3f", v);
-    std::string text = buf;
-    while (text.back() == '0') text.pop_back();
-    if (text.back() == '.') text.pop_back();
-    if (text == "-0") text = "0";
-    return text;
-}
-
 std::string describeBandwidth(uint32_t mbps) {
     return mbps ? std::to_string(mbps) + " Mbit/s" : "unlimited";
 }

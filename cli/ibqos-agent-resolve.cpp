@@ -5,6 +5,7 @@
 #include "cli/commands.hpp"
 #include "cli/ibqos-agent-commands.hpp"
 #include "cli/options.hpp"
+#include "common/json.hpp"
 #include "host-sched/sa_client.hpp"
 #include "host-sched/umad_transport.hpp"
 

@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/ibqos-agent-commands.hpp"
 #include "cli/options.hpp"
+#include "common/json.hpp"
 #include "host-sched/agent_server.hpp"
 #include "host-sched/pcc_mango.hpp"
 

@@ -2,8 +2,11 @@
 // Options: a small, strict command-line parser.
 #include "cli/options.hpp"
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
+
+#include "common/text.hpp"
 
 namespace ibqos::cli {
 
@@ -82,17 +85,15 @@ std::string Options::required(const std::string& name) const {
 }
 
 uint64_t parseNumberOption(const std::string& name, const std::string& text, uint64_t max) {
-    if (text.empty() || text[0] == '-' || text[0] == '+' || text[0] == ' ') {
+    if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) {
         throw UsageError{"--" + name + " takes a number, not '" + text + "'"};
     }
-    errno = 0;
-    char* end = nullptr;
-    unsigned long long v = std::strtoull(text.c_str(), &end, 0);
-    if (errno != 0 || *end != '\0' || v > max) {
+    std::optional<uint64_t> v = parseNumber(text);
+    if (!v || *v > max) {
         throw UsageError{"--" + name + " takes a number from 0 to " + std::to_string(max) +
                          ", not '" + text + "'"};
     }
-    return v;
+    return *v;
 }
 
 }  // namespace ibqos::cli

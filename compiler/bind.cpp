@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // bindPolicy: group membership by GUID range, port name, partition, PKey, node type and SELF.
 #include "compiler/bind.hpp"
-#include "compiler/text.hpp"
+#include "common/text.hpp"
 
 #include <algorithm>
 #include <cstdio>

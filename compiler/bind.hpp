@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/diagnostics.hpp"
 #include "compiler/fabric.hpp"
 #include "compiler/policy.hpp"
-#include "policy-grammar/diagnostics.hpp"
 
 namespace ibqos {
 

@@ -2,10 +2,10 @@
 // compilePolicy: the checks that need no fabric, from syntax tree to Policy.
 #pragma once
 
+#include "common/diagnostics.hpp"
+#include "common/source.hpp"
 #include "compiler/policy.hpp"
 #include "policy-grammar/ast.hpp"
-#include "policy-grammar/diagnostics.hpp"
-#include "policy-grammar/source.hpp"
 
 namespace ibqos {
 

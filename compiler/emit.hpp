@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "common/diagnostics.hpp"
 #include "compiler/bind.hpp"
 #include "compiler/opensm_conf.hpp"
 #include "compiler/tables.hpp"
-#include "policy-grammar/diagnostics.hpp"
 
 namespace ibqos {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <tuple>
 
+#include "common/text.hpp"
 #include "compiler/emit.hpp"
-#include "compiler/text.hpp"
 
 namespace ibqos {
 

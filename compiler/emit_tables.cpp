@@ -5,6 +5,7 @@
 #include <string>
 #include <tuple>
 
+#include "common/json.hpp"
 #include "compiler/emit.hpp"
 
 namespace ibqos {

@@ -11,8 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/diagnostics.hpp"
 #include "compiler/policy.hpp"
-#include "policy-grammar/diagnostics.hpp"
 
 namespace ibqos {
 

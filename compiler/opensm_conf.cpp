@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // readOpenSmConf: "key value" lines, '#' comments, OpenSM's option names and value checks.
 #include "compiler/opensm_conf.hpp"
-#include "compiler/text.hpp"
+#include "common/text.hpp"
 
 #include <cctype>
 #include <cerrno>

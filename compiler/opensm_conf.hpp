@@ -5,8 +5,8 @@
 #include <optional>
 #include <string>
 
-#include "policy-grammar/diagnostics.hpp"
-#include "policy-grammar/source.hpp"
+#include "common/diagnostics.hpp"
+#include "common/source.hpp"
 
 namespace ibqos {
 

@@ -10,23 +10,15 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "common/source.hpp"
+#include "common/text.hpp"
 #include "compiler/fabric.hpp"
-#include "compiler/text.hpp"
-#include "policy-grammar/source.hpp"
 
 namespace ibqos {
 
 namespace {
 
-std::optional<uint64_t> number(std::string_view s) {
-    std::string text(trim(s));
-    if (text.empty() || text[0] == '-' || text[0] == '+') return std::nullopt;
-    errno = 0;
-    char* end = nullptr;
-    unsigned long long v = std::strtoull(text.c_str(), &end, 0);
-    if (errno != 0 || end == text.c_str() || *end != '\0') return std::nullopt;
-    return v;
-}
+std::optional<uint64_t> number(std::string_view s) { return parseNumber(trim(s)); }
 
 // Splits "name=value" (either part may be empty).
 std::pair<std::string_view, std::optional<std::string_view>> nameValue(std::string_view s) {

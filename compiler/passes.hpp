@@ -4,10 +4,10 @@
 
 #include <vector>
 
+#include "common/diagnostics.hpp"
+#include "common/source.hpp"
 #include "compiler/policy.hpp"
 #include "policy-grammar/ast.hpp"
-#include "policy-grammar/diagnostics.hpp"
-#include "policy-grammar/source.hpp"
 
 namespace ibqos::passes {
 

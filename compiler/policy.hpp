@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "common/diagnostics.hpp"
 #include "compiler/range_set.hpp"
-#include "policy-grammar/diagnostics.hpp"
 
 namespace ibqos {
 

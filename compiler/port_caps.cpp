@@ -5,8 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/source.hpp"
 #include "compiler/fabric.hpp"
-#include "policy-grammar/source.hpp"
 
 namespace ibqos {
 

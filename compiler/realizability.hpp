@@ -2,9 +2,9 @@
 // Realizability: whether the tables a fabric receives can carry what the policy asks for.
 #pragma once
 
+#include "common/diagnostics.hpp"
 #include "compiler/bind.hpp"
 #include "compiler/tables.hpp"
-#include "policy-grammar/diagnostics.hpp"
 
 namespace ibqos {
 

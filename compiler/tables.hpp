@@ -9,9 +9,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/diagnostics.hpp"
 #include "compiler/bind.hpp"
 #include "compiler/opensm_conf.hpp"
-#include "policy-grammar/diagnostics.hpp"
 
 namespace ibqos {
 

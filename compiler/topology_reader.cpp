@@ -9,9 +9,9 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "common/source.hpp"
+#include "common/text.hpp"
 #include "compiler/fabric.hpp"
-#include "compiler/text.hpp"
-#include "policy-grammar/source.hpp"
 
 namespace ibqos {
 
@@ -48,16 +48,6 @@ struct RawNode {
 
 bool startsWith(std::string_view s, std::string_view prefix) {
     return s.substr(0, prefix.size()) == prefix;
-}
-
-std::optional<uint64_t> parseNumber(std::string_view s, int base = 0) {
-    std::string text(s);
-    if (text.empty() || text[0] == '-' || text[0] == '+') return std::nullopt;
-    errno = 0;
-    char* end = nullptr;
-    unsigned long long v = std::strtoull(text.c_str(), &end, base);
-    if (errno != 0 || end == text.c_str() || *end != '\0') return std::nullopt;
-    return v;
 }
 
 // The number after "key " in a comment ("lid 5"), or nullopt.

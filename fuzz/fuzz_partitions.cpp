@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common/source.hpp"
 #include "compiler/fabric.hpp"
-#include "policy-grammar/source.hpp"
 
 namespace {
 

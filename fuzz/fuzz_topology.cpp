@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common/source.hpp"
 #include "compiler/fabric.hpp"
-#include "policy-grammar/source.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string text(reinterpret_cast<const char*>(data), size);

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <map>
 
+#include "common/source.hpp"
 #include "compiler/compile_policy.hpp"
-#include "policy-grammar/source.hpp"
 
 namespace ibqos::host {
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/text.hpp"
 #include "compiler/policy.hpp"
 
 namespace ibqos::host {
@@ -58,16 +59,14 @@ bool parseParamValue(mango_pcc_param_type_e type, std::string_view value, void* 
         std::memcpy(out, &v, sizeof v);
         return true;
     }
-    if (text[0] == '-' || text[0] == '+' || text[0] == ' ') return false;
-    unsigned long long v = std::strtoull(text.c_str(), &end, 0);
-    if (errno || *end) return false;
+    std::optional<uint64_t> v = parseNumber(text);
+    if (!v) return false;
     if (type == MANGO_PCC_PARAM_U32) {
-        if (v > UINT32_MAX) return false;
-        uint32_t narrow = static_cast<uint32_t>(v);
+        if (*v > UINT32_MAX) return false;
+        uint32_t narrow = static_cast<uint32_t>(*v);
         std::memcpy(out, &narrow, sizeof narrow);
     } else {
-        uint64_t wide = v;
-        std::memcpy(out, &wide, sizeof wide);
+        std::memcpy(out, &*v, sizeof *v);
     }
     return true;
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // SA PathRecord MADs: encoding of requests and the checks every answer must pass.
 #include "host-sched/sa_wire.hpp"
-#include "compiler/text.hpp"
+#include "common/text.hpp"
 
 #include <arpa/inet.h>
 

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/text.hpp"
 #include "compiler/compile_policy.hpp"
 #include "osm-plugin/subnet.hpp"
 
@@ -30,18 +31,6 @@ extern "C" void hookSl2Vl(void* context, osm_physp_t* port, uint8_t in, uint8_t 
 extern "C" void hookVlArb(void* context, osm_physp_t* port, uint8_t portNumber,
                           ib_vl_arb_table_t* block, unsigned length, unsigned blockNumber) {
     if (g_plugin) g_plugin->updateVlArb(context, port, portNumber, block, length, blockNumber);
-}
-
-uint64_t fnv1a(std::string_view text) {
-    uint64_t h = 1469598103934665603ULL;
-    for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
-    return h;
-}
-
-std::string hex(uint64_t v) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-    return buf;
 }
 
 osm_qos_options_t& optionsOf(osm_subn_opt_t& opt, PortClass c) {
@@ -343,7 +332,7 @@ void Plugin::heavySweepDone() {
             sweep = std::move(trial);
             log(OSM_LOG_INFO, "0010",
                 "policy " + options_.policy + " version " + std::to_string(good_.version) + " (" +
-                    hex(good_.hash) + ") in force");
+                    hex(good_.hash, 16) + ") in force");
         }
     }
     if (!sweep && good_.policy) {
@@ -535,8 +524,9 @@ void Plugin::subnetUp() {
                   "sweep %u: policy version %u (%s), %zu ports with tables (%zu through hooks, %zu "
                   "hook calls), "
                   "%zu QoS MADs by osm_qos.c's rules, ibqos %.1f ms of a %.1f ms sweep",
-                  sweeps_, good_.version, hex(good_.hash).c_str(), sweep_->tables().ports.size(),
-                  sweep_->overriddenPorts(), hookCalls_, expectedMads_, workMs_, sweepMs);
+                  sweeps_, good_.version, hex(good_.hash, 16).c_str(),
+                  sweep_->tables().ports.size(), sweep_->overriddenPorts(), hookCalls_,
+                  expectedMads_, workMs_, sweepMs);
     log(OSM_LOG_INFO, "0100", buf);
 }
 

@@ -11,11 +11,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/source.hpp"
 #include "compiler/policy.hpp"
 #include "osm-plugin/osm.hpp"
 #include "osm-plugin/subnet.hpp"
 #include "osm-plugin/sweep.hpp"
-#include "policy-grammar/source.hpp"
 
 namespace ibqos::osm {
 

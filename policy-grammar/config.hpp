@@ -4,8 +4,8 @@
 
 #include <boost/spirit/home/x3.hpp>
 
-#include "policy-grammar/diagnostics.hpp"
-#include "policy-grammar/source.hpp"
+#include "common/diagnostics.hpp"
+#include "common/source.hpp"
 
 namespace ibqos::grammar {
 

@@ -4,9 +4,9 @@
 
 #include <optional>
 
+#include "common/diagnostics.hpp"
+#include "common/source.hpp"
 #include "policy-grammar/ast.hpp"
-#include "policy-grammar/diagnostics.hpp"
-#include "policy-grammar/source.hpp"
 
 namespace ibqos {
 

@@ -2,7 +2,7 @@
 // decodePathRequest: the SA MAD layouts of IBA vol. 1 (15.2.5.16 PathRecord, 15.2.5.20
 // MultiPathRecord) and the checks osm_sa_path_record.c / osm_sa_multipath_record.c make first.
 #include "sa-matcher/path_request.hpp"
-#include "compiler/text.hpp"
+#include "common/text.hpp"
 
 #include <cstdio>
 

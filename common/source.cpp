@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // SourceFile: file loading and offset-to-line lookup.
-#include "policy-grammar/source.hpp"
+#include "common/source.hpp"
 
 #include <algorithm>
 #include <cerrno>

@@ -95,7 +95,4 @@ std::string renderText(const Diagnostic& diagnostic, const SourceFile* source);
 // "opensm_rejects"}.
 std::string renderJson(const std::vector<Diagnostic>& diagnostics);
 
-// Appends s to out as a JSON string literal (quotes included).
-void appendJsonString(std::string& out, std::string_view s);
-
 }  // namespace ibqos

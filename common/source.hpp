@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "policy-grammar/diagnostics.hpp"
+#include "common/diagnostics.hpp"
 
 namespace ibqos {
 

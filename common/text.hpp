@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+// Small text and hash helpers shared by the readers, the emitters, the commands and the plugin.
+#pragma once
+
+#include <cctype>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ibqos {
+
+// v in hex with a 0x prefix, zero-padded to at least `digits` digits.
+inline std::string hex(uint64_t v, int digits = 0) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "0x%0*llx", digits, static_cast<unsigned long long>(v));
+    return buf;
+}
+
+// s without the blanks (spaces, tabs, carriage returns...) at either end.
+inline std::string_view trim(std::string_view s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+    return s;
+}
+
+// A whole string read as an unsigned number by strtoull (base 0: decimal, 0x hex, 0 octal), or
+// nullopt when it is empty, does not start with a digit of its base (no blank, no sign), has
+// anything after the number, or does not fit in 64 bits.
+inline std::optional<uint64_t> parseNumber(std::string_view text, int base = 0) {
+    if (text.empty()) return std::nullopt;
+    auto first = static_cast<unsigned char>(text.front());
+    if (!(base == 16 ? std::isxdigit(first) : std::isdigit(first))) return std::nullopt;
+    std::string s(text);
+    errno = 0;
+    char* end = nullptr;
+    unsigned long long v = std::strtoull(s.c_str(), &end, base);
+    if (errno != 0 || *end != '\0') return std::nullopt;
+    return v;
+}
+
+// The 64-bit FNV-1a hash of some bytes: a file's identity in logs.
+inline uint64_t fnv1a(std::string_view bytes) {
+    uint64_t h = 1469598103934665603ULL;
+    for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ULL;
+    return h;
+}
+
+}  // namespace ibqos
