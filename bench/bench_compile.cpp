@@ -12,6 +12,8 @@
 #include "compiler/compile_policy.hpp"
 #include "compiler/realizability.hpp"
 #include "compiler/tables.hpp"
+#include "fabric/partitions.hpp"
+#include "fabric/topology.hpp"
 
 using namespace ibqos;
 

@@ -26,6 +26,8 @@
 #include "bench/synthetic.hpp"
 #include "common/source.hpp"
 #include "compiler/bind.hpp"
+#include "fabric/partitions.hpp"
+#include "fabric/topology.hpp"
 #include "sa-matcher/classifier.hpp"
 
 using namespace ibqos;

@@ -9,6 +9,9 @@
 #include "bench/bench_util.hpp"
 #include "bench/synthetic.hpp"
 #include "compiler/compile_policy.hpp"
+#include "fabric/partitions.hpp"
+#include "fabric/topology.hpp"
+#include "osm-plugin/qos_mads.hpp"
 #include "osm-plugin/sweep.hpp"
 
 using namespace ibqos;

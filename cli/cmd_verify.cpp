@@ -6,7 +6,9 @@
 #include "cli/options.hpp"
 #include "common/json.hpp"
 #include "compiler/compile_policy.hpp"
-#include "fabric-probe/probe.hpp"
+#include "compiler/drift.hpp"
+#include "fabric/partitions.hpp"
+#include "fabric/smp_probe.hpp"
 
 namespace ibqos::cli {
 
@@ -71,14 +73,14 @@ int runVerify(const std::vector<std::string>& args) {
     readPartitions(partitions ? &inputs.load(*partitions) : nullptr, fabric, diagnostics);
     BoundPolicy bound = bindPolicy(policy, fabric, diagnostics);
     FabricTables tables = computeTables(bound, conf, diagnostics);
-    std::vector<probe::Drift> drift = probe::verifyTables(*live, tables);
+    std::vector<Drift> drift = findDrift(*live, tables);
 
     if (json) {
         std::string out = "{\"ports_checked\": " + std::to_string(tables.ports.size()) +
                           ", \"queries\": " + std::to_string(live->queries()) +
                           ", \"differences\": [";
         for (size_t i = 0; i < drift.size(); ++i) {
-            const probe::Drift& d = drift[i];
+            const Drift& d = drift[i];
             char guid[24];
             std::snprintf(guid, sizeof guid, "0x%016llx",
                           static_cast<unsigned long long>(fabric.ports[d.port].guid));
@@ -102,7 +104,7 @@ int runVerify(const std::vector<std::string>& args) {
         std::cout << out;
     } else {
         emitDiagnostics(diagnostics, inputs, false);
-        for (const probe::Drift& d : drift) {
+        for (const Drift& d : drift) {
             std::cout << fabric.portName(d.port) << " " << d.table << ": expected " << d.expected
                       << ", found " << d.found << "\n";
         }

@@ -3,6 +3,9 @@
 #include "cli/commands.hpp"
 
 #include "compiler/realizability.hpp"
+#include "fabric/partitions.hpp"
+#include "fabric/port_caps.hpp"
+#include "fabric/topology.hpp"
 
 #include <unistd.h>
 

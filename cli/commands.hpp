@@ -11,9 +11,9 @@
 #include "common/diagnostics.hpp"
 #include "common/source.hpp"
 #include "compiler/bind.hpp"
-#include "compiler/fabric.hpp"
-#include "compiler/opensm_conf.hpp"
 #include "compiler/tables.hpp"
+#include "fabric/fabric.hpp"
+#include "fabric/opensm_conf.hpp"
 
 namespace ibqos::cli {
 

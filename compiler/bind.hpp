@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "common/diagnostics.hpp"
-#include "compiler/fabric.hpp"
 #include "compiler/policy.hpp"
+#include "fabric/fabric.hpp"
 
 namespace ibqos {
 

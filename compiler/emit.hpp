@@ -8,8 +8,8 @@
 
 #include "common/diagnostics.hpp"
 #include "compiler/bind.hpp"
-#include "compiler/opensm_conf.hpp"
 #include "compiler/tables.hpp"
+#include "fabric/opensm_conf.hpp"
 
 namespace ibqos {
 

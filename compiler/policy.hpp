@@ -11,17 +11,9 @@
 
 #include "common/diagnostics.hpp"
 #include "compiler/range_set.hpp"
+#include "fabric/node_type.hpp"
 
 namespace ibqos {
-
-// InfiniBand node types, with the values the wire and OpenSM use.
-enum class NodeType : uint8_t { Ca = 1, Switch = 2, Router = 3 };
-// OpenSM's node-type mask bit for a type (1 << type).
-constexpr uint8_t nodeTypeBit(NodeType type) {
-    return static_cast<uint8_t>(1u << static_cast<unsigned>(type));
-}
-constexpr uint8_t AllNodeTypes =
-    nodeTypeBit(NodeType::Ca) | nodeTypeBit(NodeType::Switch) | nodeTypeBit(NodeType::Router);
 
 // A name used somewhere in the policy, with where it was written.
 struct NameRef {

@@ -10,21 +10,12 @@
 #include <vector>
 
 #include "common/diagnostics.hpp"
+#include "common/text.hpp"
 #include "compiler/bind.hpp"
-#include "compiler/opensm_conf.hpp"
+#include "fabric/opensm_conf.hpp"
+#include "ib/tables.hpp"
 
 namespace ibqos {
-
-struct VlArbEntry {
-    uint8_t vl = 0;
-    uint8_t weight = 0;  // 64-byte credits
-    bool operator==(const VlArbEntry&) const = default;
-};
-
-// A whole VL-arbitration table (two 32-entry blocks); a port uses its cap's worth of entries.
-using VlArbTable = std::array<VlArbEntry, 64>;
-// VL per SL; 15 drops the SL.
-using Sl2VlTable = std::array<uint8_t, 16>;
 
 // Distinct tables stored once and referred to by index: a fabric has few distinct tables and
 // millions of (in, out) pairs.
@@ -40,13 +31,11 @@ class TablePool {
     size_t size() const { return tables_.size(); }
 
   private:
-    // FNV-1a over the table's bytes (the tables are arrays of plain bytes).
+    // The tables are arrays of plain bytes.
     struct Hash {
         size_t operator()(const Table& t) const {
-            uint64_t h = 1469598103934665603ULL;
-            const auto* bytes = reinterpret_cast<const unsigned char*>(t.data());
-            for (size_t i = 0; i < sizeof(Table); ++i) h = (h ^ bytes[i]) * 1099511628211ULL;
-            return static_cast<size_t>(h);
+            return static_cast<size_t>(
+                fnv1a(std::string_view(reinterpret_cast<const char*>(t.data()), sizeof(Table))));
         }
     };
     std::vector<Table> tables_;

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "compiler/opensm_conf.hpp"
 #include "compiler/tables.hpp"
+#include "fabric/opensm_conf.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ibqos::SourceFile file("fuzz.conf", std::string(reinterpret_cast<const char*>(data), size));

@@ -5,7 +5,9 @@
 #include <string>
 
 #include "common/source.hpp"
-#include "compiler/fabric.hpp"
+#include "fabric/fabric.hpp"
+#include "fabric/partitions.hpp"
+#include "fabric/topology.hpp"
 
 namespace {
 

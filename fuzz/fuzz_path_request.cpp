@@ -9,6 +9,8 @@
 
 #include "compiler/bind.hpp"
 #include "compiler/compile_policy.hpp"
+#include "fabric/partitions.hpp"
+#include "fabric/topology.hpp"
 #include "sa-matcher/classifier.hpp"
 #include "sa-matcher/path_request.hpp"
 #include "sa-matcher/qos_answer.hpp"

@@ -10,6 +10,8 @@
 #include "compiler/emit.hpp"
 #include "compiler/realizability.hpp"
 #include "compiler/tables.hpp"
+#include "fabric/partitions.hpp"
+#include "fabric/topology.hpp"
 
 namespace {
 

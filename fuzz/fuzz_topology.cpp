@@ -6,7 +6,10 @@
 #include <string>
 
 #include "common/source.hpp"
-#include "compiler/fabric.hpp"
+#include "fabric/fabric.hpp"
+#include "fabric/partitions.hpp"
+#include "fabric/port_caps.hpp"
+#include "fabric/topology.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string text(reinterpret_cast<const char*>(data), size);

@@ -14,7 +14,9 @@
 
 #include "common/text.hpp"
 #include "compiler/compile_policy.hpp"
-#include "osm-plugin/subnet.hpp"
+#include "fabric/opensm_subnet.hpp"
+#include "fabric/partitions.hpp"
+#include "osm-plugin/opensm_cache.hpp"
 
 namespace ibqos::osm {
 

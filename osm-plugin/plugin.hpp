@@ -13,8 +13,8 @@
 
 #include "common/source.hpp"
 #include "compiler/policy.hpp"
-#include "osm-plugin/osm.hpp"
-#include "osm-plugin/subnet.hpp"
+#include "fabric/opensm_subnet.hpp"
+#include "fabric/osm.hpp"
 #include "osm-plugin/sweep.hpp"
 
 namespace ibqos::osm {

@@ -11,10 +11,10 @@
 
 #include "compiler/bind.hpp"
 #include "compiler/emit.hpp"
-#include "compiler/fabric.hpp"
-#include "compiler/opensm_conf.hpp"
 #include "compiler/policy.hpp"
 #include "compiler/tables.hpp"
+#include "fabric/fabric.hpp"
+#include "fabric/opensm_conf.hpp"
 
 namespace ibqos::osm {
 
@@ -61,18 +61,6 @@ class CompiledSweep {
     bool needsSl2Vl_ = false;
     bool needsVlArb_ = false;
 };
-
-// How many SL2VL and VLArb MADs OpenSM sends to program every port from scratch (a first sweep,
-// or need_update), by osm_qos.c's rules. On switches that support optimized SL2VL programming
-// OpenSM sends one MAD per switch (plus one per port whose OperVLs differ from the switch's most
-// common) -- unless an update_sl2vl hook is installed, which turns that off.
-struct QosMadCount {
-    size_t vlarb = 0;
-    size_t sl2vl = 0;
-    size_t total() const { return vlarb + sl2vl; }
-};
-QosMadCount countFullProgramming(const Fabric& fabric, const FabricTables& tables, bool sl2vlHook,
-                                 bool switchesOptimize);
 
 // The key the hooks look a port up by.
 constexpr uint64_t portKey(uint64_t nodeGuid, unsigned portNumber) {

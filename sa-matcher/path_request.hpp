@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/fabric.hpp"
+#include "fabric/fabric.hpp"
 
 namespace ibqos {
 

@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/fabric.hpp"
 #include "compiler/policy.hpp"
+#include "fabric/fabric.hpp"
 #include "sa-matcher/path_request.hpp"
 
 namespace ibqos {

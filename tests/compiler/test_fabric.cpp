@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "compiler/bind.hpp"
+#include "fabric/partitions.hpp"
+#include "fabric/topology.hpp"
 #include "tests/policy_text.hpp"
 
 using namespace ibqos;

@@ -6,6 +6,8 @@
 #include "compiler/realizability.hpp"
 #include "compiler/tables.hpp"
 #include "compiler/vlarb_sim.hpp"
+#include "fabric/partitions.hpp"
+#include "fabric/topology.hpp"
 #include "tests/policy_text.hpp"
 
 using namespace ibqos;

@@ -10,6 +10,8 @@
 #include <utility>
 
 #include "compiler/bind.hpp"
+#include "fabric/partitions.hpp"
+#include "fabric/topology.hpp"
 #include "sa-matcher/classifier.hpp"
 #include "sa-matcher/path_request.hpp"
 #include "tests/policy_text.hpp"

@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "fabric/partitions.hpp"
 #include "sa-matcher/classifier.hpp"
 #include "sa-matcher/reference_match.hpp"
 #include "tests/sa-matcher/matcher_fixture.hpp"

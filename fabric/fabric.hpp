@@ -12,7 +12,8 @@
 #include <vector>
 
 #include "common/diagnostics.hpp"
-#include "compiler/policy.hpp"
+#include "fabric/node_type.hpp"
+#include "ib/link.hpp"
 
 namespace ibqos {
 
@@ -69,11 +70,6 @@ struct Partition {
 
     size_t fullMembers() const;
 };
-
-// VL counts from the OperVLs/VLCap encoding.
-constexpr unsigned dataVls(uint8_t vlEncoding) {
-    return vlEncoding == 0 ? 1 : vlEncoding >= 5 ? 15 : (1u << (vlEncoding - 1));
-}
 
 // A subnet. Build it by filling nodes, ports and partitions, then call index().
 class Fabric {
@@ -132,28 +128,5 @@ class Fabric {
     std::unordered_map<uint16_t, uint32_t> byLid_;
     std::unordered_multimap<std::string, uint32_t> byDescription_;
 };
-
-// Reads an ibnetdiscover topology file, or an ibsim net file (the same format without GUIDs,
-// which are then assigned as ibsim assigns them). Problems are located in the file.
-// VL capabilities are not in these files: every port is given `assumedOperVls` (encoding) and
-// VLArb caps 8/8, and Fabric::assumedVlCaps is set.
-Fabric readTopology(const SourceFile& source, Diagnostics& diagnostics, uint8_t assumedOperVls = 4);
-
-// Reads OpenSM's partitions.conf into fabric.partitions by osm_prtn_make_partitions()'s rules:
-// the implicit Default partition (0x7fff) first; without a file (nullptr) it holds every
-// endpoint as a full member, and so it does, alone, when the file has an error; partitions
-// without members are dropped. Set fabric.smPort first (Default's SM port is always full).
-void readPartitions(const SourceFile* source, Fabric& fabric, Diagnostics& diagnostics);
-
-// Reads per-port capabilities for an offline fabric, one line per port or set of ports:
-// "PORT [vls=1|2|4|8|15] [vlarb-high=N] [vlarb-low=N] [mtu=BYTES]", PORT being '*', a port GUID
-// (every port of a switch) or NodeDescription/P<n>. Later lines override earlier ones.
-void readPortCaps(const SourceFile& source, Fabric& fabric, Diagnostics& diagnostics);
-
-// The link rate in Gb/s of an IB rate enum value (0 when unknown), and the enum for a width x
-// lane speed as ibnetdiscover prints it ("4xQDR").
-double rateGbps(uint8_t rate);
-uint8_t rateForLink(unsigned width, std::string_view speed);
-unsigned mtuBytes(uint8_t mtu);
 
 }  // namespace ibqos

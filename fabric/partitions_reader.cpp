@@ -12,7 +12,8 @@
 
 #include "common/source.hpp"
 #include "common/text.hpp"
-#include "compiler/fabric.hpp"
+#include "fabric/fabric.hpp"
+#include "fabric/partitions.hpp"
 
 namespace ibqos {
 

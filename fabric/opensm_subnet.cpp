@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// fabricFromSubnet, confFromOptions, expectedQosMads: OpenSM's structures read, never written.
-#include "osm-plugin/subnet.hpp"
+// fabricFromSubnet, livePartitionsKey, confFromOptions: OpenSM's structures read, never written.
+#include "fabric/opensm_subnet.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -27,12 +27,12 @@ NodeType nodeType(const osm_node_t& node) {
     }
 }
 
+}  // namespace
+
 osm_physp_t* physpOf(osm_node_t* node, unsigned number) {
     if (number >= node->physp_tbl_size) return nullptr;
     return osm_node_get_physp_ptr(node, number);
 }
-
-}  // namespace
 
 namespace {
 
@@ -196,49 +196,6 @@ OpenSmConf confFromOptions(const osm_subn_opt_t& options) {
     copy(options.qos_sw0_options, conf.switchPort0);
     copy(options.qos_swe_options, conf.switchExternal);
     return conf;
-}
-
-size_t expectedQosMads(const osm_subn_t& subnet, const Fabric& fabric,
-                       const std::vector<osm_node_t*>& nodeOf, const FabricTables& tables) {
-    size_t mads = 0;
-    for (const PortTables& t : tables.ports) {
-        const FabricPort& port = fabric.ports[t.port];
-        osm_physp_t* physp = physpOf(nodeOf[port.node], port.number);
-        if (!physp) continue;
-        bool force = physp->need_update || subnet.need_update;
-        if (t.hasVlArb) {
-            // osm_qos.c: block 0 holds min(cap, 32) entries, block 1 cap % 32 when cap > 32.
-            auto blocks = [&](uint32_t table, unsigned cap, unsigned first) {
-                const VlArbTable& entries = tables.vlarbs[table];
-                for (unsigned b = 0; b < 2; ++b) {
-                    unsigned length = b == 0 ? std::min(cap, 32u) : (cap > 32 ? cap % 32 : 0);
-                    if (length == 0) continue;
-                    bool differs = force;
-                    for (unsigned i = 0; i < length && !differs; ++i) {
-                        const ib_vl_arb_element_t& cached = physp->vl_arb[first + b].vl_entry[i];
-                        differs = (cached.vl & 0xf) != entries[b * 32 + i].vl ||
-                                  cached.weight != entries[b * 32 + i].weight;
-                    }
-                    mads += differs;
-                }
-            };
-            blocks(t.vlArbLow, t.vlArbLowCap, 0);
-            blocks(t.vlArbHigh, t.vlArbHighCap, 2);
-        }
-        const FabricNode& node = fabric.nodes[port.node];
-        unsigned ins = node.type == NodeType::Switch ? node.portCount + 1u : 1u;
-        for (unsigned in = 0; in < ins; ++in) {
-            const Sl2VlTable& want = tables.sl2vls[t.sl2vlFor(in)];
-            const ib_slvl_table_t* cached = osm_physp_get_slvl_tbl(physp, static_cast<uint8_t>(in));
-            bool differs = force || !cached;
-            for (unsigned i = 0; i < 8 && !differs; ++i) {
-                differs = cached->raw_vl_by_sl[i] !=
-                          static_cast<uint8_t>((want[2 * i] << 4) | want[2 * i + 1]);
-            }
-            mads += differs;
-        }
-    }
-    return mads;
 }
 
 }  // namespace ibqos::osm

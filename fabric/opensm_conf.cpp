@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // readOpenSmConf: "key value" lines, '#' comments, OpenSM's option names and value checks.
-#include "compiler/opensm_conf.hpp"
+#include "fabric/opensm_conf.hpp"
 #include "common/text.hpp"
 
 #include <cctype>

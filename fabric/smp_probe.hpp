@@ -8,8 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "compiler/fabric.hpp"
-#include "compiler/tables.hpp"
+#include "fabric/fabric.hpp"
+#include "fabric/table_reader.hpp"
+#include "ib/tables.hpp"
 
 namespace ibqos::probe {
 
@@ -20,18 +21,17 @@ struct ProbeOptions {
     unsigned retries = 2;
 };
 
-class LiveFabric {
+class LiveFabric : public TableReader {
   public:
     // Discovers the subnet from the local port; nullptr with a reason in error on failure.
     static std::unique_ptr<LiveFabric> discover(const ProbeOptions& options, std::string& error);
     ~LiveFabric();
 
     Fabric& fabric() { return fabric_; }
-    // The SL2VL table a port applies for (in, out): out is the port itself (0 on a CA).
-    std::optional<Sl2VlTable> readSl2Vl(uint32_t port, unsigned in, std::string& error);
-    // A port's high or low VLArb table, its cap's worth of entries.
+    const Fabric& fabric() const override { return fabric_; }
+    std::optional<Sl2VlTable> readSl2Vl(uint32_t port, unsigned in, std::string& error) override;
     std::optional<std::vector<VlArbEntry>> readVlArb(uint32_t port, bool high, unsigned cap,
-                                                     std::string& error);
+                                                     std::string& error) override;
     // Queries sent so far.
     size_t queries() const { return queries_; }
 
@@ -42,17 +42,5 @@ class LiveFabric {
     Fabric fabric_;
     size_t queries_ = 0;
 };
-
-// One way a port's tables differ from what the policy compiles to.
-struct Drift {
-    uint32_t port = 0;  // index into Fabric::ports
-    std::string table;  // "sl2vl in 3", "vlarb high", "vlarb low"
-    std::string expected;
-    std::string found;
-};
-
-// Reads every port that receives tables and compares with the compiled tables. Ports that
-// cannot be read are reported as drift with the reason as "found".
-std::vector<Drift> verifyTables(LiveFabric& live, const FabricTables& tables);
 
 }  // namespace ibqos::probe

@@ -6,7 +6,8 @@
 #include <string_view>
 
 #include "common/source.hpp"
-#include "compiler/fabric.hpp"
+#include "fabric/fabric.hpp"
+#include "fabric/port_caps.hpp"
 
 namespace ibqos {
 

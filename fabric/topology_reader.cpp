@@ -11,7 +11,8 @@
 
 #include "common/source.hpp"
 #include "common/text.hpp"
-#include "compiler/fabric.hpp"
+#include "fabric/fabric.hpp"
+#include "fabric/topology.hpp"
 
 namespace ibqos {
 

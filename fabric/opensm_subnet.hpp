@@ -4,12 +4,14 @@
 
 #include <vector>
 
-#include "compiler/fabric.hpp"
-#include "compiler/opensm_conf.hpp"
-#include "compiler/tables.hpp"
-#include "osm-plugin/osm.hpp"
+#include "fabric/fabric.hpp"
+#include "fabric/opensm_conf.hpp"
+#include "fabric/osm.hpp"
 
 namespace ibqos::osm {
+
+// A node's physical port by number, or nullptr.
+osm_physp_t* physpOf(osm_node_t* node, unsigned number);
 
 // The subnet as a Fabric: every node, physical port, link (a link that is down is no link),
 // OperVLs, VLCap and VLArb caps as the ports report them, partitions and the SM's port.
@@ -27,11 +29,5 @@ PartitionsKey livePartitionsKey(const osm_subn_t& subnet);
 
 // OpenSM's current QoS options as an OpenSmConf (unset options stay unset).
 OpenSmConf confFromOptions(const osm_subn_opt_t& options);
-
-// How many SL2VL and VLArb MADs osm_qos_setup() will send this sweep to give the ports these
-// tables: by osm_qos.c's rules, a block is sent when it differs from OpenSM's cached copy or an
-// update is forced (non-optimized SL2VL programming, as on switches without the capability).
-size_t expectedQosMads(const osm_subn_t& subnet, const Fabric& fabric,
-                       const std::vector<osm_node_t*>& nodeOf, const FabricTables& tables);
 
 }  // namespace ibqos::osm

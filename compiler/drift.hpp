@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: MIT
+// Drift: where the tables a live fabric holds differ from what the policy compiles to.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/tables.hpp"
+#include "fabric/table_reader.hpp"
+
+namespace ibqos {
+
+// One way a port's tables differ from the compiled ones.
+struct Drift {
+    uint32_t port = 0;  // index into Fabric::ports
+    std::string table;  // "sl2vl in 3", "vlarb high", "vlarb low"
+    std::string expected;
+    std::string found;
+};
+
+// Reads every port that receives tables and compares with the compiled tables. Ports that
+// cannot be read are reported as drift with the reason as "found".
+std::vector<Drift> findDrift(TableReader& live, const FabricTables& tables);
+
+}  // namespace ibqos

@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: MIT
+// A Fabric from a topology file: ibnetdiscover output or an ibsim net file.
+#pragma once
+
+#include "common/diagnostics.hpp"
+#include "common/source.hpp"
+#include "fabric/fabric.hpp"
+
+namespace ibqos {
+
+// Reads an ibnetdiscover topology file, or an ibsim net file (the same format without GUIDs,
+// which are then assigned as ibsim assigns them). Problems are located in the file.
+// VL capabilities are not in these files: every port is given `assumedOperVls` (encoding) and
+// VLArb caps 8/8, and Fabric::assumedVlCaps is set.
+Fabric readTopology(const SourceFile& source, Diagnostics& diagnostics, uint8_t assumedOperVls = 4);
+
+}  // namespace ibqos
