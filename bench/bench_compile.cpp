@@ -10,6 +10,7 @@
 #include "bench/synthetic.hpp"
 #include "compiler/bind.hpp"
 #include "compiler/compile_policy.hpp"
+#include "compiler/fabric_compilation.hpp"
 #include "compiler/realizability.hpp"
 #include "compiler/tables.hpp"
 #include "fabric/partitions.hpp"
@@ -118,17 +119,12 @@ int main(int argc, char** argv) {
     OpenSmConf conf;
     negotiateOperVls(fabric, conf.maxOpVls);
     double readSeconds = bench::secondsSince(t0);
-    auto t1 = std::chrono::steady_clock::now();
-    BoundPolicy bound = bindPolicy(policy, fabric, d);
-    double bindSeconds = bench::secondsSince(t1);
-    auto t2 = std::chrono::steady_clock::now();
-    FabricTables tables = computeTables(bound, conf, d);
-    double tableSeconds = bench::secondsSince(t2);
-    double total = bench::secondsSince(t0);
-    auto t3 = std::chrono::steady_clock::now();
-    checkRealizability(bound, tables, d);
-    double checkSeconds = bench::secondsSince(t3);
+    auto compiled = FabricCompilation::compile(policy, std::move(fabric), conf, d);
+    const FabricCompilation::Timings& times = compiled->timings();
+    double bindSeconds = times.bind, tableSeconds = times.tables;
+    double total = readSeconds + bindSeconds + tableSeconds, checkSeconds = times.realizability;
     uint64_t peak = bench::peakRss();
+    const FabricTables& tables = compiled->tables();
     for (const Diagnostic& x : d.all()) {
         if (x.severity == Severity::Error)
             std::fprintf(stderr, "error: [%s] %s\n", x.code.c_str(), x.message.c_str());
@@ -136,14 +132,14 @@ int main(int argc, char** argv) {
     if (d.hasErrors()) return 1;
     size_t pairs = 0;
     for (const PortTables& t : tables.ports) {
-        const FabricNode& n = fabric.nodeOf(t.port);
+        const FabricNode& n = compiled->fabric().nodeOf(t.port);
         pairs += n.type == NodeType::Switch ? n.portCount + 1u : 1u;
     }
 
     bench::Report report(json);
     report.header("topology read + bind + tables, synthetic fat tree (one core)");
     std::vector<std::pair<std::string, std::string>> params{
-        {"endpoints", std::to_string(fabric.endpoints().size())},
+        {"endpoints", std::to_string(compiled->fabric().endpoints().size())},
         {"ports_with_tables", std::to_string(tables.ports.size())},
         {"sl2vl_pairs", std::to_string(pairs)},
         {"groups", std::to_string(policy.groups.size())},

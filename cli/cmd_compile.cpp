@@ -72,15 +72,15 @@ int runCompile(const std::vector<std::string>& args) {
     };
     if (emit == "json") {
         diagnostics.sort();
-        deliver(emitTablesJson(compiled->bound, compiled->tables, diagnostics.all()));
+        deliver(emitTablesJson(compiled->bound(), compiled->tables(), diagnostics.all()));
     } else if (!failed && emit == "tables") {
-        deliver(emitTablesText(compiled->bound, compiled->tables));
+        deliver(emitTablesText(compiled->bound(), compiled->tables()));
     } else if (!failed && emit == "shares") {
-        deliver(emitSharesText(compiled->bound, compiled->tables));
+        deliver(emitSharesText(compiled->bound(), compiled->tables()));
         if (auto svg = options.value("svg"))
-            writeFileAtomically(*svg, emitSharesSvg(compiled->bound, compiled->tables));
+            writeFileAtomically(*svg, emitSharesSvg(compiled->bound(), compiled->tables()));
     } else if (!failed && emit == "opensm") {
-        OpenSmFiles files = emitOpenSm(compiled->bound, compiled->tables, diagnostics);
+        OpenSmFiles files = emitOpenSm(compiled->bound(), compiled->tables(), diagnostics);
         if (output) {
             writeFileAtomically(*output + "/qos-policy.conf", files.policy);
             writeFileAtomically(*output + "/opensm-qos.conf", files.options);

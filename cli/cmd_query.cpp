@@ -457,12 +457,12 @@ int runQuery(const std::vector<std::string>& args) {
     Inputs inputs;
     Diagnostics diagnostics;
     Policy policy = loadPolicy(inputs.load(options.positionals()[0]), diagnostics);
-    Fabric fabric = std::move(*loadFabric(options, inputs, diagnostics));
-    BoundPolicy bound = bindPolicy(policy, fabric, diagnostics);
+    auto compiled = compileForFabric(policy, options, inputs, diagnostics, CompileStage::Bind);
     // Warnings and errors go to standard error, whatever the output form.
     if (emitDiagnostics(diagnostics, inputs, false) != ExitOk) return ExitInputErrors;
+    const Fabric& fabric = compiled->fabric();
 
-    Answerer answerer(policy, fabric, bound);
+    Answerer answerer(policy, fabric, compiled->bound());
     if (batch) return runBatch(answerer, fabric, *batch);
 
     bool json = options.flag("json");

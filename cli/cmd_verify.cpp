@@ -71,8 +71,8 @@ int runVerify(const std::vector<std::string>& args) {
     }
     auto partitions = options.value("partitions");
     readPartitions(partitions ? &inputs.load(*partitions) : nullptr, fabric, diagnostics);
-    BoundPolicy bound = bindPolicy(policy, fabric, diagnostics);
-    FabricTables tables = computeTables(bound, conf, diagnostics);
+    auto compiled = FabricCompilation::compile(policy, fabric, conf, diagnostics);
+    const FabricTables& tables = compiled->tables();
     std::vector<Drift> drift = findDrift(*live, tables);
 
     if (json) {

@@ -2,7 +2,6 @@
 // What the ibqos subcommands share.
 #include "cli/commands.hpp"
 
-#include "compiler/realizability.hpp"
 #include "fabric/partitions.hpp"
 #include "fabric/port_caps.hpp"
 #include "fabric/topology.hpp"
@@ -84,17 +83,14 @@ OpenSmConf loadOpenSmConf(const Options& options, Inputs& inputs, Diagnostics& d
 }
 
 std::unique_ptr<FabricCompilation> compileForFabric(const Policy& policy, const Options& options,
-                                                    Inputs& inputs, Diagnostics& diagnostics) {
+                                                    Inputs& inputs, Diagnostics& diagnostics,
+                                                    CompileStage upTo) {
     std::optional<Fabric> fabric = loadFabric(options, inputs, diagnostics);
     if (!fabric) return nullptr;
-    auto c = std::make_unique<FabricCompilation>();
-    c->fabric = std::move(*fabric);
-    c->conf = loadOpenSmConf(options, inputs, diagnostics);
-    negotiateOperVls(c->fabric, c->conf.maxOpVls);
-    c->bound = bindPolicy(policy, c->fabric, diagnostics);
-    c->tables = computeTables(c->bound, c->conf, diagnostics);
-    checkRealizability(c->bound, c->tables, diagnostics);
-    return c;
+    OpenSmConf conf = loadOpenSmConf(options, inputs, diagnostics);
+    negotiateOperVls(*fabric, conf.maxOpVls);
+    return FabricCompilation::compile(policy, std::move(*fabric), std::move(conf), diagnostics,
+                                      upTo);
 }
 
 void writeFileAtomically(const std::string& path, const std::string& content) {

@@ -10,7 +10,7 @@
 #include "cli/options.hpp"
 #include "common/diagnostics.hpp"
 #include "common/source.hpp"
-#include "compiler/bind.hpp"
+#include "compiler/fabric_compilation.hpp"
 #include "compiler/tables.hpp"
 #include "fabric/fabric.hpp"
 #include "fabric/opensm_conf.hpp"
@@ -51,16 +51,11 @@ std::optional<Fabric> loadFabric(const Options& options, Inputs& inputs, Diagnos
 // The opensm.conf QoS options --opensm-conf names (OpenSM's built-in defaults without it).
 OpenSmConf loadOpenSmConf(const Options& options, Inputs& inputs, Diagnostics& diagnostics);
 
-// A policy compiled for the fabric the options name: bound, every port's tables computed, and
-// realizability checked. Held by pointer: `bound` points into `fabric`.
-struct FabricCompilation {
-    Fabric fabric;
-    OpenSmConf conf;
-    BoundPolicy bound;
-    FabricTables tables;
-};
-std::unique_ptr<FabricCompilation> compileForFabric(const Policy& policy, const Options& options,
-                                                    Inputs& inputs, Diagnostics& diagnostics);
+// The policy compiled for the fabric the options name (nullptr without --topology), up to a
+// stage.
+std::unique_ptr<FabricCompilation> compileForFabric(
+    const Policy& policy, const Options& options, Inputs& inputs, Diagnostics& diagnostics,
+    CompileStage upTo = CompileStage::Realizability);
 
 // Writes a file whole or not at all: a temporary file renamed over the target. Throws IoError.
 void writeFileAtomically(const std::string& path, const std::string& content);

@@ -8,6 +8,7 @@
 #include "compiler/bind.hpp"
 #include "compiler/compile_policy.hpp"
 #include "compiler/emit.hpp"
+#include "compiler/fabric_compilation.hpp"
 #include "compiler/realizability.hpp"
 #include "compiler/tables.hpp"
 #include "fabric/partitions.hpp"
@@ -42,9 +43,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const ibqos::Diagnostic& d : diagnostics.all()) (void)ibqos::renderText(d, &source);
     (void)ibqos::renderJson(diagnostics.all());
     // The Policy is consistent even with errors: the fabric stages must take it.
-    ibqos::BoundPolicy bound = ibqos::bindPolicy(policy, sampleFabric(), diagnostics);
-    ibqos::FabricTables tables = ibqos::computeTables(bound, ibqos::OpenSmConf{}, diagnostics);
-    ibqos::checkRealizability(bound, tables, diagnostics);
+    auto compiled =
+        ibqos::FabricCompilation::compile(policy, sampleFabric(), ibqos::OpenSmConf{}, diagnostics);
+    const ibqos::BoundPolicy& bound = compiled->bound();
+    const ibqos::FabricTables& tables = compiled->tables();
     (void)ibqos::emitTablesJson(bound, tables, diagnostics.all());
     (void)ibqos::emitTablesText(bound, tables);
     (void)ibqos::emitOpenSm(bound, tables, diagnostics);

@@ -2,28 +2,24 @@
 // CompiledSweep: binding, tables, the plain policy, class options and per-port overrides.
 #include "osm-plugin/sweep.hpp"
 
-#include "compiler/realizability.hpp"
-
 namespace ibqos::osm {
 
 std::unique_ptr<CompiledSweep> CompiledSweep::compile(const Policy& policy, Fabric fabric,
                                                       const OpenSmConf& conf,
                                                       Diagnostics& diagnostics) {
     auto sweep = std::make_unique<CompiledSweep>();
-    sweep->fabric_ = std::make_unique<Fabric>(std::move(fabric));
-    sweep->bound_ = bindPolicy(policy, *sweep->fabric_, diagnostics);
-    sweep->tables_ = computeTables(sweep->bound_, conf, diagnostics);
-    checkRealizability(sweep->bound_, sweep->tables_, diagnostics);
-    sweep->plan_ = planClassOptions(*sweep->fabric_, sweep->tables_);
+    sweep->compilation_ = FabricCompilation::compile(policy, std::move(fabric), conf, diagnostics);
+    const FabricCompilation& c = *sweep->compilation_;
+    sweep->plan_ = planClassOptions(c.fabric(), c.tables());
     // The per-port note emitOpenSm would add is the plugin's job, not a warning here.
     Diagnostics emitted;
-    sweep->policyText_ = emitOpenSm(sweep->bound_, sweep->tables_, emitted).policy;
+    sweep->policyText_ = emitOpenSm(c.bound(), c.tables(), emitted).policy;
     const ClassTemplate& external =
         sweep->plan_.classes[static_cast<size_t>(PortClass::SwitchExternal)];
     for (uint32_t i : sweep->plan_.specialPorts) {
-        const PortTables& t = sweep->tables_.ports[i];
-        const FabricPort& port = sweep->fabric_->ports[t.port];
-        const FabricNode& node = sweep->fabric_->nodes[port.node];
+        const PortTables& t = c.tables().ports[i];
+        const FabricPort& port = c.fabric().ports[t.port];
+        const FabricNode& node = c.fabric().nodes[port.node];
         sweep->overrides_.emplace(portKey(node.guid, port.number), i);
         const ClassTemplate& own = sweep->plan_.classes[static_cast<size_t>(t.portClass)];
         sweep->needsVlArb_ |=
@@ -41,14 +37,14 @@ std::unique_ptr<CompiledSweep> CompiledSweep::compile(const Policy& policy, Fabr
 std::optional<ClassOptions> CompiledSweep::classOptions(PortClass c) const {
     const ClassTemplate& t = plan_.classes[static_cast<size_t>(c)];
     if (!t.present) return std::nullopt;
-    return ClassOptions{t.highLimit, vlarbOptionString(tables_.vlarbs[t.high]),
-                        vlarbOptionString(tables_.vlarbs[t.low]),
-                        sl2vlOptionString(tables_.sl2vls[t.sl2vl])};
+    return ClassOptions{t.highLimit, vlarbOptionString(tables().vlarbs[t.high]),
+                        vlarbOptionString(tables().vlarbs[t.low]),
+                        sl2vlOptionString(tables().sl2vls[t.sl2vl])};
 }
 
 const PortTables* CompiledSweep::overrideFor(uint64_t nodeGuid, unsigned portNumber) const {
     auto it = overrides_.find(portKey(nodeGuid, portNumber));
-    return it == overrides_.end() ? nullptr : &tables_.ports[it->second];
+    return it == overrides_.end() ? nullptr : &tables().ports[it->second];
 }
 
 }  // namespace ibqos::osm

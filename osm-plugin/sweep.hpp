@@ -9,8 +9,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "compiler/bind.hpp"
 #include "compiler/emit.hpp"
+#include "compiler/fabric_compilation.hpp"
 #include "compiler/policy.hpp"
 #include "compiler/tables.hpp"
 #include "fabric/fabric.hpp"
@@ -38,11 +38,11 @@ class CompiledSweep {
     std::optional<ClassOptions> classOptions(PortClass c) const;
     // The tables of a port the class options cannot give, or nullptr.
     const PortTables* overrideFor(uint64_t nodeGuid, unsigned portNumber) const;
-    const Sl2VlTable& sl2vl(uint32_t index) const { return tables_.sl2vls[index]; }
-    const VlArbTable& vlarb(uint32_t index) const { return tables_.vlarbs[index]; }
+    const Sl2VlTable& sl2vl(uint32_t index) const { return tables().sl2vls[index]; }
+    const VlArbTable& vlarb(uint32_t index) const { return tables().vlarbs[index]; }
 
-    const Fabric& fabric() const { return *fabric_; }
-    const FabricTables& tables() const { return tables_; }
+    const Fabric& fabric() const { return compilation_->fabric(); }
+    const FabricTables& tables() const { return compilation_->tables(); }
     size_t overriddenPorts() const { return overrides_.size(); }
     // Whether some overridden port needs its own SL2VL tables (the SL2VL hook turns off OpenSM's
     // one-MAD-per-switch programming, so it is installed only then), or its own VLArb tables or
@@ -51,13 +51,11 @@ class CompiledSweep {
     bool needsVlArbHook() const { return needsVlArb_; }
 
   private:
-    std::unique_ptr<Fabric> fabric_;  // BoundPolicy points into it
-    BoundPolicy bound_;
-    FabricTables tables_;
+    std::unique_ptr<FabricCompilation> compilation_;
     ClassPlan plan_;
     std::string policyText_;
     std::unordered_map<uint64_t, uint32_t>
-        overrides_;  // (node GUID, port) -> index into tables_.ports
+        overrides_;  // (node GUID, port) -> index into tables().ports
     bool needsSl2Vl_ = false;
     bool needsVlArb_ = false;
 };
