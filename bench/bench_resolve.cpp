@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Benchmark: resolve latency, SA PathRecord query plus host-plan lookup, against a live SA.
+// Benchmark: resolve latency, SA ib::PathRecord query plus host-plan lookup, against a live SA.
 // Run it on a fabric: bench/run_bench_resolve.py starts OpenSM on ibsim and runs it there.
 //   ibqos-bench-resolve --policy POLICY --dst LID [--count N] [--service-id N] [--qos-class N]
 //                       [--hca NAME] [--port N] [--json]
@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
     unsigned count = 1000;
     int port = 0;
     bool json = false;
-    host::PathQuery query;
+    host::SaQuery query;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         auto next = [&] { return std::string(bench::optionValue(argc, argv, i)); };
@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
     }
     double allSeconds = bench::secondsSince(allStart);
     bench::Report report(json);
-    report.header("ibqos-agent resolve: SA PathRecord query + host plan, one at a time");
+    report.header("ibqos-agent resolve: SA ib::PathRecord query + host plan, one at a time");
     std::vector<std::pair<std::string, std::string>> params{{"count", std::to_string(count)},
                                                             {"retried", std::to_string(retried)},
                                                             {"with_leaf", std::to_string(leaves)}};

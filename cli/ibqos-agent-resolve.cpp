@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// ibqos-agent resolve: one PathRecord from the SA, and the leaf and PCC slot of its SL.
+// ibqos-agent resolve: one ib::PathRecord from the SA, and the leaf and PCC slot of its SL.
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -15,7 +15,7 @@ namespace {
 
 const char* const resolveHelp = R"(Usage: ibqos-agent resolve --policy POLICY --dst PORT [options]
 
-Asks the Subnet Administrator of the local port for one PathRecord to PORT, as an application
+Asks the Subnet Administrator of the local port for one ib::PathRecord to PORT, as an application
 would before it connects, and shows the SL the SA chose, the transmit-scheduling leaf that SL
 attaches to on this host and the congestion-control slot applied to it.
 
@@ -43,9 +43,9 @@ error (no SA answer after the retries, an answer that breaks the protocol).
 )";
 
 // Parses --dst into the query's destination; needs the local port's subnet prefix for GUIDs.
-void setDestination(const std::string& text, const host::LocalPort& port, host::PathQuery& q) {
+void setDestination(const std::string& text, const host::LocalPort& port, host::SaQuery& q) {
     if (text.find(':') != std::string::npos) {
-        auto gid = host::Gid::parse(text);
+        auto gid = ib::Gid::parse(text);
         if (!gid) throw UsageError{"--dst '" + text + "' is not a GID"};
         q.byGid = true;
         q.dgid = *gid;
@@ -54,7 +54,7 @@ void setDestination(const std::string& text, const host::LocalPort& port, host::
     if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
         uint64_t guid = parseNumberOption("dst", text, UINT64_MAX);
         q.byGid = true;
-        q.dgid = host::Gid::fromParts(port.gid.prefix(), guid);
+        q.dgid = ib::Gid::fromParts(port.gid.prefix(), guid);
         return;
     }
     uint64_t lid = parseNumberOption("dst", text, 0xBFFF);
@@ -124,7 +124,7 @@ int runResolve(const std::vector<std::string>& args) {
     std::string policyPath = options.required("policy");
     std::string dst = options.required("dst");
     bool json = options.flag("json");
-    host::PathQuery query;
+    host::SaQuery query;
     readRequestFields(options, query);
     if (options.flag("get")) query.method = host::SaMethod::Get;
     host::RetryPolicy retry;
@@ -175,7 +175,7 @@ int runResolve(const std::vector<std::string>& args) {
         return ExitInputErrors;
     }
 
-    const host::PathRecord& r = result.record;
+    const ib::PathRecord& r = result.record;
     HostPart part = hostPartOf(*plan, r.sl);
     if (json) {
         std::cout << "{\"status\": \"ok\", \"sl\": " << int{r.sl}

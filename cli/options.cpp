@@ -96,4 +96,15 @@ uint64_t parseNumberOption(const std::string& name, const std::string& text, uin
     return *v;
 }
 
+void readRequestFields(const Options& options, ib::QosFields& request) {
+    if (auto v = options.value("service-id"))
+        request.serviceId = parseNumberOption("service-id", *v, UINT64_MAX);
+    if (auto v = options.value("qos-class"))
+        request.qosClass = static_cast<uint16_t>(parseNumberOption("qos-class", *v, 4095));
+    if (auto v = options.value("pkey"))
+        request.pkey = static_cast<uint16_t>(parseNumberOption("pkey", *v, 0xffff));
+    if (auto v = options.value("sl"))
+        request.sl = static_cast<uint8_t>(parseNumberOption("sl", *v, 15));
+}
+
 }  // namespace ibqos::cli

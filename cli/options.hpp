@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "ib/path_record.hpp"
+
 namespace ibqos::cli {
 
 // A usage error: the command prints it with a hint to --help and exits 2.
@@ -43,18 +45,7 @@ class Options {
 // Parses an unsigned number (decimal or 0x hex) for an option, or throws UsageError.
 uint64_t parseNumberOption(const std::string& name, const std::string& text, uint64_t max);
 
-// The PathRecord fields a request may carry (--service-id, --qos-class, --pkey, --sl), into any
-// request type with those four optional members.
-template <typename Request>
-void readRequestFields(const Options& options, Request& request) {
-    if (auto v = options.value("service-id"))
-        request.serviceId = parseNumberOption("service-id", *v, UINT64_MAX);
-    if (auto v = options.value("qos-class"))
-        request.qosClass = static_cast<uint16_t>(parseNumberOption("qos-class", *v, 4095));
-    if (auto v = options.value("pkey"))
-        request.pkey = static_cast<uint16_t>(parseNumberOption("pkey", *v, 0xffff));
-    if (auto v = options.value("sl"))
-        request.sl = static_cast<uint8_t>(parseNumberOption("sl", *v, 15));
-}
+// The QoS fields a request may carry (--service-id, --qos-class, --pkey, --sl).
+void readRequestFields(const Options& options, ib::QosFields& request);
 
 }  // namespace ibqos::cli

@@ -13,15 +13,15 @@ using namespace ibqos::host;
 
 namespace {
 
-std::vector<PathQuery> queries() {
-    PathQuery byLid;
+std::vector<SaQuery> queries() {
+    SaQuery byLid;
     byLid.slid = 1;
     byLid.dlid = 2;
-    PathQuery byGid;
+    SaQuery byGid;
     byGid.byGid = true;
-    byGid.sgid = Gid::fromParts(0xfe80000000000000ull, 0x100001);
-    byGid.dgid = Gid::fromParts(0xfe80000000000000ull, 0x200000);
-    PathQuery get = byLid;
+    byGid.sgid = ibqos::ib::Gid::fromParts(0xfe80000000000000ull, 0x100001);
+    byGid.dgid = ibqos::ib::Gid::fromParts(0xfe80000000000000ull, 0x200000);
+    SaQuery get = byLid;
     get.method = SaMethod::Get;
     get.pkey = 0xffff;
     get.sl = 3;
@@ -32,13 +32,13 @@ std::vector<PathQuery> queries() {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    static const std::vector<PathQuery> all = queries();
+    static const std::vector<SaQuery> all = queries();
     const uint64_t tids[] = {0x1142, 0x5a5a0042};
-    for (const PathQuery& q : all) {
+    for (const SaQuery& q : all) {
         DecodedAnswer a = decodePathAnswer(std::span<const uint8_t>(data, size), q, tids);
         if (a.kind == AnswerKind::Path) {
             // What the client hands on must be what it promised to check.
-            const PathRecord& r = a.record;
+            const ibqos::ib::PathRecord& r = a.record;
             bool sound = r.sl < 16 && r.mtu >= 1 && r.mtu <= 5 && r.mtuSelector == 2 &&
                          r.rateSelector == 2 && r.packetLifeSelector == 2 && r.dlid >= 1 &&
                          r.dlid <= 0xBFFF && a.recordCount >= 1 &&
@@ -49,6 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (a.kind == AnswerKind::Invalid && a.error.offset > size) std::abort();  // located inside
         (void)a.error.toString();
     }
-    (void)describeMadStatus(size >= 6 ? static_cast<uint16_t>(data[4] << 8 | data[5]) : 0);
+    (void)ibqos::ib::describeMadStatus(size >= 6 ? static_cast<uint16_t>(data[4] << 8 | data[5])
+                                                 : 0);
     return 0;
 }

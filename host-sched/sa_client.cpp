@@ -26,7 +26,7 @@ uint64_t randomTransactionIdSeed() {
     return uint64_t{device()} & 0xffff0000u;
 }
 
-PathResult SaClient::query(PathQuery query) {
+PathResult SaClient::query(SaQuery query) {
     const LocalPort& port = transport_.localPort();
     // Sent by GID or by LID, the answer must come back with both of the port's own.
     query.sgid = port.gid;
@@ -49,7 +49,7 @@ PathResult SaClient::query(PathQuery query) {
         sent.push_back(tid);
         result.attempts = attempt + 1;
         result.timeouts.push_back(timeout);
-        if (std::string error = transport_.send(encodePathQuery(query, tid), timeout);
+        if (std::string error = transport_.send(encodeSaQuery(query, tid), timeout);
             !error.empty()) {
             result.message = "cannot send to the SA: " + error;
             return result;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// SaClient: one PathRecord at a time from the Subnet Administrator, with retries and checks.
+// SaClient: one ib::PathRecord at a time from the Subnet Administrator, with retries and checks.
 #pragma once
 
 #include <chrono>
@@ -20,7 +20,7 @@ struct LocalPort {
     uint8_t lmc = 0;
     uint16_t smLid = 0;
     uint8_t smSl = 0;
-    Gid gid;  // the port's GID 0: subnet prefix and port GUID
+    ib::Gid gid;  // the port's GID 0: subnet prefix and port GUID
 };
 
 // How a MAD reached us, or did not.
@@ -65,7 +65,7 @@ enum class PathStatus : uint8_t {
 
 struct PathResult {
     PathStatus status = PathStatus::Failed;
-    PathRecord record;
+    ib::PathRecord record;
     std::string message;  // why NoPath or Failed
     unsigned attempts = 0;
     std::vector<std::chrono::milliseconds> timeouts;  // the timeout of each attempt made
@@ -77,7 +77,7 @@ class SaClient {
     SaClient(SaTransport& transport, RetryPolicy policy, uint64_t firstTransactionId);
 
     // Fills the source (LID or GID) from the local port and asks for one path.
-    PathResult query(PathQuery query);
+    PathResult query(SaQuery query);
 
   private:
     SaTransport& transport_;

@@ -48,7 +48,7 @@ std::unique_ptr<UmadTransport> UmadTransport::open(const std::string& caName, in
     port.lmc = static_cast<uint8_t>(info.lmc);
     port.smLid = static_cast<uint16_t>(info.sm_lid);
     port.smSl = static_cast<uint8_t>(info.sm_sl);
-    port.gid = Gid::fromParts(be64toh(info.gid_prefix), be64toh(info.port_guid));
+    port.gid = ib::Gid::fromParts(be64toh(info.gid_prefix), be64toh(info.port_guid));
     unsigned state = info.state;
     umad_release_port(&info);
     std::string where = port.caName + "/" + std::to_string(port.port);
@@ -65,7 +65,7 @@ std::unique_ptr<UmadTransport> UmadTransport::open(const std::string& caName, in
         error = "cannot open the umad device of " + where + ": " + errnoText(fd);
         return nullptr;
     }
-    int agent = umad_register(fd, SaClass, SaClassVersion, RmppVersion, nullptr);
+    int agent = umad_register(fd, ib::SaClass, ib::SaClassVersion, RmppVersion, nullptr);
     if (agent < 0) {
         error = "cannot register an SA agent on " + where + ": " + errnoText(agent);
         umad_close_port(fd);

@@ -10,14 +10,13 @@
 #include <vector>
 
 #include "fabric/fabric.hpp"
+#include "ib/mad.hpp"
+#include "ib/path_record.hpp"
 
 namespace ibqos {
 
 // The SA attribute a request was sent as.
 enum class PathRecordKind : uint8_t { PathRecord, MultiPathRecord };
-
-// The subnet prefix of link-local GIDs, and OpenSM's default subnet_prefix.
-constexpr uint64_t LinkLocalPrefix = 0xfe80000000000000ULL;
 
 // One end of a path as the request names it: by LID, by GID (whose interface id is the port
 // GUID), or both (then they must name the same port).
@@ -31,24 +30,16 @@ struct PortAddress {
 // exactly when the request's component mask selects it (the ServiceID only with both halves,
 // as OpenSM reads it); MultiPathRecord mask bits are already translated to their PathRecord
 // meaning.
-struct PathRequest {
+struct PathRequest : ib::QosFields {
     PathRecordKind kind = PathRecordKind::PathRecord;
     PortAddress source;
     PortAddress destination;
-    std::optional<uint64_t> serviceId;
-    std::optional<uint16_t> qosClass;  // 12 bits
-    std::optional<uint16_t> pkey;      // as sent, membership bit included
-    std::optional<uint8_t> sl;         // 4 bits
 };
 
 // A request whose ends are endpoints of a Fabric (indices into Fabric::ports).
-struct PathQuery {
+struct PathQuery : ib::QosFields {
     uint32_t source = NoPort;
     uint32_t destination = NoPort;
-    std::optional<uint64_t> serviceId;
-    std::optional<uint16_t> qosClass;
-    std::optional<uint16_t> pkey;
-    std::optional<uint8_t> sl;
 };
 
 // The outcome of decoding one SA MAD. On failure, `error` says why and `saStatus` is the MAD
@@ -61,9 +52,6 @@ struct DecodedRequest {
 
     bool ok() const { return error.empty(); }
 };
-
-// The size of a MAD, the only size a request may have.
-constexpr size_t MadSize = 256;
 
 // Decodes a SubnAdmGet/SubnAdmGetTable(PathRecord) or SubnAdmGetMulti(MultiPathRecord) MAD.
 // Pure: reads only the bytes. Everything OpenSM refuses is refused with its status; a request

@@ -9,7 +9,7 @@
 
 namespace ibqos::test {
 
-// OpenSM's SubnAdmGetTableResp to a PathRecord query SLID 1 -> DLID 2 (reversible, one path)
+// OpenSM's SubnAdmGetTableResp to a ib::PathRecord query SLID 1 -> DLID 2 (reversible, one path)
 // with transaction id 0x1142, as libumad2sim delivered it: RMPP Active flag only, no length.
 inline std::vector<uint8_t> capturedGetTableResp() {
     return {0x01, 0x03, 0x02, 0x92, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00,
@@ -24,8 +24,8 @@ inline std::vector<uint8_t> capturedGetTableResp() {
 }
 
 // The query that answer answers.
-inline host::PathQuery capturedQuery() {
-    host::PathQuery q;
+inline host::SaQuery capturedQuery() {
+    host::SaQuery q;
     q.slid = 1;
     q.dlid = 2;
     return q;
@@ -35,11 +35,11 @@ inline constexpr uint64_t CapturedTid = 0x1142;
 
 // A well-formed answer to a query: the request's header turned into a response carrying the
 // given records (a GetTableResp in the simulator's RMPP form unless kernelRmpp).
-inline std::vector<uint8_t> answerTo(const host::PathQuery& q, uint64_t tid,
-                                     const std::vector<host::PathRecord>& records,
+inline std::vector<uint8_t> answerTo(const host::SaQuery& q, uint64_t tid,
+                                     const std::vector<ib::PathRecord>& records,
                                      bool kernelRmpp = false) {
-    auto request = host::encodePathQuery(q, tid);
-    std::vector<uint8_t> mad(request.begin(), request.begin() + host::SaHeaderSize);
+    auto request = host::encodeSaQuery(q, tid);
+    std::vector<uint8_t> mad(request.begin(), request.begin() + ib::SaHeaderSize);
     mad[3] |= 0x80;
     mad[8] = 0x00;  // the high half of the id is the kernel agent's
     mad[9] = 0x07;
@@ -56,20 +56,20 @@ inline std::vector<uint8_t> answerTo(const host::PathQuery& q, uint64_t tid,
         }
     }
     mad[45] = records.empty() ? 0 : 8;
-    for (const host::PathRecord& r : records) {
-        auto bytes = host::encodePathRecord(r);
+    for (const ib::PathRecord& r : records) {
+        auto bytes = ib::encodePathRecord(r);
         mad.insert(mad.end(), bytes.begin(), bytes.end());
     }
     return mad;
 }
 
 // The record an SA would return for a LID query from 1 to 2.
-inline host::PathRecord goodRecord(uint8_t sl = 3) {
-    host::PathRecord r;
+inline ib::PathRecord goodRecord(uint8_t sl = 3) {
+    ib::PathRecord r;
     r.slid = 1;
     r.dlid = 2;
-    r.sgid = host::Gid::fromParts(0xfe80000000000000ull, 0x100001);
-    r.dgid = host::Gid::fromParts(0xfe80000000000000ull, 0x200000);
+    r.sgid = ib::Gid::fromParts(0xfe80000000000000ull, 0x100001);
+    r.dgid = ib::Gid::fromParts(0xfe80000000000000ull, 0x200000);
     r.reversible = true;
     r.pkey = 0xffff;
     r.sl = sl;

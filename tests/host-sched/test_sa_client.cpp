@@ -25,7 +25,7 @@ class ScriptedTransport : public SaTransport {
         port_.port = 1;
         port_.lid = 1;
         port_.smLid = 5;
-        port_.gid = Gid::fromParts(0xfe80000000000000ull, 0x100001);
+        port_.gid = ib::Gid::fromParts(0xfe80000000000000ull, 0x100001);
     }
     const LocalPort& localPort() const override { return port_; }
     std::string send(std::span<const uint8_t> mad, std::chrono::milliseconds timeout) override {
@@ -49,7 +49,7 @@ class ScriptedTransport : public SaTransport {
     std::string sendError;
 };
 
-ScriptedTransport::Step answer(std::vector<PathRecord> records, size_t toAttempt = SIZE_MAX,
+ScriptedTransport::Step answer(std::vector<ib::PathRecord> records, size_t toAttempt = SIZE_MAX,
                                int status = 0) {
     return [=](const std::vector<uint64_t>& sent) {
         Received r;
@@ -65,8 +65,8 @@ ScriptedTransport::Step timeout() {
     return [](const std::vector<uint64_t>&) { return Received{}; };
 }
 
-PathQuery query() {
-    PathQuery q;
+SaQuery query() {
+    SaQuery q;
     q.dlid = 2;
     return q;
 }
@@ -167,7 +167,7 @@ TEST_CASE("no path, a broken answer and a transport error end the query at once"
     CHECK(r.attempts == 1);
 
     ScriptedTransport broken;
-    PathRecord wrong = test::goodRecord();
+    ib::PathRecord wrong = test::goodRecord();
     wrong.dlid = 77;
     broken.script = {answer({wrong})};
     r = SaClient(broken, RetryPolicy{}, 1).query(query());
@@ -204,11 +204,11 @@ TEST_CASE("a port that knows no SM fails without sending", "[host-sched][sa-clie
 
 TEST_CASE("a GID query leaves from the port's own GID", "[host-sched][sa-client]") {
     ScriptedTransport t;
-    PathQuery q;
+    SaQuery q;
     q.byGid = true;
     q.dgid = test::goodRecord().dgid;
     t.script = {[&](const std::vector<uint64_t>& sent) {
-        PathQuery asked = q;
+        SaQuery asked = q;
         asked.sgid = t.port_.gid;
         Received r;
         r.status = ReceiveStatus::Mad;

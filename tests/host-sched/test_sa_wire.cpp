@@ -15,7 +15,7 @@ namespace {
 uint64_t tid = 0x5a5a0042;
 std::vector<uint64_t> tids{tid};
 
-DecodedAnswer decode(const std::vector<uint8_t>& mad, const PathQuery& q = test::capturedQuery()) {
+DecodedAnswer decode(const std::vector<uint8_t>& mad, const SaQuery& q = test::capturedQuery()) {
     return decodePathAnswer(mad, q, tids);
 }
 
@@ -23,12 +23,12 @@ DecodedAnswer decode(const std::vector<uint8_t>& mad, const PathQuery& q = test:
 
 TEST_CASE("a path request carries the component mask of exactly the fields asked for",
           "[host-sched][sa-wire]") {
-    PathQuery q;
+    SaQuery q;
     q.slid = 7;
     q.dlid = 9;
     q.serviceId = 0x10005;
     q.qosClass = 3;
-    auto mad = encodePathQuery(q, 0x1122334455667788ull);
+    auto mad = encodeSaQuery(q, 0x1122334455667788ull);
     CHECK(mad[0] == 1);
     CHECK(mad[1] == 0x03);
     CHECK(mad[2] == 2);
@@ -38,9 +38,9 @@ TEST_CASE("a path request carries the component mask of exactly the fields asked
     CHECK((mad[16] << 8 | mad[17]) == 0x0035);
     uint64_t mask = 0;
     for (int i = 48; i < 56; ++i) mask = mask << 8 | mad[i];
-    CHECK(mask == (pr_mask::Slid | pr_mask::Dlid | pr_mask::ServiceId | pr_mask::QosClass |
-                   pr_mask::NumbPath | pr_mask::Reversible));
-    PathRecord r = decodePathRecord(std::span<const uint8_t, 64>(mad.data() + 56, 64));
+    CHECK(mask == (ib::pr_mask::Slid | ib::pr_mask::Dlid | ib::pr_mask::ServiceId |
+                   ib::pr_mask::QosClass | ib::pr_mask::NumbPath | ib::pr_mask::Reversible));
+    ib::PathRecord r = ib::decodePathRecord(std::span<const uint8_t, 64>(mad.data() + 56, 64));
     CHECK(r.slid == 7);
     CHECK(r.dlid == 9);
     CHECK(r.serviceId == 0x10005);
@@ -50,26 +50,27 @@ TEST_CASE("a path request carries the component mask of exactly the fields asked
 
     q.method = SaMethod::Get;
     q.byGid = true;
-    q.sgid = Gid::fromParts(0xfe80000000000000ull, 1);
-    q.dgid = Gid::fromParts(0xfe80000000000000ull, 2);
+    q.sgid = ib::Gid::fromParts(0xfe80000000000000ull, 1);
+    q.dgid = ib::Gid::fromParts(0xfe80000000000000ull, 2);
     q.serviceId.reset();
     q.qosClass.reset();
     q.sl = 5;
     q.pkey = 0x8001;
-    CHECK(componentMask(q) ==
-          (pr_mask::Sgid | pr_mask::Dgid | pr_mask::Sl | pr_mask::Pkey | pr_mask::Reversible));
+    CHECK(componentMask(q) == (ib::pr_mask::Sgid | ib::pr_mask::Dgid | ib::pr_mask::Sl |
+                               ib::pr_mask::Pkey | ib::pr_mask::Reversible));
 }
 
-TEST_CASE("a PathRecord survives encoding and decoding field by field", "[host-sched][sa-wire]") {
-    PathRecord r = goodRecord(11);
+TEST_CASE("a ib::PathRecord survives encoding and decoding field by field",
+          "[host-sched][sa-wire]") {
+    ib::PathRecord r = goodRecord(11);
     r.serviceId = 0x0123456789abcdefull;
     r.flowLabel = 0xabcde;
     r.hopLimit = 64;
     r.trafficClass = 0x28;
     r.qosClass = 0xabc;
     r.preference = 1;
-    auto bytes = encodePathRecord(r);
-    CHECK(decodePathRecord(bytes) == r);
+    auto bytes = ib::encodePathRecord(r);
+    CHECK(ib::decodePathRecord(bytes) == r);
 }
 
 TEST_CASE("OpenSM's answer captured on ibsim is accepted with its SL and path",
@@ -90,7 +91,7 @@ TEST_CASE("OpenSM's answer captured on ibsim is accepted with its SL and path",
 
 TEST_CASE("the kernel's RMPP header and the simulator's are both accepted",
           "[host-sched][sa-wire]") {
-    PathQuery q = test::capturedQuery();
+    SaQuery q = test::capturedQuery();
     CHECK(decode(answerTo(q, tid, {goodRecord()}, false), q).kind == AnswerKind::Path);
     DecodedAnswer k = decode(answerTo(q, tid, {goodRecord(), goodRecord(7)}, true), q);
     REQUIRE(k.kind == AnswerKind::Path);
@@ -99,7 +100,7 @@ TEST_CASE("the kernel's RMPP header and the simulator's are both accepted",
 }
 
 TEST_CASE("an empty table and ERR_NO_RECORDS both mean no path", "[host-sched][sa-wire]") {
-    PathQuery q = test::capturedQuery();
+    SaQuery q = test::capturedQuery();
     CHECK(decode(answerTo(q, tid, {}), q).kind == AnswerKind::NoPath);
     CHECK(decode(answerTo(q, tid, {}, true), q).kind == AnswerKind::NoPath);
     q.method = SaMethod::Get;
@@ -112,7 +113,7 @@ TEST_CASE("an empty table and ERR_NO_RECORDS both mean no path", "[host-sched][s
 
 TEST_CASE("answers to other transactions are not ours, whatever the high half of the id",
           "[host-sched][sa-wire]") {
-    PathQuery q = test::capturedQuery();
+    SaQuery q = test::capturedQuery();
     auto mad = answerTo(q, tid + 1, {goodRecord()});
     CHECK(decode(mad, q).kind == AnswerKind::NotOurs);
     auto same = answerTo(q, tid, {goodRecord()});
@@ -121,7 +122,7 @@ TEST_CASE("answers to other transactions are not ours, whatever the high half of
 }
 
 TEST_CASE("a busy SA is told apart from a refusing one", "[host-sched][sa-wire]") {
-    PathQuery q = test::capturedQuery();
+    SaQuery q = test::capturedQuery();
     auto mad = answerTo(q, tid, {goodRecord()});
     mad[5] = 0x01;
     CHECK(decode(mad, q).kind == AnswerKind::Busy);
@@ -138,7 +139,7 @@ TEST_CASE("a busy SA is told apart from a refusing one", "[host-sched][sa-wire]"
 
 TEST_CASE("every broken header field of an answer is refused at its byte",
           "[host-sched][sa-wire]") {
-    PathQuery q = test::capturedQuery();
+    SaQuery q = test::capturedQuery();
     const auto good = answerTo(q, tid, {goodRecord()});
     struct Case {
         size_t offset;
@@ -164,7 +165,7 @@ TEST_CASE("every broken header field of an answer is refused at its byte",
 
 TEST_CASE("a kernel RMPP answer must be one whole segment of whole records",
           "[host-sched][sa-wire]") {
-    PathQuery q = test::capturedQuery();
+    SaQuery q = test::capturedQuery();
     auto mad = answerTo(q, tid, {goodRecord()}, true);
     auto notLast = mad;
     notLast[26] = 0x03;
@@ -186,17 +187,17 @@ TEST_CASE("a kernel RMPP answer must be one whole segment of whole records",
 
 TEST_CASE("a record that does not answer the query is refused at its field",
           "[host-sched][sa-wire]") {
-    PathQuery q = test::capturedQuery();
+    SaQuery q = test::capturedQuery();
     q.pkey = 0x7fff;
     q.sl = 3;
-    auto check = [&](PathRecord r, const char* field, size_t offset) {
+    auto check = [&](ib::PathRecord r, const char* field, size_t offset) {
         DecodedAnswer a = decode(answerTo(q, tid, {r}), q);
         INFO(field);
         CHECK(a.kind == AnswerKind::Invalid);
         CHECK(a.error.field == field);
         CHECK(a.error.offset == 56 + offset);
     };
-    PathRecord r = goodRecord();
+    ib::PathRecord r = goodRecord();
     r.slid = 5;
     check(r, "slid", 42);
     r = goodRecord();
@@ -204,7 +205,7 @@ TEST_CASE("a record that does not answer the query is refused at its field",
     check(r, "dlid", 40);
     q.sgid = goodRecord().sgid;  // a LID query that knows its own GID checks it too
     r = goodRecord();
-    r.sgid = Gid::fromParts(0xfe80000000000000ull, 0x100003);
+    r.sgid = ib::Gid::fromParts(0xfe80000000000000ull, 0x100003);
     check(r, "sgid", 24);
     q.sgid = {};
     r = goodRecord();
@@ -233,12 +234,12 @@ TEST_CASE("a record that does not answer the query is refused at its field",
     r.pkey = 0xffff;
     CHECK(decode(answerTo(q, tid, {r}), q).kind == AnswerKind::Path);
 
-    PathQuery byGid;
+    SaQuery byGid;
     byGid.byGid = true;
     byGid.sgid = goodRecord().sgid;
     byGid.dgid = goodRecord().dgid;
     r = goodRecord();
-    r.dgid = Gid::fromParts(0xfe80000000000000ull, 0x999);
+    r.dgid = ib::Gid::fromParts(0xfe80000000000000ull, 0x999);
     DecodedAnswer a = decodePathAnswer(answerTo(byGid, tid, {r}), byGid, tids);
     CHECK(a.error.field == "dgid");
     r = goodRecord();
@@ -250,8 +251,8 @@ TEST_CASE("a record that does not answer the query is refused at its field",
 
 TEST_CASE("a later record of a table is checked as strictly as the first",
           "[host-sched][sa-wire]") {
-    PathQuery q = test::capturedQuery();
-    PathRecord bad = goodRecord();
+    SaQuery q = test::capturedQuery();
+    ib::PathRecord bad = goodRecord();
     bad.slid = 9;
     DecodedAnswer a = decode(answerTo(q, tid, {goodRecord(), bad}, true), q);
     CHECK(a.kind == AnswerKind::Invalid);
@@ -259,11 +260,11 @@ TEST_CASE("a later record of a table is checked as strictly as the first",
 }
 
 TEST_CASE("GIDs read and print in IPv6 notation", "[host-sched][sa-wire]") {
-    auto g = Gid::parse("fe80::2:c903:0:1");
+    auto g = ib::Gid::parse("fe80::2:c903:0:1");
     REQUIRE(g);
     CHECK(g->prefix() == 0xfe80000000000000ull);
     CHECK(g->guid() == 0x0002c90300000001ull);
     CHECK(g->toString() == "fe80::2:c903:0:1");
-    CHECK_FALSE(Gid::parse("fe80::zz"));
-    CHECK(describeMadStatus(0x0300) == "0x0300 (SA_ERR_NO_RECORDS)");
+    CHECK_FALSE(ib::Gid::parse("fe80::zz"));
+    CHECK(ib::describeMadStatus(0x0300) == "0x0300 (SA_ERR_NO_RECORDS)");
 }

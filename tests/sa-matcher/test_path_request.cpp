@@ -13,7 +13,7 @@ namespace {
 
 // An SA request MAD written field by field (big-endian, as on the wire).
 struct Mad {
-    std::array<uint8_t, MadSize> bytes{};
+    std::array<uint8_t, ib::MadSize> bytes{};
 
     Mad(uint8_t method, uint16_t attribute, uint64_t mask) {
         bytes[0] = 1;     // base version
@@ -169,7 +169,7 @@ TEST_CASE("a MultiPathRecord's mask bits mean what the PathRecord ones mean",
 TEST_CASE("a request's ends resolve to ports by LID and by GID", "[sa-matcher][resolve]") {
     test::LabFixture lab("qos-ulps\n    default : 0\nend-qos-ulps\n");
     PathRequest r;
-    r.source.gidPrefix = LinkLocalPrefix;
+    r.source.gidPrefix = ib::LinkLocalPrefix;
     r.source.guid = 0x10000a;
     r.destination.lid = lab.fabric.ports[lab.port("node-05 HCA-1/P1")].lid;
     std::string error;
@@ -183,7 +183,7 @@ TEST_CASE("a request's ends resolve to ports by LID and by GID", "[sa-matcher][r
     r.source.lid.reset();
     r.source.gidPrefix = 0x2001000000000000ULL;  // another subnet
     CHECK_FALSE(resolvePathRequest(lab.fabric, r, error));
-    r.source.gidPrefix = LinkLocalPrefix;
+    r.source.gidPrefix = ib::LinkLocalPrefix;
     r.destination.lid = 999;
     CHECK_FALSE(resolvePathRequest(lab.fabric, r, error));
     CHECK(error == "destination: no port has LID 999");

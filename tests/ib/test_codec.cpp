@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+// The one InfiniBand vocabulary: rdma-core's layouts, and what the host sends is what the SA
+// model reads.
+#include <catch2/catch.hpp>
+
+#include <endian.h>
+#include <infiniband/sa.h>
+
+#include <cstring>
+
+#include "host-sched/sa_wire.hpp"
+#include "ib/path_record.hpp"
+#include "sa-matcher/path_request.hpp"
+
+using namespace ibqos;
+
+TEST_CASE("a PathRecord is laid out as rdma-core's struct ibv_path_record", "[ib][codec]") {
+    ib::PathRecord r;
+    r.serviceId = 0x0102030405060708;
+    r.dgid = ib::Gid::fromParts(0xfe80000000000000, 0x0002c90300001111);
+    r.sgid = ib::Gid::fromParts(0xfe80000000000000, 0x0002c90300002222);
+    r.dlid = 0x1234;
+    r.slid = 0x0042;
+    r.flowLabel = 0x12345;
+    r.hopLimit = 7;
+    r.trafficClass = 9;
+    r.reversible = true;
+    r.numbPath = 3;
+    r.pkey = 0x8001;
+    r.qosClass = 0xabc;
+    r.sl = 5;
+    r.mtuSelector = 2;
+    r.mtu = 4;
+    r.rateSelector = 2;
+    r.rate = 16;
+    r.packetLifeSelector = 2;
+    r.packetLife = 18;
+    auto bytes = ib::encodePathRecord(r);
+    ibv_path_record v;
+    static_assert(sizeof v == ib::PathRecordSize);
+    std::memcpy(&v, bytes.data(), sizeof v);
+    CHECK(be64toh(v.service_id) == r.serviceId);
+    CHECK(std::memcmp(v.dgid.raw, r.dgid.bytes.data(), 16) == 0);
+    CHECK(std::memcmp(v.sgid.raw, r.sgid.bytes.data(), 16) == 0);
+    CHECK(be16toh(v.dlid) == r.dlid);
+    CHECK(be16toh(v.slid) == r.slid);
+    CHECK(be32toh(v.flowlabel_hoplimit) == (0x12345u << 8 | 7u));
+    CHECK(v.tclass == 9);
+    CHECK(v.reversible_numpath == (IBV_PATH_RECORD_REVERSIBLE | 3));
+    CHECK(be16toh(v.pkey) == 0x8001);
+    CHECK(be16toh(v.qosclass_sl) == (0xabc << 4 | 5));
+    CHECK(v.mtu == (2 << 6 | 4));
+    CHECK(v.rate == (2 << 6 | 16));
+    CHECK(v.packetlifetime == (2 << 6 | 18));
+    CHECK(ib::decodePathRecord(bytes) == r);
+}
+
+TEST_CASE("what the host's SA client sends, the SA model reads with the same fields",
+          "[ib][codec]") {
+    host::SaQuery q;
+    q.method = host::SaMethod::Get;
+    q.slid = 7;
+    q.dlid = 12;
+    q.serviceId = 0x1060cbc;
+    q.qosClass = 0x123;
+    q.pkey = 0x8100;
+    q.sl = 3;
+    auto mad = host::encodeSaQuery(q, 0x42);
+    DecodedRequest d = decodePathRequest(mad);
+    REQUIRE(d.ok());
+    REQUIRE(d.requests.size() == 1);
+    const PathRequest& r = d.requests[0];
+    CHECK(r.kind == PathRecordKind::PathRecord);
+    CHECK(r.source.lid == 7);
+    CHECK(r.destination.lid == 12);
+    CHECK(r.serviceId == q.serviceId);
+    CHECK(r.qosClass == q.qosClass);
+    CHECK(r.pkey == q.pkey);
+    CHECK(r.sl == q.sl);
+
+    // By GID, with no QoS field: the model sees the ports' GUIDs and nothing else.
+    host::SaQuery g;
+    g.byGid = true;
+    g.sgid = ib::Gid::fromParts(ib::LinkLocalPrefix, 0x100003);
+    g.dgid = ib::Gid::fromParts(ib::LinkLocalPrefix, 0x10000e);
+    d = decodePathRequest(host::encodeSaQuery(g, 1));
+    REQUIRE(d.ok());
+    CHECK(d.requests[0].source.guid == 0x100003);
+    CHECK(d.requests[0].destination.guid == 0x10000e);
+    CHECK_FALSE(d.requests[0].serviceId.has_value());
+    CHECK_FALSE(d.requests[0].pkey.has_value());
+}
