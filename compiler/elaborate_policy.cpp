@@ -5,6 +5,7 @@
 #include <string>
 
 #include "compiler/passes.hpp"
+#include "policy-grammar/keywords.hpp"
 
 namespace ibqos::passes {
 

@@ -192,10 +192,4 @@ struct PolicyFile {
     std::vector<Block> blocks;
 };
 
-// The keyword that opens a block ("qos-level") and the one that closes it ("end-qos-level").
-const char* openKeyword(BlockKind kind);
-const char* closeKeyword(BlockKind kind);
-// The field keyword as written, without the colon ("port-guid").
-const char* keyName(Key key);
-
 }  // namespace ibqos::ast

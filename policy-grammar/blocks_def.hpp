@@ -6,14 +6,19 @@
 #include "policy-grammar/grammar.hpp"
 #include "policy-grammar/values_def.hpp"
 
-// Declares and defines <name>_open and <name>_close, the opening and closing lines of a block.
-#define IBQOS_BLOCK_LINES(name, openWord, closeWord)                                            \
-    struct name##_open_class : ::ibqos::grammar::LineErrorHandler {};                           \
-    struct name##_close_class : ::ibqos::grammar::LineErrorHandler {};                          \
-    x3::rule<name##_open_class, ::ibqos::ast::Opening> const name##_open = openWord;            \
-    x3::rule<name##_close_class, ::ibqos::ast::Closing> const name##_close = closeWord;         \
-    auto const name##_open_def = ::ibqos::grammar::OpenKeyword{openWord} > values::end_line;    \
-    auto const name##_close_def = ::ibqos::grammar::CloseKeyword{closeWord} > values::end_line; \
+// Declares and defines <name>_open and <name>_close, the opening and closing lines of a block
+// of kind `kind` (a BlockKind), with the keywords of the table in keywords.hpp.
+#define IBQOS_BLOCK_LINES(name, kind)                                                        \
+    struct name##_open_class : ::ibqos::grammar::LineErrorHandler {};                        \
+    struct name##_close_class : ::ibqos::grammar::LineErrorHandler {};                       \
+    x3::rule<name##_open_class, ::ibqos::ast::Opening> const name##_open =                   \
+        ::ibqos::ast::openKeyword(kind);                                                     \
+    x3::rule<name##_close_class, ::ibqos::ast::Closing> const name##_close =                 \
+        ::ibqos::ast::closeKeyword(kind);                                                    \
+    auto const name##_open_def =                                                             \
+        ::ibqos::grammar::OpenKeyword{::ibqos::ast::openKeyword(kind)} > values::end_line;   \
+    auto const name##_close_def =                                                            \
+        ::ibqos::grammar::CloseKeyword{::ibqos::ast::closeKeyword(kind)} > values::end_line; \
     BOOST_SPIRIT_DEFINE(name##_open, name##_close)
 
 // Declares <name>_field, one line of a block body; its definition <name>_field_def is an
@@ -23,10 +28,6 @@
     x3::rule<name##_field_class, ::ibqos::ast::Field> const name##_field = "a field";
 
 namespace ibqos::grammar {
-
-// The keywords that open a section: any of them ends whatever body is open.
-#define IBQOS_SECTION_KEYWORDS \
-    "port-groups", "qos-setup", "qos-levels", "qos-match-rules", "qos-ulps", "host-sched"
 
 // A line that belongs nowhere in the body of a block of this kind.
 template <ast::BlockKind Kind>
@@ -72,13 +73,17 @@ constexpr auto lines(Element const& element, End const& end, Stray const& stray)
         x3::as_parser(element), x3::as_parser(end), stray);
 }
 
+// The terminators of a block kind's body (ast::terminatorsOf), kept for the parser to point at.
+template <ast::BlockKind Kind>
+inline constexpr ast::Terminators terminators = ast::terminatorsOf(Kind);
+
 // A block of kind Kind: its opening line, body lines (blank, one of `body`, or a line that
-// belongs nowhere, reported and skipped, unless one of `ends` starts it: that ends the body),
-// and its closing line.
-template <ast::BlockKind Kind, typename Open, typename Body, typename Close, size_t N>
-auto block(Open const& open, Body const& body, const char* const (&ends)[N], Close const& close) {
-    return open >> x3::attr(Kind) >>
-           lines<std::vector<ast::Item>>(body, values::terminators(ends), stray<Kind>) > close;
+// belongs nowhere, reported and skipped, unless one of its terminators starts it: that ends the
+// body), and its closing line.
+template <ast::BlockKind Kind, typename Open, typename Body, typename Close>
+auto block(Open const& open, Body const& body, Close const& close) {
+    constexpr AnyKeyword ends{terminators<Kind>.words.data(), terminators<Kind>.count};
+    return open >> x3::attr(Kind) >> lines<std::vector<ast::Item>>(body, ends, stray<Kind>) > close;
 }
 
 }  // namespace ibqos::grammar

@@ -7,6 +7,7 @@
 
 #include "policy-grammar/ast.hpp"
 #include "policy-grammar/config.hpp"
+#include "policy-grammar/keywords.hpp"
 #include "policy-grammar/tokens.hpp"
 
 namespace ibqos::grammar {

@@ -10,41 +10,34 @@ using ast::BlockKind;
 using ast::Key;
 using values::field;
 
-IBQOS_BLOCK_LINES(hosts, "host-sched", "end-host-sched")
-IBQOS_BLOCK_LINES(node, "sched-node", "end-sched-node")
-IBQOS_BLOCK_LINES(leaf, "sched-leaf", "end-sched-leaf")
+IBQOS_BLOCK_LINES(hosts, BlockKind::HostSched)
+IBQOS_BLOCK_LINES(node, BlockKind::SchedNode)
+IBQOS_BLOCK_LINES(leaf, BlockKind::SchedLeaf)
 IBQOS_FIELD_LINE(node)
 IBQOS_FIELD_LINE(leaf)
 
 auto const node_field_def =
-    (field("name", Key::Name, values::text) | field("use", Key::Use, values::description) |
-     field("parent", Key::Parent, values::text) | field("bw-share", Key::BwShare, values::number) |
-     field("max-avg-bw", Key::MaxAvgBw, values::number)) > values::end_line;
+    (field(Key::Name, values::text) | field(Key::Use, values::description) |
+     field(Key::Parent, values::text) | field(Key::BwShare, values::number) |
+     field(Key::MaxAvgBw, values::number)) > values::end_line;
 
 auto const leaf_field_def =
-    (field("name", Key::Name, values::text) | field("use", Key::Use, values::description) |
-     field("parent", Key::Parent, values::text) | field("sl", Key::Sl, values::range_list) |
-     field("bw-share", Key::BwShare, values::number) |
-     field("max-avg-bw", Key::MaxAvgBw, values::number) |
-     field("pcc-slot", Key::PccSlot, values::number) |
-     field("pcc-algorithm", Key::PccAlgorithm, values::text)) > values::end_line;
+    (field(Key::Name, values::text) | field(Key::Use, values::description) |
+     field(Key::Parent, values::text) | field(Key::Sl, values::range_list) |
+     field(Key::BwShare, values::number) | field(Key::MaxAvgBw, values::number) |
+     field(Key::PccSlot, values::number) | field(Key::PccAlgorithm, values::text)) >
+    values::end_line;
 
 BOOST_SPIRIT_DEFINE(node_field, leaf_field)
 
-const char* const hosts_ends[] = {IBQOS_SECTION_KEYWORDS, "end-host-sched"};
-const char* const element_ends[] = {IBQOS_SECTION_KEYWORDS, "end-host-sched", "end-sched-node",
-                                    "end-sched-leaf",       "sched-node",     "sched-leaf"};
-
 }  // namespace
 
-auto const sched_node_def =
-    block<BlockKind::SchedNode>(node_open, node_field, element_ends, node_close);
+auto const sched_node_def = block<BlockKind::SchedNode>(node_open, node_field, node_close);
 
-auto const sched_leaf_def =
-    block<BlockKind::SchedLeaf>(leaf_open, leaf_field, element_ends, leaf_close);
+auto const sched_leaf_def = block<BlockKind::SchedLeaf>(leaf_open, leaf_field, leaf_close);
 
 auto const host_sched_def =
-    block<BlockKind::HostSched>(hosts_open, sched_node | sched_leaf, hosts_ends, hosts_close);
+    block<BlockKind::HostSched>(hosts_open, sched_node | sched_leaf, hosts_close);
 
 BOOST_SPIRIT_DEFINE(sched_node, sched_leaf, host_sched)
 BOOST_SPIRIT_INSTANTIATE(BlockRule<BlockKind::SchedNode>, Iterator, Context)

@@ -11,19 +11,16 @@ using ast::Key;
 using values::field;
 using x3::lit;
 
-IBQOS_BLOCK_LINES(rules, "qos-match-rules", "end-qos-match-rules")
-IBQOS_BLOCK_LINES(rule, "qos-match-rule", "end-qos-match-rule")
-IBQOS_BLOCK_LINES(ulps, "qos-ulps", "end-qos-ulps")
+IBQOS_BLOCK_LINES(rules, BlockKind::QosMatchRules)
+IBQOS_BLOCK_LINES(rule, BlockKind::QosMatchRule)
+IBQOS_BLOCK_LINES(ulps, BlockKind::QosUlps)
 IBQOS_FIELD_LINE(rule)
 
 auto const rule_field_def =
-    (field("use", Key::Use, values::description) |
-     field("qos-class", Key::QosClass, values::range_list) |
-     field("source", Key::Source, values::text_list) |
-     field("destination", Key::Destination, values::text_list) |
-     field("service-id", Key::ServiceId, values::range_list) |
-     field("pkey", Key::Pkey, values::range_list) |
-     field("qos-level-name", Key::QosLevelName, values::text)) > values::end_line;
+    (field(Key::Use, values::description) | field(Key::QosClass, values::range_list) |
+     field(Key::Source, values::text_list) | field(Key::Destination, values::text_list) |
+     field(Key::ServiceId, values::range_list) | field(Key::Pkey, values::range_list) |
+     field(Key::QosLevelName, values::text)) > values::end_line;
 BOOST_SPIRIT_DEFINE(rule_field)
 
 struct ulp_qualifier_class : Annotate {};
@@ -40,20 +37,14 @@ auto const ulp_line_def = UlpToken{} > -(lit(',') > ulp_condition) > lit(':') > 
                           > values::end_line;
 BOOST_SPIRIT_DEFINE(ulp_qualifier, ulp_condition, ulp_line)
 
-const char* const rules_ends[] = {IBQOS_SECTION_KEYWORDS, "end-qos-match-rules"};
-const char* const rule_ends[] = {IBQOS_SECTION_KEYWORDS, "end-qos-match-rules",
-                                 "end-qos-match-rule", "qos-match-rule"};
-const char* const ulps_ends[] = {IBQOS_SECTION_KEYWORDS, "end-qos-ulps"};
-
 }  // namespace
 
-auto const qos_match_rule_def =
-    block<BlockKind::QosMatchRule>(rule_open, rule_field, rule_ends, rule_close);
+auto const qos_match_rule_def = block<BlockKind::QosMatchRule>(rule_open, rule_field, rule_close);
 
 auto const qos_match_rules_def =
-    block<BlockKind::QosMatchRules>(rules_open, qos_match_rule, rules_ends, rules_close);
+    block<BlockKind::QosMatchRules>(rules_open, qos_match_rule, rules_close);
 
-auto const qos_ulps_def = block<BlockKind::QosUlps>(ulps_open, ulp_line, ulps_ends, ulps_close);
+auto const qos_ulps_def = block<BlockKind::QosUlps>(ulps_open, ulp_line, ulps_close);
 
 BOOST_SPIRIT_DEFINE(qos_match_rule, qos_match_rules, qos_ulps)
 BOOST_SPIRIT_INSTANTIATE(BlockRule<BlockKind::QosMatchRule>, Iterator, Context)

@@ -8,54 +8,10 @@
 
 #include "policy-grammar/ast.hpp"
 #include "policy-grammar/error_handler.hpp"
+#include "policy-grammar/keywords.hpp"
 #include "policy-grammar/tokens.hpp"
 
 namespace ibqos {
-
-namespace ast {
-
-namespace {
-
-struct BlockWords {
-    const char* open;
-    const char* close;
-    const char* section;  // the section a block must stand in, or nullptr for a section
-};
-
-constexpr BlockWords blockWords[] = {
-    {"port-groups", "end-port-groups", nullptr},
-    {"port-group", "end-port-group", "port-groups"},
-    {"qos-setup", "end-qos-setup", nullptr},
-    {"vlarb-tables", "end-vlarb-tables", "qos-setup"},
-    {"vlarb-scope", "end-vlarb-scope", "vlarb-tables"},
-    {"sl2vl-tables", "end-sl2vl-tables", "qos-setup"},
-    {"sl2vl-scope", "end-sl2vl-scope", "sl2vl-tables"},
-    {"qos-levels", "end-qos-levels", nullptr},
-    {"qos-level", "end-qos-level", "qos-levels"},
-    {"qos-match-rules", "end-qos-match-rules", nullptr},
-    {"qos-match-rule", "end-qos-match-rule", "qos-match-rules"},
-    {"qos-ulps", "end-qos-ulps", nullptr},
-    {"host-sched", "end-host-sched", nullptr},
-    {"sched-node", "end-sched-node", "host-sched"},
-    {"sched-leaf", "end-sched-leaf", "host-sched"},
-};
-
-constexpr const char* keyNames[] = {
-    "name",       "use",         "port-guid",     "port-name",      "partition",     "pkey",
-    "node-type",  "group",       "across",        "across-to",      "across-from",   "from",
-    "to",         "sl2vl-table", "vlarb-high",    "vlarb-low",      "vl-high-limit", "bandwidth",
-    "sl",         "mtu-limit",   "rate-limit",    "packet-life",    "path-bits",     "qos-class",
-    "source",     "destination", "service-id",    "qos-level-name", "parent",        "bw-share",
-    "max-avg-bw", "pcc-slot",    "pcc-algorithm",
-};
-
-}  // namespace
-
-const char* openKeyword(BlockKind kind) { return blockWords[static_cast<size_t>(kind)].open; }
-const char* closeKeyword(BlockKind kind) { return blockWords[static_cast<size_t>(kind)].close; }
-const char* keyName(Key key) { return keyNames[static_cast<size_t>(key)]; }
-
-}  // namespace ast
 
 namespace grammar {
 
@@ -70,57 +26,18 @@ struct BodyWords {
 };
 
 BodyWords bodyWords(BlockKind kind) {
-    switch (kind) {
-        case BlockKind::PortGroups:
-            return {{}, {"port-group"}};
-        case BlockKind::PortGroup:
-            return {{"name", "use", "port-guid", "port-name", "partition", "pkey", "node-type"},
-                    {}};
-        case BlockKind::QosSetup:
-            return {{}, {"vlarb-tables", "sl2vl-tables"}};
-        case BlockKind::VlArbTables:
-            return {{}, {"vlarb-scope"}};
-        case BlockKind::VlArbScope:
-            return {{"group", "across", "vlarb-high", "vlarb-low", "vl-high-limit", "bandwidth"},
-                    {}};
-        case BlockKind::Sl2VlTables:
-            return {{}, {"sl2vl-scope"}};
-        case BlockKind::Sl2VlScope:
-            return {{"group", "across", "across-to", "across-from", "from", "to", "sl2vl-table"},
-                    {}};
-        case BlockKind::QosLevels:
-            return {{}, {"qos-level"}};
-        case BlockKind::QosLevel:
-            return {{"name", "use", "sl", "mtu-limit", "rate-limit", "packet-life", "path-bits",
-                     "pkey"},
-                    {}};
-        case BlockKind::QosMatchRules:
-            return {{}, {"qos-match-rule"}};
-        case BlockKind::QosMatchRule:
-            return {{"use", "qos-class", "source", "destination", "service-id", "pkey",
-                     "qos-level-name"},
-                    {}};
-        case BlockKind::QosUlps:
-            return {{}, {}};
-        case BlockKind::HostSched:
-            return {{}, {"sched-node", "sched-leaf"}};
-        case BlockKind::SchedNode:
-            return {{"name", "use", "parent", "bw-share", "max-avg-bw"}, {}};
-        case BlockKind::SchedLeaf:
-            return {{"name", "use", "parent", "sl", "bw-share", "max-avg-bw", "pcc-slot",
-                     "pcc-algorithm"},
-                    {}};
-    }
-    return {};
+    BodyWords words;
+    for (ast::Key k : ast::wordsOf(kind).fields) words.fields.push_back(ast::keyName(k));
+    for (BlockKind b : ast::wordsOf(kind).blocks) words.blocks.push_back(ast::openKeyword(b));
+    return words;
 }
 
-constexpr BlockKind allKinds[] = {
-    BlockKind::PortGroups,    BlockKind::PortGroup,    BlockKind::QosSetup,
-    BlockKind::VlArbTables,   BlockKind::VlArbScope,   BlockKind::Sl2VlTables,
-    BlockKind::Sl2VlScope,    BlockKind::QosLevels,    BlockKind::QosLevel,
-    BlockKind::QosMatchRules, BlockKind::QosMatchRule, BlockKind::QosUlps,
-    BlockKind::HostSched,     BlockKind::SchedNode,    BlockKind::SchedLeaf,
-};
+// Every block kind, in the table's order.
+std::vector<BlockKind> allKinds() {
+    std::vector<BlockKind> kinds;
+    for (size_t k = 0; k < std::size(ast::blockWords); ++k) kinds.push_back(BlockKind(k));
+    return kinds;
+}
 
 size_t editDistance(std::string_view a, std::string_view b) {
     std::vector<size_t> row(b.size() + 1);
@@ -171,7 +88,7 @@ std::string blockName(BlockKind kind) { return ast::openKeyword(kind); }
 // The blocks whose body takes this field keyword.
 std::vector<std::string_view> blocksWithField(std::string_view field) {
     std::vector<std::string_view> found;
-    for (BlockKind k : allKinds) {
+    for (BlockKind k : allKinds()) {
         auto w = bodyWords(k);
         if (std::find(w.fields.begin(), w.fields.end(), field) != w.fields.end()) {
             found.push_back(ast::openKeyword(k));
@@ -181,8 +98,8 @@ std::vector<std::string_view> blocksWithField(std::string_view field) {
 }
 
 const ast::BlockWords* findBlockWord(std::string_view word, bool& isClose) {
-    for (BlockKind k : allKinds) {
-        const auto& w = ast::blockWords[static_cast<size_t>(k)];
+    for (BlockKind k : allKinds()) {
+        const auto& w = ast::wordsOf(k);
         if (word == w.open) {
             isClose = false;
             return &w;
@@ -249,10 +166,12 @@ std::string strayLineMessage(LineContext where, std::string_view line) {
             return "'" + std::string(word) + "' does not close " + blockName(where.block) +
                    "; close it with '" + ast::closeKeyword(where.block) + "' first";
         }
-        if (where.topLevel)
-            return "'" + std::string(word) + "' must be inside a '" + w->section + "' section";
+        if (where.topLevel && w->parent)
+            return "'" + std::string(word) + "' must be inside a '" + ast::openKeyword(*w->parent) +
+                   "' section";
         std::string message = "'" + std::string(word) + "' cannot stand " + inBlock;
-        if (w->section) message += "; it belongs in '" + std::string(w->section) + "'";
+        if (w->parent)
+            message += "; it belongs in '" + std::string(ast::openKeyword(*w->parent)) + "'";
         return message;
     }
 
@@ -300,8 +219,8 @@ std::string orphanBlockMessage(std::string_view line) {
     std::string_view word = line.substr(0, n);
     bool isClose = false;
     const ast::BlockWords* w = findBlockWord(word, isClose);
-    if (!w || isClose || !w->section) return "";
-    return "'" + std::string(word) + "' must be inside a '" + w->section +
+    if (!w || isClose || !w->parent) return "";
+    return "'" + std::string(word) + "' must be inside a '" + ast::openKeyword(*w->parent) +
            "' section (read as if it were)";
 }
 

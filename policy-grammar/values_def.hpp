@@ -6,6 +6,7 @@
 
 #include "policy-grammar/ast_adapted.hpp"
 #include "policy-grammar/error_handler.hpp"
+#include "policy-grammar/keywords.hpp"
 #include "policy-grammar/tokens.hpp"
 
 namespace ibqos::grammar::values {
@@ -70,17 +71,10 @@ auto const port_list_def = star | range_list;
 BOOST_SPIRIT_DEFINE(number, range, text, description, pair, node_type, star, end_line, range_list,
                     text_list, number_list, pair_list, node_type_list, port_list)
 
-// "keyword: value" as a field of the given key.
+// "keyword: value" as a field of the given key (its keyword from the table in keywords.hpp).
 template <typename Value>
-auto field(const char* keyword, ast::Key key, Value const& value) {
-    return FieldKeyword{keyword} >> attr(key) > value;
-}
-
-// The guard before a body's catch-all: a line starting with one of these keywords ends the
-// body instead of being reported as misplaced.
-template <size_t N>
-AnyKeyword terminators(const char* const (&words)[N]) {
-    return AnyKeyword{words, N};
+auto field(ast::Key key, Value const& value) {
+    return FieldKeyword{ast::keyName(key)} >> attr(key) > value;
 }
 
 }  // namespace ibqos::grammar::values

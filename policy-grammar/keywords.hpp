@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: MIT
+// The language's keywords in one table: the grammar takes its keywords from it, the syntax
+// messages list from it what a block takes, and elaboration names fields with it.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "policy-grammar/ast.hpp"
+
+namespace ibqos::ast {
+
+// Every field keyword, as written without its colon, indexed by Key.
+inline constexpr const char* keyNames[] = {
+    "name",       "use",         "port-guid",     "port-name",      "partition",     "pkey",
+    "node-type",  "group",       "across",        "across-to",      "across-from",   "from",
+    "to",         "sl2vl-table", "vlarb-high",    "vlarb-low",      "vl-high-limit", "bandwidth",
+    "sl",         "mtu-limit",   "rate-limit",    "packet-life",    "path-bits",     "qos-class",
+    "source",     "destination", "service-id",    "qos-level-name", "parent",        "bw-share",
+    "max-avg-bw", "pcc-slot",    "pcc-algorithm",
+};
+static_assert(std::size(keyNames) == static_cast<size_t>(Key::PccAlgorithm) + 1);
+
+// What a block's body takes: fields, or the blocks nested in it.
+namespace body {
+using K = Key;
+using B = BlockKind;
+inline constexpr Key portGroup[] = {K::Name,      K::Use,  K::PortGuid, K::PortName,
+                                    K::Partition, K::Pkey, K::NodeType};
+inline constexpr Key vlarbScope[] = {K::Group,    K::Across,      K::VlArbHigh,
+                                     K::VlArbLow, K::VlHighLimit, K::Bandwidth};
+inline constexpr Key sl2vlScope[] = {K::Group, K::Across, K::AcrossTo,  K::AcrossFrom,
+                                     K::From,  K::To,     K::Sl2VlTable};
+inline constexpr Key qosLevel[] = {K::Name,      K::Use,        K::Sl,       K::MtuLimit,
+                                   K::RateLimit, K::PacketLife, K::PathBits, K::Pkey};
+inline constexpr Key matchRule[] = {K::Use,       K::QosClass, K::Source,      K::Destination,
+                                    K::ServiceId, K::Pkey,     K::QosLevelName};
+inline constexpr Key schedNode[] = {K::Name, K::Use, K::Parent, K::BwShare, K::MaxAvgBw};
+inline constexpr Key schedLeaf[] = {K::Name,    K::Use,      K::Parent,  K::Sl,
+                                    K::BwShare, K::MaxAvgBw, K::PccSlot, K::PccAlgorithm};
+inline constexpr BlockKind portGroups[] = {B::PortGroup};
+inline constexpr BlockKind qosSetup[] = {B::VlArbTables, B::Sl2VlTables};
+inline constexpr BlockKind vlarbTables[] = {B::VlArbScope};
+inline constexpr BlockKind sl2vlTables[] = {B::Sl2VlScope};
+inline constexpr BlockKind qosLevels[] = {B::QosLevel};
+inline constexpr BlockKind matchRules[] = {B::QosMatchRule};
+inline constexpr BlockKind hostSched[] = {B::SchedNode, B::SchedLeaf};
+}  // namespace body
+
+struct BlockWords {
+    const char* open;
+    const char* close;
+    std::optional<BlockKind> parent;  // the block it stands in; none for a section
+    std::span<const Key> fields;
+    std::span<const BlockKind> blocks;
+};
+
+// Every block keyword, indexed by BlockKind.
+inline constexpr BlockWords blockWords[] = {
+    {"port-groups", "end-port-groups", {}, {}, body::portGroups},
+    {"port-group", "end-port-group", BlockKind::PortGroups, body::portGroup, {}},
+    {"qos-setup", "end-qos-setup", {}, {}, body::qosSetup},
+    {"vlarb-tables", "end-vlarb-tables", BlockKind::QosSetup, {}, body::vlarbTables},
+    {"vlarb-scope", "end-vlarb-scope", BlockKind::VlArbTables, body::vlarbScope, {}},
+    {"sl2vl-tables", "end-sl2vl-tables", BlockKind::QosSetup, {}, body::sl2vlTables},
+    {"sl2vl-scope", "end-sl2vl-scope", BlockKind::Sl2VlTables, body::sl2vlScope, {}},
+    {"qos-levels", "end-qos-levels", {}, {}, body::qosLevels},
+    {"qos-level", "end-qos-level", BlockKind::QosLevels, body::qosLevel, {}},
+    {"qos-match-rules", "end-qos-match-rules", {}, {}, body::matchRules},
+    {"qos-match-rule", "end-qos-match-rule", BlockKind::QosMatchRules, body::matchRule, {}},
+    {"qos-ulps", "end-qos-ulps", {}, {}, {}},
+    {"host-sched", "end-host-sched", {}, {}, body::hostSched},
+    {"sched-node", "end-sched-node", BlockKind::HostSched, body::schedNode, {}},
+    {"sched-leaf", "end-sched-leaf", BlockKind::HostSched, body::schedLeaf, {}},
+};
+static_assert(std::size(blockWords) == static_cast<size_t>(BlockKind::SchedLeaf) + 1);
+
+constexpr const BlockWords& wordsOf(BlockKind kind) {
+    return blockWords[static_cast<size_t>(kind)];
+}
+// The keyword that opens a block ("qos-level") and the one that closes it ("end-qos-level").
+constexpr const char* openKeyword(BlockKind kind) { return wordsOf(kind).open; }
+constexpr const char* closeKeyword(BlockKind kind) { return wordsOf(kind).close; }
+// The field keyword as written, without the colon ("port-guid").
+constexpr const char* keyName(Key key) { return keyNames[static_cast<size_t>(key)]; }
+
+// The keywords that end a block's body when a line starts with them (the body's closing keyword
+// was forgotten): every section keyword, the closing keyword of the block and of every block
+// around it, and the opening keywords of the blocks that may stand beside it or beside one of
+// those.
+struct Terminators {
+    std::array<const char*, 24> words{};
+    size_t count = 0;
+};
+constexpr Terminators terminatorsOf(BlockKind kind) {
+    Terminators t;
+    auto add = [&t](const char* word) {
+        for (size_t i = 0; i < t.count; ++i) {
+            if (std::string_view(t.words[i]) == word) return;
+        }
+        t.words[t.count++] = word;
+    };
+    for (const BlockWords& w : blockWords) {
+        if (!w.parent) add(w.open);
+    }
+    for (std::optional<BlockKind> k = kind; k; k = wordsOf(*k).parent) {
+        add(closeKeyword(*k));
+        if (auto parent = wordsOf(*k).parent) {
+            for (BlockKind sibling : wordsOf(*parent).blocks) add(openKeyword(sibling));
+        }
+    }
+    return t;
+}
+
+}  // namespace ibqos::ast
