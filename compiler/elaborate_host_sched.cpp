@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+// Elaboration of the host-sched extension.
+#include "compiler/elaborator.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+namespace ibqos::passes {
+
+void Elaborator::hostSched(ast::Block& b) {
+    if (!policy_.hostSched.present) {
+        policy_.hostSched.present = true;
+        policy_.hostSched.location = at(b.open);
+    }
+    for (ast::Item& item : b.items) {
+        if (auto* inner = boost::get<ast::x3::forward_ast<ast::Block>>(&item)) block(inner->get());
+    }
+}
+
+void Elaborator::schedElement(const ast::Block& b) {
+    if (!policy_.hostSched.present) {
+        policy_.hostSched.present = true;
+        policy_.hostSched.location = at(b.open);
+    }
+    bool isLeaf = b.kind == BlockKind::SchedLeaf;
+    SchedLeaf e;
+    e.location = at(b.open);
+    std::bitset<64> seen;
+    for (const ast::Item& item : b.items) {
+        auto* f = boost::get<ast::Field>(&item);
+        if (!f) continue;
+        switch (f->key) {
+            case Key::Name:
+                if (auto* t = single<ast::Text>(*f, seen, b.kind)) e.name = name(*t);
+                break;
+            case Key::Use:
+                if (auto* t = single<ast::Text>(*f, seen, b.kind)) e.use = t->value;
+                break;
+            case Key::Parent:
+                if (auto* t = single<ast::Text>(*f, seen, b.kind))
+                    e.parentName = {name(*t), at(*t)};
+                break;
+            case Key::BwShare:
+                if (auto* n = single<ast::Number>(*f, seen, b.kind)) {
+                    if (auto v = bounded(*n, 1, 100, "bw-share (a relative weight)"))
+                        e.bwShare = static_cast<uint32_t>(*v);
+                }
+                break;
+            case Key::MaxAvgBw:
+                if (auto* n = single<ast::Number>(*f, seen, b.kind)) {
+                    if (auto v = bounded(*n, 0, UINT32_MAX, "max-avg-bw (Mbit/s, 0 = unlimited)")) {
+                        e.maxAvgBw = static_cast<uint32_t>(*v);
+                    }
+                }
+                break;
+            case Key::Sl:
+                if (auto* r = value<ast::RangeList>(*f)) {
+                    std::vector<WrittenRange> written;
+                    std::vector<Range> rs;
+                    ranges(*r, rs, &written);
+                    if (e.slLocation.line == 0) e.slLocation = at(*f);
+                    for (const WrittenRange& w : written) {
+                        if (w.range.hi > 15) {
+                            error("value-range", w.location, "an SL is 0..15");
+                            continue;
+                        }
+                        for (uint64_t sl = w.range.lo; sl <= w.range.hi; ++sl) e.sls.set(sl);
+                    }
+                }
+                break;
+            case Key::PccSlot:
+                if (auto* n = single<ast::Number>(*f, seen, b.kind)) {
+                    if (auto v = bounded(*n, 0, 15, "pcc-slot"))
+                        e.pccSlot = static_cast<uint32_t>(*v);
+                }
+                break;
+            case Key::PccAlgorithm:
+                if (auto* t = single<ast::Text>(*f, seen, b.kind)) e.pccAlgorithm = t->value;
+                break;
+            default:
+                break;
+        }
+    }
+    requireField(b, seen, Key::Name);
+    gaps_.elementName |= nameLost(b, e.name);
+    if (isLeaf) {
+        policy_.hostSched.leaves.push_back(std::move(e));
+    } else {
+        policy_.hostSched.nodes.push_back(static_cast<SchedElement&&>(std::move(e)));
+    }
+}
+
+}  // namespace ibqos::passes

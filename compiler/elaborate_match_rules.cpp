@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: MIT
+// Elaboration of qos-match-rules and qos-ulps lines.
+#include "compiler/elaborator.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+namespace ibqos::passes {
+
+void Elaborator::matchRule(const ast::Block& b) {
+    MatchRule rule;
+    rule.location = at(b.open);
+    std::bitset<64> seen;
+    std::vector<Range> classes, sids, pkeys;
+    for (const ast::Item& item : b.items) {
+        auto* f = boost::get<ast::Field>(&item);
+        if (!f) continue;
+        switch (f->key) {
+            case Key::Use:
+                if (auto* t = single<ast::Text>(*f, seen, b.kind)) rule.use = t->value;
+                break;
+            case Key::QosClass:
+                if (auto* r = value<ast::RangeList>(*f)) {
+                    ranges(*r, classes);
+                    for (const ast::Range& range : *r) {
+                        uint64_t top =
+                            range.hi ? std::max(range.lo.value, range.hi->value) : range.lo.value;
+                        if (top > 0xfff) {
+                            report_.warning(
+                                "value-range", at(range.lo),
+                                "a QoS class has 12 bits: values above 4095 never match");
+                        }
+                    }
+                }
+                break;
+            case Key::Source:
+                if (auto* t = value<ast::TextList>(*f)) names(*t, rule.sourceNames);
+                break;
+            case Key::Destination:
+                if (auto* t = value<ast::TextList>(*f)) names(*t, rule.destinationNames);
+                break;
+            case Key::ServiceId:
+                if (auto* r = value<ast::RangeList>(*f)) ranges(*r, sids);
+                break;
+            case Key::Pkey:
+                if (auto* r = value<ast::RangeList>(*f)) ranges(*r, pkeys, nullptr, true);
+                break;
+            case Key::QosLevelName:
+                if (auto* t = single<ast::Text>(*f, seen, b.kind))
+                    rule.levelName = {name(*t), at(*t)};
+                break;
+            default:
+                break;
+        }
+    }
+    requireField(b, seen, Key::QosLevelName);
+    rule.qosClasses = RangeSet::build(std::move(classes));
+    rule.serviceIds = RangeSet::build(std::move(sids));
+    rule.pkeys = RangeSet::build(std::move(pkeys));
+    policy_.rules.push_back(std::move(rule));
+}
+
+void Elaborator::qosUlps(const ast::Block& b) {
+    size_t lines = 0;
+    for (const ast::Item& item : b.items) {
+        if (auto* line = boost::get<ast::x3::forward_ast<ast::UlpLine>>(&item)) {
+            ++lines;
+            if (line->get().located()) ulpLine(line->get());
+        }
+    }
+    if (lines == 0) {
+        report_.warning("empty-section", at(b.open),
+                        "empty qos-ulps section (OpenSM rejects a qos-ulps section without a line)",
+                        true);
+    }
+}
+
+void Elaborator::ulpLine(const ast::UlpLine& line) {
+    using ast::Ulp;
+    using ast::UlpQualifier;
+    UlpEntry entry;
+    entry.ulp = line.ulp;
+    entry.location = at(line);
+    auto sl = bounded(line.sl, 0, 15, "the SL of a qos-ulps line");
+    if (!sl) return;
+    entry.sl = static_cast<uint8_t>(*sl);
+
+    static const char* ulpNames[] = {"default", "any", "sdp", "srp", "rds", "ipoib", "iser"};
+    std::string ulpName = ulpNames[static_cast<size_t>(line.ulp)];
+    UlpQualifier q = line.condition ? line.condition->qualifier.kind : UlpQualifier::None;
+    SourceLocation qualifierAt = line.condition ? at(line.condition->qualifier) : entry.location;
+    bool allowed = false;
+    const char* forms = "";
+    switch (line.ulp) {
+        case Ulp::Default:
+            allowed = q == UlpQualifier::None;
+            forms = "'default : <sl>'";
+            break;
+        case Ulp::Any:
+            allowed = q != UlpQualifier::None && q != UlpQualifier::PortNum;
+            forms =
+                "'any, service-id|pkey|target-port-guid|source-port-guid|"
+                "source-target-port-guid <values> : <sl>'";
+            break;
+        case Ulp::Sdp:
+        case Ulp::Rds:
+        case Ulp::Iser:
+            allowed = q == UlpQualifier::None || q == UlpQualifier::PortNum;
+            forms = "'<ulp> : <sl>' or '<ulp>, port-num <ports> : <sl>'";
+            break;
+        case Ulp::Srp:
+            allowed = q == UlpQualifier::TargetPortGuid;
+            forms = "'srp, target-port-guid <guids> : <sl>'";
+            break;
+        case Ulp::Ipoib:
+            allowed = q == UlpQualifier::None || q == UlpQualifier::Pkey;
+            forms = "'ipoib : <sl>' or 'ipoib, pkey <pkeys> : <sl>'";
+            break;
+    }
+    if (!allowed) {
+        error("ulp-form", qualifierAt, "this is not a form of '" + ulpName + "': write " + forms);
+        return;
+    }
+    entry.qualifier = q;
+    if (line.condition) {
+        std::vector<Range> values;
+        bool pkey = q == UlpQualifier::Pkey;
+        ranges(line.condition->ranges, values, &entry.written, pkey);
+        if (values.empty()) return;  // every value was bad (reported)
+        if (q == UlpQualifier::TargetPortGuid || q == UlpQualifier::SourcePortGuid ||
+            q == UlpQualifier::SourceTargetPortGuid) {
+            guidRangesOpenSmWalks(entry.written, 0);
+        }
+        if (q == UlpQualifier::PortNum) {
+            for (const WrittenRange& w : entry.written) {
+                if (w.range.hi > 0xffff) {
+                    error("value-range", w.location,
+                          "a TCP/IP port number is at most 65535 (0xffff)");
+                    return;
+                }
+            }
+        }
+        entry.values = RangeSet::build(std::move(values));
+    }
+    ulps_.push_back(std::move(entry));
+}
+
+}  // namespace ibqos::passes
