@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -20,6 +21,8 @@
 #include <vector>
 
 #include "bench/bench_util.hpp"
+#include "host-sched/agent/policy_plan.hpp"
+#include "host-sched/plan/plan_file.hpp"
 #include "tests/host-sched/verbs_standin.hpp"
 
 using namespace ibqos;
@@ -140,17 +143,25 @@ int main(int argc, char** argv) {
     std::string dir = "/tmp/ibqos-bench-preload-" + std::to_string(getpid());
     mkdir(dir.c_str(), 0700);
     std::string socketPath = dir + "/agent.sock";
+    std::string planPath = dir + "/host-plan";
+    std::string error;
+    auto plan = host::loadHostPlan(SAMPLE_POLICY, error);
+    if (!plan) {
+        std::fprintf(stderr, "%s\n", error.c_str());
+        return 1;
+    }
+    std::ofstream(planPath) << host::planFileText(*plan, SAMPLE_POLICY);
     // The output goes to stderr of the child (stdout carries the stand-in's record).
     setenv("STANDIN_QUIET", "1", 1);
     std::map<std::string, double> base = runChild(argv[0], qps, {{"LD_PRELOAD", ""}});
-    std::map<std::string, std::string> preload{{"LD_PRELOAD", PRELOAD_LIB},
-                                               {"IBQOS_POLICY", SAMPLE_POLICY},
-                                               {"IBQOS_AGENT_SOCKET", socketPath}};
+    std::map<std::string, std::string> preload{
+        {"LD_PRELOAD", PRELOAD_LIB}, {"IBQOS_PLAN", planPath}, {"IBQOS_AGENT_SOCKET", socketPath}};
     preload["IBQOS_SCHED_BACKEND"] = "simulated";
     std::map<std::string, double> simulated = runChild(argv[0], qps, preload);
     preload["IBQOS_SCHED_BACKEND"] = "mlx5";
     std::map<std::string, double> mlx5 = runChild(argv[0], qps, preload);
     unlink(socketPath.c_str());
+    unlink(planPath.c_str());
     rmdir(dir.c_str());
     if (base.size() != 3 || simulated.size() != 3 || mlx5.size() != 3) return 1;
 

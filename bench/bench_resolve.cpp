@@ -8,9 +8,10 @@
 #include <string>
 
 #include "bench/bench_util.hpp"
-#include "host-sched/host_plan.hpp"
-#include "host-sched/sa_client.hpp"
-#include "host-sched/umad_transport.hpp"
+#include "host-sched/agent/policy_plan.hpp"
+#include "host-sched/plan/host_plan.hpp"
+#include "host-sched/sa-client/sa_client.hpp"
+#include "host-sched/sa-client/umad_transport.hpp"
 
 using namespace ibqos;
 

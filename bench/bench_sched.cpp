@@ -8,7 +8,7 @@
 
 #include "bench/bench_util.hpp"
 #include "compiler/compile_policy.hpp"
-#include "host-sched/sched_simulated.hpp"
+#include "host-sched/sched/sched_simulated.hpp"
 
 using namespace ibqos;
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "host-sched/host_plan.hpp"
+#include "host-sched/plan/host_plan.hpp"
 
 namespace ibqos::cli {
 

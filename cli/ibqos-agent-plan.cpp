@@ -10,19 +10,22 @@
 #include "cli/ibqos-agent-commands.hpp"
 #include "cli/options.hpp"
 #include "common/json.hpp"
-#include "host-sched/sched_simulated.hpp"
+#include "host-sched/plan/plan_file.hpp"
+#include "host-sched/sched/sched_simulated.hpp"
 
 namespace ibqos::cli {
 
 namespace {
 
-const char* const planHelp = R"(Usage: ibqos-agent plan POLICY [--json]
+const char* const planHelp = R"(Usage: ibqos-agent plan POLICY [--json] [--output FILE]
 
 Shows the transmit-scheduling tree every host builds from the policy's host-sched section
 (in the order it is created: the root, nodes parent-first, then leaves), which SL attaches to
 which leaf, and the congestion-control slots with their algorithms.
 
 Options:
+  --output FILE write the compiled plan libibqos_preload.so reads (IBQOS_PLAN) to FILE, as
+                `ibqos-agent run` does, instead of showing it
   --json        print {"depth", "elements": [{"name", "kind", "parent", "bw_share",
                 "max_avg_bw", "sls", "pcc_slot", "pcc_algorithm"}], "sl_to_leaf": [16],
                 "pcc_slots": [{"slot", "algorithm", "leaves"}]}
@@ -97,7 +100,7 @@ double parseMbps(const std::string& option, const std::string& text) {
 }  // namespace
 
 int runPlan(const std::vector<std::string>& args) {
-    Options options(args, {{"json"}});
+    Options options(args, {{"json"}, {"output", true}});
     if (options.flag("help")) {
         std::cout << planHelp;
         return ExitOk;
@@ -107,6 +110,10 @@ int runPlan(const std::vector<std::string>& args) {
     int exitCode = ExitOk;
     auto plan = loadPlanOrReport(options.positionals()[0], json, exitCode);
     if (!plan) return exitCode;
+    if (auto output = options.value("output")) {
+        writeFileAtomically(*output, host::planFileText(*plan, options.positionals()[0]));
+        return ExitOk;
+    }
     const auto& elements = plan->elements();
 
     if (json) {

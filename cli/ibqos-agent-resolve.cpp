@@ -6,8 +6,8 @@
 #include "cli/ibqos-agent-commands.hpp"
 #include "cli/options.hpp"
 #include "common/json.hpp"
-#include "host-sched/sa_client.hpp"
-#include "host-sched/umad_transport.hpp"
+#include "host-sched/sa-client/sa_client.hpp"
+#include "host-sched/sa-client/umad_transport.hpp"
 
 namespace ibqos::cli {
 

@@ -11,8 +11,10 @@
 #include "cli/ibqos-agent-commands.hpp"
 #include "cli/options.hpp"
 #include "common/json.hpp"
-#include "host-sched/agent_server.hpp"
-#include "host-sched/pcc_mango.hpp"
+#include "host-sched/agent/agent_server.hpp"
+#include "host-sched/agent/policy_plan.hpp"
+#include "host-sched/pcc/pcc_mango.hpp"
+#include "host-sched/plan/plan_file.hpp"
 
 namespace ibqos::cli {
 
@@ -26,11 +28,13 @@ destroyed. For each reported QP it applies the congestion-control slot of the le
 attaches to, registering each slot's algorithm in the device's PCC engine first; it forgets
 the QPs of a process whose connection closes. It runs in the foreground (systemd starts it);
 SIGTERM or SIGINT stop it cleanly, SIGHUP re-reads the policy (a policy with errors is
-reported and the current one kept).
+reported and the current one kept). It writes the policy's compiled host plan, which the
+library reads, when it starts and at every reload.
 
 Options:
-  --policy POLICY      the QoS policy (default /etc/ibqos/qos-policy.conf)
+  --policy POLICY      the QoS policy (default $IBQOS_POLICY, else /etc/ibqos/qos-policy.conf)
   --socket PATH        the socket to serve (default /run/ibqos/agent.sock)
+  --plan PATH          where to write the compiled host plan (default /run/ibqos/host-plan)
   --pcc ENGINE         auto (libmango when it loads, else simulated), mango or simulated
                        (default auto)
   --interval-us N      the PCC engine's algorithm interval (default 10)
@@ -66,6 +70,7 @@ void log(const std::string& message) {
 int runDaemon(const std::vector<std::string>& args) {
     Options options(args, {{"policy", true},
                            {"socket", true},
+                           {"plan", true},
                            {"pcc", true},
                            {"interval-us", true},
                            {"threads", true}});
@@ -74,8 +79,9 @@ int runDaemon(const std::vector<std::string>& args) {
         return ExitOk;
     }
     if (!options.positionals().empty()) throw UsageError{"run takes no positional arguments"};
-    std::string policyPath = options.value("policy").value_or(host::DefaultPolicyPath);
+    std::string policyPath = options.value("policy").value_or(host::defaultPolicyPath());
     std::string socketPath = options.value("socket").value_or(host::DefaultAgentSocket);
+    std::string planPath = options.value("plan").value_or(host::DefaultPlanPath);
     std::string engine = options.value("pcc").value_or("auto");
     if (engine != "auto" && engine != "mango" && engine != "simulated") {
         throw UsageError{"--pcc takes auto, mango or simulated, not '" + engine + "'"};
@@ -90,6 +96,7 @@ int runDaemon(const std::vector<std::string>& args) {
     int exitCode = ExitOk;
     auto plan = loadPlanOrReport(policyPath, false, exitCode);
     if (!plan) return exitCode;
+    writeFileAtomically(planPath, host::planFileText(*plan, policyPath));
     std::string error;
     if (engine == "mango" && !host::libmangoAvailable(error)) throw IoError{error};
 
@@ -131,6 +138,11 @@ int runDaemon(const std::vector<std::string>& args) {
         if (!fresh) {
             log("SIGHUP: keeping the current plan: " + why);
         } else {
+            try {
+                writeFileAtomically(planPath, host::planFileText(*fresh, policyPath));
+            } catch (const IoError& e) {
+                log("SIGHUP: " + e.message + "; applications keep the plan they read");
+            }
             state.replacePlan(std::move(*fresh));
             log("SIGHUP: policy " + policyPath + " reloaded");
         }

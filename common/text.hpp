@@ -42,6 +42,17 @@ inline std::optional<uint64_t> parseNumber(std::string_view text, int base = 0) 
     return v;
 }
 
+// Whether two names are equal ignoring ASCII case, as OpenSM's strcasecmp() compares them.
+inline bool sameName(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+        if (std::tolower(static_cast<unsigned char>(a[i])) !=
+            std::tolower(static_cast<unsigned char>(b[i])))
+            return false;
+    }
+    return true;
+}
+
 // The 64-bit FNV-1a hash of some bytes: a file's identity in logs.
 inline uint64_t fnv1a(std::string_view bytes) {
     uint64_t h = 1469598103934665603ULL;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/diagnostics.hpp"
+#include "common/text.hpp"
 #include "compiler/range_set.hpp"
 #include "fabric/node_type.hpp"
 
@@ -180,8 +181,5 @@ struct Policy {
     std::vector<Sl2VlScope> sl2vlScopes;
     HostSched hostSched;
 };
-
-// Case-insensitive name comparison, as OpenSM's strcasecmp.
-bool sameName(std::string_view a, std::string_view b);
 
 }  // namespace ibqos

@@ -214,9 +214,3 @@ void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy) {
 }
 
 }  // namespace ibqos::passes
-
-namespace ibqos {
-bool sameName(std::string_view a, std::string_view b) {
-    return passes::folded(a) == passes::folded(b);
-}
-}  // namespace ibqos

@@ -7,8 +7,9 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "host-sched/agent_state.hpp"
-#include "host-sched/pcc_simulated.hpp"
+#include "host-sched/agent/agent_state.hpp"
+#include "host-sched/agent/policy_plan.hpp"
+#include "host-sched/pcc/pcc_simulated.hpp"
 
 using namespace ibqos;
 using namespace ibqos::host;

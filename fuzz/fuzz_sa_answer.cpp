@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "host-sched/sa_wire.hpp"
+#include "host-sched/sa-client/sa_wire.hpp"
 
 using namespace ibqos::host;
 

@@ -200,11 +200,13 @@ try:
 
         # The daemon and the preload library.
         sock = os.path.join(scratch, "agent.sock")
+        plan_path = os.path.join(scratch, "host-plan")
         agent_log = open(os.path.join(scratch, "agent.log"), "w+")
-        daemon = spawn([args.agent, "run", "--policy", POLICY, "--socket", sock, "--pcc", "simulated"],
+        daemon = spawn([args.agent, "run", "--policy", POLICY, "--socket", sock, "--plan", plan_path, "--pcc", "simulated"],
                        cwd=scratch, stdin=subprocess.DEVNULL, stdout=agent_log, stderr=subprocess.STDOUT)
         check(wait_until(lambda: os.path.exists(sock)), "the agent serves its socket")
-        env = dict(os.environ, LD_PRELOAD=simfabric.ld_preload(args.preload), IBQOS_POLICY=POLICY, IBQOS_AGENT_SOCKET=sock,
+        check(os.path.exists(plan_path), "the agent wrote the compiled host plan the library reads")
+        env = dict(os.environ, LD_PRELOAD=simfabric.ld_preload(args.preload), IBQOS_PLAN=plan_path, IBQOS_AGENT_SOCKET=sock,
                    IBQOS_SCHED_BACKEND="simulated")
         env.pop("SIM_HOST", None)
         sls = sorted(set(resolved.values()))

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "host-sched/host_plan.hpp"
+#include "host-sched/plan/host_plan.hpp"
 #include "tests/policy_text.hpp"
 
 namespace ibqos::test {

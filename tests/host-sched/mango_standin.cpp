@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "host-sched/pcc_abi.h"
+#include "host-sched/pcc/pcc_abi.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "host-sched/sa_wire.hpp"
+#include "host-sched/sa-client/sa_wire.hpp"
 
 namespace ibqos::test {
 

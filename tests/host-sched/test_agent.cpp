@@ -11,8 +11,8 @@
 #include <cstring>
 #include <thread>
 
-#include "host-sched/agent_server.hpp"
-#include "host-sched/pcc_simulated.hpp"
+#include "host-sched/agent/agent_server.hpp"
+#include "host-sched/pcc/pcc_simulated.hpp"
 #include "tests/host-sched/host_policies.hpp"
 
 using namespace ibqos;

@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <fstream>
 
-#include "host-sched/host_plan.hpp"
+#include "host-sched/agent/policy_plan.hpp"
+#include "host-sched/plan/host_plan.hpp"
+#include "host-sched/plan/plan_file.hpp"
 #include "tests/host-sched/host_policies.hpp"
 
 using namespace ibqos;
@@ -130,4 +132,46 @@ TEST_CASE("loading a plan reports a missing file or the policy's first error in 
     std::remove(path);
     REQUIRE(plan);
     CHECK(plan->elements().size() == 5);
+}
+
+TEST_CASE("the compiled plan file holds the whole plan, and a bad one is refused with its line",
+          "[host-sched][plan]") {
+    test::Compiled c(tree);
+    REQUIRE_FALSE(c.diagnostics.hasErrors());
+    HostPlan plan = HostPlan::fromPolicy(c.policy.hostSched);
+    std::string error;
+    auto read = parsePlanText(planFileText(plan, "policy.conf"), "plan", error);
+    REQUIRE(read);
+    REQUIRE(read->elements().size() == plan.elements().size());
+    for (size_t i = 0; i < plan.elements().size(); ++i) {
+        const PlanElement &a = plan.elements()[i], &b = read->elements()[i];
+        CHECK(a.name == b.name);
+        CHECK(a.leaf == b.leaf);
+        CHECK(a.parent == b.parent);
+        CHECK(a.bwShare == b.bwShare);
+        CHECK(a.maxAvgBw == b.maxAvgBw);
+        CHECK(a.sls == b.sls);
+        CHECK(a.pccSlot == b.pccSlot);
+        CHECK(a.pccAlgorithm == b.pccAlgorithm);
+    }
+    for (uint8_t sl = 0; sl < 16; ++sl) CHECK(read->leafForSl(sl) == plan.leafForSl(sl));
+    REQUIRE(read->slots().size() == plan.slots().size());
+    for (size_t i = 0; i < plan.slots().size(); ++i) {
+        CHECK(read->slots()[i].slot == plan.slots()[i].slot);
+        CHECK(read->slots()[i].leaves == plan.slots()[i].leaves);
+    }
+
+    const std::string header = "ibqos-host-plan 1\n";
+    for (auto [text, line] : std::initializer_list<std::pair<std::string, int>>{
+             {"something else\n", 1},
+             {header + "leaf 3 10 0 0x0004 - - a\n", 2},                      // no such parent
+             {header + "leaf - 10 0 0x0004 - - a\nnode 0 1 0 0 - - b\n", 3},  // a leaf as parent
+             {header + "leaf - 10 0 0x0004 - - a\nleaf - 10 0 0x0006 - - b\n", 3},  // SL 2 twice
+             {header + "leaf - 101 0 0x0004 - - a\n", 2},  // bw-share above 100
+             {header + "leaf - 10 0 0x0004 3 - a\n", 2},   // a slot without algorithm
+         }) {
+        INFO(text);
+        CHECK_FALSE(parsePlanText(text, "plan", error));
+        CHECK(error.find("plan:" + std::to_string(line) + ":") == 0);
+    }
 }

@@ -12,10 +12,10 @@
 #include <string>
 
 #include "compiler/pcc_algorithms.hpp"
-#include "host-sched/fluid_link.hpp"
-#include "host-sched/pcc_mango.hpp"
-#include "host-sched/pcc_simulated.hpp"
-#include "host-sched/pcc_slots.hpp"
+#include "host-sched/pcc/pcc_mango.hpp"
+#include "host-sched/pcc/pcc_simulated.hpp"
+#include "host-sched/pcc/pcc_slots.hpp"
+#include "tests/doubles/fluid_link.hpp"
 #include "tests/host-sched/host_policies.hpp"
 
 using namespace ibqos;

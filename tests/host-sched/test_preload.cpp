@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "host-sched/agent/policy_plan.hpp"
+#include "host-sched/plan/plan_file.hpp"
 #include "tests/host-sched/host_policies.hpp"
 
 extern char** environ;
@@ -59,10 +61,16 @@ struct Scratch {
     Scratch() {
         char path[] = "/tmp/ibqos-preload-XXXXXX";
         dir = mkdtemp(path);
+        // The plan the agent would write from the policy.
         std::ofstream(dir + "/policy.conf") << policy;
+        std::string error;
+        auto plan = ibqos::host::loadHostPlan(dir + "/policy.conf", error);
+        REQUIRE(plan);
+        std::ofstream(dir + "/host-plan") << ibqos::host::planFileText(*plan, dir + "/policy.conf");
     }
     ~Scratch() {
-        for (const char* f : {"/policy.conf", "/agent.sock"}) unlink((dir + f).c_str());
+        for (const char* f : {"/policy.conf", "/host-plan", "/agent.sock"})
+            unlink((dir + f).c_str());
         rmdir(dir.c_str());
     }
 };
@@ -79,7 +87,7 @@ std::vector<std::string> lines(const std::string& text) {
 // Runs the driver with the given steps and environment, serving as the agent when asked.
 Run runDriver(const Scratch& scratch, const std::vector<std::string>& steps,
               std::map<std::string, std::string> env, bool preload = true, bool agent = true) {
-    env.emplace("IBQOS_POLICY", scratch.dir + "/policy.conf");
+    env.emplace("IBQOS_PLAN", scratch.dir + "/host-plan");
     env.emplace("IBQOS_AGENT_SOCKET", scratch.dir + "/agent.sock");
     env.emplace("IBQOS_SCHED_BACKEND", "mlx5");
     if (preload) {
@@ -272,18 +280,18 @@ TEST_CASE("without the preload library the same program reaches the stand-in and
     CHECK(r.messages.empty());
 }
 
-TEST_CASE("a missing policy is logged once and every call still goes through",
+TEST_CASE("a missing plan is logged once and every call still goes through",
           "[host-sched][preload]") {
     Scratch s;
     Run r = runDriver(s, {"open",  "mlx5_0", "qp",      "mlx5_0", "0x100",   "rc",   "rtr",
                           "0x100", "3",      "qp",      "mlx5_0", "0x101",   "rc",   "rtr",
                           "0x101", "2",      "destroy", "0x100",  "destroy", "0x101"},
-                      {{"IBQOS_POLICY", s.dir + "/absent.conf"}});
+                      {{"IBQOS_PLAN", s.dir + "/absent-plan"}});
     CHECK(WEXITSTATUS(r.status) == 0);
     auto log = lines(r.err);
     REQUIRE(log.size() == 1);
     CHECK(log[0].find("no host plan") != std::string::npos);
-    CHECK(log[0].find("absent.conf") != std::string::npos);
+    CHECK(log[0].find("absent-plan") != std::string::npos);
     CHECK(indexOf(r.out, {"driver: rtr 256 rc=0"}) != SIZE_MAX);
     CHECK(indexOf(r.out, {"driver: rtr 257 rc=0"}) != SIZE_MAX);
     CHECK(indexOf(r.out, {"driver: destroy 257 rc=0"}) != SIZE_MAX);

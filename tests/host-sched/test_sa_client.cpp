@@ -5,7 +5,7 @@
 #include <deque>
 #include <functional>
 
-#include "host-sched/sa_client.hpp"
+#include "host-sched/sa-client/sa_client.hpp"
 #include "tests/host-sched/sa_answers.hpp"
 
 using namespace ibqos;

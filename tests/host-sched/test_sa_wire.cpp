@@ -2,7 +2,7 @@
 // Unit tests of the SA wire format: requests as sent, answers accepted and refused.
 #include <catch2/catch.hpp>
 
-#include "host-sched/sa_wire.hpp"
+#include "host-sched/sa-client/sa_wire.hpp"
 #include "tests/host-sched/sa_answers.hpp"
 
 using namespace ibqos;

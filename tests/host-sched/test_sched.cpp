@@ -10,9 +10,9 @@
 #include <cstring>
 #include <numeric>
 
-#include "host-sched/mlx5_emulation.hpp"
-#include "host-sched/sched_mlx5.hpp"
-#include "host-sched/sched_simulated.hpp"
+#include "host-sched/sched/sched_mlx5.hpp"
+#include "host-sched/sched/sched_simulated.hpp"
+#include "tests/doubles/mlx5_emulation.hpp"
 #include "tests/host-sched/host_policies.hpp"
 
 using namespace ibqos;

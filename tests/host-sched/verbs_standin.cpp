@@ -14,7 +14,7 @@
 #include <mutex>
 #include <string>
 
-#include "host-sched/mlx5_emulation.hpp"
+#include "tests/doubles/mlx5_emulation.hpp"
 
 namespace {
 

@@ -8,7 +8,7 @@
 
 #include <cstring>
 
-#include "host-sched/sa_wire.hpp"
+#include "host-sched/sa-client/sa_wire.hpp"
 #include "ib/path_record.hpp"
 #include "sa-matcher/path_request.hpp"
 

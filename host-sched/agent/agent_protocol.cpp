@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: MIT
+// Agent messages: a strict reader and its writer.
+#include "host-sched/agent/agent_protocol.hpp"
+
+#include <array>
+#include <cstdio>
+#include <map>
+#include <vector>
+
+namespace ibqos::host {
+
+namespace {
+
+constexpr std::string_view Version = "ibqos1";
+constexpr size_t MaxValue = 128;
+
+bool plain(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == ':' || c == '/' || c == '+' || c == '-';
+}
+
+std::string encodeValue(std::string_view v) {
+    if (v.empty()) return "-";
+    std::string out;
+    for (char c : v) {
+        if (plain(c) && !(c == '-' && v.size() == 1)) {
+            out += c;
+        } else {
+            char buf[4];
+            std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
+            out += buf;
+        }
+    }
+    return out;
+}
+
+int hexDigit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+std::optional<std::string> decodeValue(std::string_view v) {
+    std::string out;
+    for (size_t i = 0; i < v.size(); ++i) {
+        if (v[i] != '%') {
+            if (!plain(v[i])) return std::nullopt;
+            out += v[i];
+            continue;
+        }
+        if (i + 2 >= v.size()) return std::nullopt;
+        int hi = hexDigit(v[i + 1]), lo = hexDigit(v[i + 2]);
+        if (hi < 0 || lo < 0) return std::nullopt;
+        out += static_cast<char>(hi * 16 + lo);
+        i += 2;
+    }
+    return out;
+}
+
+std::optional<uint64_t> number(std::string_view v, uint64_t max) {
+    if (v.empty() || v.size() > 20) return std::nullopt;
+    uint64_t value = 0;
+    size_t i = 0;
+    unsigned base = 10;
+    if (v.size() > 2 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X')) {
+        base = 16;
+        i = 2;
+    }
+    for (; i < v.size(); ++i) {
+        int d = base == 16 ? hexDigit(v[i]) : (v[i] >= '0' && v[i] <= '9' ? v[i] - '0' : -1);
+        if (d < 0) return std::nullopt;
+        if (value > (max - static_cast<uint64_t>(d)) / base) return std::nullopt;
+        value = value * base + static_cast<uint64_t>(d);
+    }
+    return value;
+}
+
+std::optional<QpType> qpType(std::string_view v) {
+    for (QpType t : {QpType::Rc, QpType::Uc, QpType::Ud, QpType::RawPacket, QpType::Other}) {
+        if (qpTypeName(t) == v) return t;
+    }
+    return std::nullopt;
+}
+
+bool validDevice(std::string_view d) {
+    if (d.empty() || d.size() > 64) return false;
+    for (char c : d) {
+        if (!plain(c) || c == '/') return false;
+    }
+    return true;
+}
+
+struct KindSpec {
+    MessageKind kind;
+    std::string_view name;
+    std::vector<std::string_view> required;
+    std::vector<std::string_view> optional;
+};
+
+const std::array<KindSpec, 5>& kindSpecs() {
+    static const std::array<KindSpec, 5> specs{{
+        {MessageKind::Rtr,
+         "rtr",
+         {"pid", "dev", "qpn", "type", "sl", "leaf", "attached"},
+         {"port"}},
+        {MessageKind::Destroy, "destroy", {"pid", "dev", "qpn"}, {}},
+        {MessageKind::Status, "status", {}, {}},
+        {MessageKind::Qp,
+         "qp",
+         {"pid", "dev", "qpn", "type", "sl", "leaf", "attached", "slot", "algorithm"},
+         {"port"}},
+        {MessageKind::End, "end", {"count"}, {}},
+    }};
+    return specs;
+}
+
+}  // namespace
+
+std::string_view messageKindName(MessageKind kind) {
+    for (const KindSpec& s : kindSpecs()) {
+        if (s.kind == kind) return s.name;
+    }
+    return "?";
+}
+
+std::string encodeAgentMessage(const AgentMessage& m) {
+    std::string out(Version);
+    out += ' ';
+    out += messageKindName(m.kind);
+    auto add = [&out](std::string_view key, const std::string& value) {
+        out += ' ';
+        out += key;
+        out += '=';
+        out += value;
+    };
+    bool qpKeys = m.kind == MessageKind::Rtr || m.kind == MessageKind::Qp;
+    if (qpKeys || m.kind == MessageKind::Destroy) {
+        add("pid", std::to_string(m.pid));
+        add("dev", encodeValue(m.device));
+        if (qpKeys && m.port) add("port", std::to_string(m.port));
+        char qpn[16];
+        std::snprintf(qpn, sizeof qpn, "0x%06x", m.qpNum);
+        add("qpn", qpn);
+    }
+    if (qpKeys) {
+        add("type", std::string(qpTypeName(m.type)));
+        add("sl", m.sl ? std::to_string(*m.sl) : "-");
+        add("leaf", encodeValue(m.leaf));
+        add("attached", m.attached ? "1" : "0");
+    }
+    if (m.kind == MessageKind::Qp) {
+        add("slot", m.slot ? std::to_string(*m.slot) : "-");
+        add("algorithm", encodeValue(m.algorithm));
+    }
+    if (m.kind == MessageKind::End) add("count", std::to_string(m.count));
+    return out;
+}
+
+std::optional<AgentMessage> parseAgentMessage(std::string_view bytes, MessageError& error) {
+    auto fail = [&error](size_t offset, std::string message) -> std::optional<AgentMessage> {
+        error = MessageError{offset, std::move(message)};
+        return std::nullopt;
+    };
+    if (bytes.size() > MaxAgentMessage) {
+        return fail(MaxAgentMessage,
+                    "message longer than " + std::to_string(MaxAgentMessage) + " bytes");
+    }
+    if (!bytes.empty() && bytes.back() == '\n') bytes.remove_suffix(1);
+    if (bytes.empty()) return fail(0, "expected 'ibqos1 KIND ...', got an empty message");
+
+    // Tokens separated by single blanks; no other whitespace or control bytes.
+    std::vector<std::pair<size_t, std::string_view>> tokens;
+    size_t start = 0;
+    for (size_t i = 0; i <= bytes.size(); ++i) {
+        if (i < bytes.size() && bytes[i] != ' ') {
+            unsigned char c = static_cast<unsigned char>(bytes[i]);
+            if (c < 0x21 || c > 0x7e)
+                return fail(i, "byte " + std::to_string(c) + " is not printable");
+            continue;
+        }
+        if (i == start) return fail(i, "empty field");
+        tokens.emplace_back(start, bytes.substr(start, i - start));
+        start = i + 1;
+    }
+    if (tokens.size() < 2) return fail(bytes.size(), "expected 'ibqos1 KIND ...'");
+    if (tokens[0].second != Version) {
+        return fail(0, "unknown protocol '" + std::string(tokens[0].second.substr(0, 16)) + "'");
+    }
+    const KindSpec* spec = nullptr;
+    for (const KindSpec& s : kindSpecs()) {
+        if (s.name == tokens[1].second) spec = &s;
+    }
+    if (!spec) return fail(tokens[1].first, "unknown message kind");
+
+    AgentMessage m;
+    m.kind = spec->kind;
+    std::map<std::string_view, bool> seen;
+    for (size_t t = 2; t < tokens.size(); ++t) {
+        auto [at, token] = tokens[t];
+        size_t eq = token.find('=');
+        if (eq == std::string_view::npos) return fail(at, "expected key=value");
+        std::string_view key = token.substr(0, eq), raw = token.substr(eq + 1);
+        size_t valueAt = at + eq + 1;
+        bool known = false;
+        for (auto k : spec->required) known |= k == key;
+        for (auto k : spec->optional) known |= k == key;
+        if (!known) return fail(at, "unknown key for '" + std::string(spec->name) + "'");
+        if (seen[key]) return fail(at, "key given twice");
+        seen[key] = true;
+        if (raw.empty() || raw.size() > MaxValue * 3) return fail(valueAt, "bad value length");
+        auto value = decodeValue(raw);
+        if (!value || value->size() > MaxValue) return fail(valueAt, "bad percent-encoding");
+
+        if (key == "pid") {
+            auto n = number(raw, 0x7fffffff);
+            if (!n || *n == 0) return fail(valueAt, "pid must be 1..2147483647");
+            m.pid = static_cast<uint32_t>(*n);
+        } else if (key == "dev") {
+            if (!validDevice(*value)) return fail(valueAt, "bad device name");
+            m.device = *value;
+        } else if (key == "port") {
+            auto n = number(raw, 255);
+            if (!n || *n == 0) return fail(valueAt, "port must be 1..255");
+            m.port = static_cast<uint8_t>(*n);
+        } else if (key == "qpn") {
+            auto n = number(raw, 0xffffff);
+            if (!n) return fail(valueAt, "qpn must be 0..0xffffff");
+            m.qpNum = static_cast<uint32_t>(*n);
+        } else if (key == "type") {
+            auto type = qpType(raw);
+            if (!type) return fail(valueAt, "type must be rc, uc, ud, raw or other");
+            m.type = *type;
+        } else if (key == "sl") {
+            if (raw != "-") {
+                auto n = number(raw, 15);
+                if (!n) return fail(valueAt, "sl must be 0..15 or -");
+                m.sl = static_cast<uint8_t>(*n);
+            }
+        } else if (key == "leaf") {
+            if (raw != "-") m.leaf = *value;
+        } else if (key == "attached") {
+            if (raw != "0" && raw != "1") return fail(valueAt, "attached must be 0 or 1");
+            m.attached = raw == "1";
+        } else if (key == "slot") {
+            if (raw != "-") {
+                auto n = number(raw, 0xffff);
+                if (!n) return fail(valueAt, "slot must be a number or -");
+                m.slot = static_cast<uint32_t>(*n);
+            }
+        } else if (key == "algorithm") {
+            if (raw != "-") m.algorithm = *value;
+        } else if (key == "count") {
+            auto n = number(raw, 0xffffffff);
+            if (!n) return fail(valueAt, "count must be a number");
+            m.count = static_cast<uint32_t>(*n);
+        }
+    }
+    for (auto k : spec->required) {
+        if (!seen[k]) return fail(bytes.size(), "missing key '" + std::string(k) + "'");
+    }
+    return m;
+}
+
+}  // namespace ibqos::host

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: MIT
+// AgentServer: the agent's unix socket, its clients and the poll loop around AgentState.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "host-sched/agent/agent_state.hpp"
+
+namespace ibqos::host {
+
+// Serves a SOCK_SEQPACKET socket: each client connection is one process; its credentials
+// come from the kernel. Borrows the state, which must outlive the server.
+class AgentServer {
+  public:
+    AgentServer(AgentState& state, std::string socketPath, size_t maxClients = 1024);
+    ~AgentServer();
+    AgentServer(const AgentServer&) = delete;
+    AgentServer& operator=(const AgentServer&) = delete;
+
+    // Creates the socket (and its directory). Refuses when another agent answers on it;
+    // replaces a stale socket file. Returns false with error set.
+    bool listen(std::string& error);
+    // Serves until onEvent returns false. eventFd is polled too (a signalfd: SIGTERM,
+    // SIGHUP); when it is readable onEvent is called and decides whether to go on.
+    void run(int eventFd, const std::function<bool()>& onEvent);
+    size_t clientCount() const { return clients_.size(); }
+
+  private:
+    struct Client {
+        int fd = -1;
+        ClientCredentials peer;
+        std::deque<std::string> outbox;
+    };
+
+    void accept();
+    // Reads what a client sent; false when it is gone.
+    bool serve(uint64_t id, Client& client);
+    bool flush(Client& client);
+    void drop(uint64_t id);
+
+    AgentState& state_;
+    std::string path_;
+    size_t maxClients_;
+    int listenFd_ = -1;
+    uint64_t nextClient_ = 1;
+    std::map<uint64_t, Client> clients_;
+};
+
+// Asks a running agent for every QP it knows (the `status` exchange). Returns false with
+// error set when the agent cannot be reached or answers nonsense.
+bool requestAgentStatus(const std::string& socketPath, std::chrono::milliseconds timeout,
+                        std::vector<AgentMessage>& qps, std::string& error);
+
+}  // namespace ibqos::host

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: MIT
+// AgentState: what the agent knows about QPs and what it has applied, driven by messages.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "host-sched/agent/agent_protocol.hpp"
+#include "host-sched/pcc/pcc_slots.hpp"
+#include "host-sched/plan/host_plan.hpp"
+
+namespace ibqos::host {
+
+// A QP a client reported, with what the agent did for it.
+struct TrackedQp {
+    uint64_t client = 0;
+    uint32_t pid = 0;
+    std::string device;
+    uint8_t port = 0;
+    uint32_t qpNum = 0;
+    QpType type = QpType::Rc;
+    std::optional<uint8_t> sl;
+    std::string clientLeaf;        // the leaf the client's preload library used
+    bool attached = false;         // whether its backend attached the QP
+    std::optional<size_t> leaf;    // the agent's plan: leaf of the SL
+    std::optional<uint32_t> slot;  // the PCC slot applied to the QP (nullopt: none, or failed)
+};
+
+// The peer of a connection, as the kernel reports it (SO_PEERCRED); pid 0 when unknown.
+struct ClientCredentials {
+    uint32_t pid = 0;
+    uint32_t uid = 0;
+};
+
+// Opens the PCC engine of a device (openPccEngine in production, a fake in tests).
+using PccEngineOpener =
+    std::function<std::unique_ptr<PccEngine>(const std::string& device, std::string& error)>;
+
+// The agent without its sockets: every client message goes through handle(), so that tests
+// and the fuzzer reach all of it. Never throws on client input; bad messages are counted
+// and logged (the first few per client) and change nothing.
+class AgentState {
+  public:
+    AgentState(HostPlan plan, PccEngineOpener opener, uint32_t intervalUs, unsigned threads,
+               std::function<void(const std::string&)> log);
+    ~AgentState();
+
+    // Handles one datagram from a client; returns the datagrams to send back.
+    std::vector<std::string> handle(uint64_t client, const ClientCredentials& peer,
+                                    std::string_view bytes);
+    // A client closed its connection (or died): its QPs are gone with it.
+    void clientGone(uint64_t client);
+    // Installs a new plan (policy reload): slots re-registered, every QP re-applied.
+    void replacePlan(HostPlan plan);
+    // Unregisters every slot of every device.
+    void shutdown();
+
+    std::vector<TrackedQp> qps() const;
+    const HostPlan& plan() const { return plan_; }
+    size_t rejectedMessages() const { return rejected_; }
+    // The slots of a device, or nullptr when none were installed there.
+    PccSlots* slotsOf(const std::string& device);
+
+  private:
+    using Key = std::pair<std::string, uint32_t>;  // device, QP number
+    using QpMap = std::map<Key, TrackedQp>;
+
+    void track(uint64_t client, const AgentMessage& m);
+    // Drops a tracked QP and its place in a PCC slot; returns the next entry.
+    QpMap::iterator forget(QpMap::iterator it);
+    // The name of the plan's leaf for a QP ("" when its SL has none).
+    std::string leafName(const TrackedQp& qp) const;
+    void applySlot(TrackedQp& qp);
+    PccSlots* ensureSlots(const std::string& device);
+    void reject(uint64_t client, const std::string& why);
+    void logOnce(const std::string& key, const std::string& message);
+
+    HostPlan plan_;
+    PccEngineOpener opener_;
+    uint32_t intervalUs_;
+    unsigned threads_;
+    std::function<void(const std::string&)> log_;
+    QpMap qps_;
+    std::map<std::string, std::unique_ptr<PccSlots>> devices_;
+    std::set<std::string> failedDevices_;
+    std::map<uint64_t, size_t> rejectedByClient_;
+    std::set<std::string> logged_;
+    size_t rejected_ = 0;
+};
+
+}  // namespace ibqos::host

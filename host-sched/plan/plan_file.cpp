@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: MIT
+// planFileText and parsePlanText: a line per element, checked on the way in.
+#include "host-sched/plan/plan_file.hpp"
+
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "common/text.hpp"
+
+namespace ibqos::host {
+
+namespace {
+
+constexpr std::string_view Header = "ibqos-host-plan 1";
+
+std::string optionalText(const std::optional<uint32_t>& v) {
+    return v ? std::to_string(*v) : std::string("-");
+}
+
+// The words of a line: the first `count` blank-separated fields, then the rest of the line.
+std::vector<std::string_view> split(std::string_view line, size_t count) {
+    std::vector<std::string_view> out;
+    while (out.size() < count) {
+        line = trim(line);
+        size_t end = line.find_first_of(" \t");
+        if (end == std::string_view::npos) end = line.size();
+        if (end == 0) break;
+        out.push_back(line.substr(0, end));
+        line.remove_prefix(end);
+    }
+    out.push_back(trim(line));
+    return out;
+}
+
+}  // namespace
+
+std::string planFileText(const HostPlan& plan, std::string_view fromPolicy) {
+    std::string out = "# ibqos host plan, compiled from " + std::string(fromPolicy) +
+                      " by ibqos-agent; read by libibqos_preload.so\n" + std::string(Header) + "\n";
+    for (const PlanElement& e : plan.elements()) {
+        out += std::string(e.leaf ? "leaf " : "node ") +
+               (e.parent ? std::to_string(*e.parent) : "-") + " " + std::to_string(e.bwShare) +
+               " " + std::to_string(e.maxAvgBw) + " " + hex(e.sls.to_ulong(), 4) + " " +
+               optionalText(e.pccSlot) + " " + (e.pccAlgorithm.empty() ? "-" : e.pccAlgorithm) +
+               " " + e.name + "\n";
+    }
+    return out;
+}
+
+std::optional<HostPlan> parsePlanText(std::string_view text, const std::string& name,
+                                      std::string& error) {
+    std::vector<PlanElement> elements;
+    bool header = false;
+    size_t lineNumber = 0;
+    auto fail = [&](const std::string& why) {
+        error = name + ":" + std::to_string(lineNumber) + ": " + why;
+        return std::nullopt;
+    };
+    while (!text.empty()) {
+        size_t end = text.find('\n');
+        std::string_view line = trim(text.substr(0, end));
+        text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+        ++lineNumber;
+        if (line.empty() || line.front() == '#') continue;
+        if (!header) {
+            if (line != Header)
+                return fail("not an ibqos host plan (expected '" + std::string(Header) + "')");
+            header = true;
+            continue;
+        }
+        auto f = split(line, 7);
+        if (f.size() != 8 || f[7].empty()) return fail("expected 8 fields");
+        PlanElement e;
+        if (f[0] != "node" && f[0] != "leaf")
+            return fail("'" + std::string(f[0]) + "' is not node or leaf");
+        e.leaf = f[0] == "leaf";
+        if (f[1] != "-") {
+            auto parent = parseNumber(f[1], 10);
+            if (!parent || *parent >= elements.size() || elements[*parent].leaf)
+                return fail("the parent must be an earlier node");
+            e.parent = *parent;
+        }
+        auto bwShare = parseNumber(f[2], 10), maxAvgBw = parseNumber(f[3], 10),
+             sls = parseNumber(f[4]);
+        if (!bwShare || *bwShare > 100 || !maxAvgBw || *maxAvgBw > UINT32_MAX || !sls ||
+            *sls > 0xffff || (!e.leaf && *sls != 0))
+            return fail("bad bw-share, max-avg-bw or SL mask");
+        e.bwShare = static_cast<uint32_t>(*bwShare);
+        e.maxAvgBw = static_cast<uint32_t>(*maxAvgBw);
+        e.sls = std::bitset<16>(*sls);
+        if (f[5] != "-") {
+            auto slot = parseNumber(f[5], 10);
+            if (!slot || *slot > 15 || f[6] == "-") return fail("bad PCC slot");
+            e.pccSlot = static_cast<uint32_t>(*slot);
+            e.pccAlgorithm = std::string(f[6]);
+        }
+        e.name = std::string(f[7]);
+        for (const PlanElement& other : elements) {
+            if ((other.sls & e.sls).any()) return fail("an SL on two leaves");
+        }
+        elements.push_back(std::move(e));
+    }
+    if (!header) return fail("an empty file");
+    return HostPlan::fromElements(std::move(elements));
+}
+
+std::optional<HostPlan> readPlanFile(const std::string& path, std::string& error) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        error = "cannot read " + path + " (is ibqos-agent running?)";
+        return std::nullopt;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    return parsePlanText(text.str(), path, error);
+}
+
+}  // namespace ibqos::host
