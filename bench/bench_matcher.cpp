@@ -25,7 +25,7 @@
 #include "bench/bench_util.hpp"
 #include "bench/synthetic.hpp"
 #include "common/source.hpp"
-#include "compiler/bind.hpp"
+#include "compiler/fabric_compilation.hpp"
 #include "fabric/partitions.hpp"
 #include "fabric/topology.hpp"
 #include "sa-matcher/classifier.hpp"
@@ -300,7 +300,9 @@ int main(int argc, char** argv) {
         std::mt19937_64 rng(seed + rules);
         Policy policy = buildPolicy(w.tree, rules, rng);
         Diagnostics diagnostics;
-        BoundPolicy bound = bindPolicy(policy, w.fabric, diagnostics);
+        auto compiled =
+            FabricCompilation::compile(policy, w.fabric, {}, diagnostics, CompileStage::Bind);
+        const BoundPolicy& bound = compiled->bound();
         std::vector<PathQuery> requests = buildRequests(w, requestCount, rng);
         std::vector<std::pair<std::string, std::string>> params{
             {"rules", std::to_string(rules)},

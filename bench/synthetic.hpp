@@ -29,6 +29,18 @@ struct FatTree {
     unsigned spineOf(unsigned l, unsigned k) const { return (l * up + k) % spines; }
     unsigned spinePortOf(unsigned l, unsigned k) const { return (l * up + k) / spines + 1; }
 
+    // One switch's first lines as ibnetdiscover writes them.
+    void switchHeader(std::string& out, uint64_t guid, const char* role, unsigned index,
+                      unsigned lid) const {
+        char line[160];
+        auto g = static_cast<unsigned long long>(guid);
+        std::snprintf(line, sizeof line,
+                      "\nswitchguid=0x%llx(%llx)\nSwitch\t%u \"S-%016llx\"\t\t# \"%s%u\" "
+                      "base port 0 lid %u lmc 0\n",
+                      g, g, radix, g, role, index, lid);
+        out += line;
+    }
+
     // The fabric as ibnetdiscover writes it (both ends of every link, LIDs, 4xEDR links).
     std::string ibnetdiscover() const {
         std::string out;
@@ -36,13 +48,7 @@ struct FatTree {
         char line[256];
         out += "#\n# Topology file: a synthetic two-level fat tree\n#\n";
         for (unsigned s = 0; s < spines; ++s) {
-            uint64_t g = SpineGuid + s;
-            std::snprintf(line, sizeof line,
-                          "\nswitchguid=0x%llx(%llx)\nSwitch\t%u \"S-%016llx\"\t\t# \"spine%u\" "
-                          "base port 0 lid %u lmc 0\n",
-                          (unsigned long long)g, (unsigned long long)g, radix,
-                          (unsigned long long)g, s, spineLid(s));
-            out += line;
+            switchHeader(out, SpineGuid + s, "spine", s, spineLid(s));
             for (unsigned l = 0; l < leaves; ++l) {
                 for (unsigned k = 0; k < up; ++k) {
                     if (spineOf(l, k) != s) continue;
@@ -55,13 +61,7 @@ struct FatTree {
             }
         }
         for (unsigned l = 0; l < leaves; ++l) {
-            uint64_t g = LeafGuid + l;
-            std::snprintf(line, sizeof line,
-                          "\nswitchguid=0x%llx(%llx)\nSwitch\t%u \"S-%016llx\"\t\t# \"leaf%u\" "
-                          "base port 0 lid %u lmc 0\n",
-                          (unsigned long long)g, (unsigned long long)g, radix,
-                          (unsigned long long)g, l, leafLid(l));
-            out += line;
+            switchHeader(out, LeafGuid + l, "leaf", l, leafLid(l));
             for (unsigned d = 0; d < down; ++d) {
                 unsigned h = l * down + d;
                 std::snprintf(line, sizeof line,

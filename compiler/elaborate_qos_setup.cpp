@@ -8,11 +8,16 @@
 
 namespace ibqos::passes {
 
-void Elaborator::qosSetup(ast::Block& b) {
+// The policy has a qos-setup from the first block that belongs to one.
+void Elaborator::noteQosSetup(const ast::Block& b) {
     if (!policy_.hasQosSetup) {
         policy_.hasQosSetup = true;
         policy_.qosSetupLocation = at(b.open);
     }
+}
+
+void Elaborator::qosSetup(ast::Block& b) {
+    noteQosSetup(b);
     section(b);
 }
 
@@ -31,10 +36,7 @@ void Elaborator::pairs(const ast::PairList& list, std::vector<VlWeight>& out, co
 }
 
 void Elaborator::vlarbScope(const ast::Block& b) {
-    if (!policy_.hasQosSetup) {
-        policy_.hasQosSetup = true;
-        policy_.qosSetupLocation = at(b.open);
-    }
+    noteQosSetup(b);
     VlArbScope scope;
     scope.location = at(b.open);
     SourceLocation lowAt;
@@ -152,10 +154,7 @@ void Elaborator::portSet(const ast::Field& f, std::bitset<128>& ports, bool& giv
 }
 
 void Elaborator::sl2vlScope(const ast::Block& b) {
-    if (!policy_.hasQosSetup) {
-        policy_.hasQosSetup = true;
-        policy_.qosSetupLocation = at(b.open);
-    }
+    noteQosSetup(b);
     Sl2VlScope scope;
     scope.location = at(b.open);
     std::bitset<64> seen;

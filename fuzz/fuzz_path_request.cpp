@@ -4,10 +4,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <span>
 #include <string>
 
-#include "compiler/bind.hpp"
+#include "compiler/fabric_compilation.hpp"
 #include "compiler/compile_policy.hpp"
 #include "fabric/partitions.hpp"
 #include "fabric/topology.hpp"
@@ -96,25 +97,27 @@ struct Lab {
     ibqos::SourceFile policySource{"fuzz.conf", policyText};
     ibqos::Diagnostics diagnostics;
     ibqos::Policy policy;
-    ibqos::Fabric fabric;
-    ibqos::BoundPolicy bound;
+    std::unique_ptr<ibqos::FabricCompilation> compiled;
 
     Lab() {
         policy = ibqos::loadPolicy(policySource, diagnostics);
-        fabric = ibqos::readTopology(topologySource, diagnostics);
+        ibqos::Fabric fabric = ibqos::readTopology(topologySource, diagnostics);
         fabric.smPort = fabric.endpointByGuid(0x100001);
         ibqos::readPartitions(&partitionsSource, fabric, diagnostics);
-        bound = ibqos::bindPolicy(policy, fabric, diagnostics);
+        compiled = ibqos::FabricCompilation::compile(policy, std::move(fabric), {}, diagnostics,
+                                                     ibqos::CompileStage::Bind);
         if (diagnostics.hasErrors()) std::abort();  // the fixture itself is wrong
     }
+    const ibqos::Fabric& fabric() const { return compiled->fabric(); }
+    const ibqos::BoundPolicy& bound() const { return compiled->bound(); }
 };
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     static const Lab lab;
-    static const ibqos::Classifier classifier(lab.bound);
-    static const ibqos::PkeyTables pkeys(lab.fabric);
+    static const ibqos::Classifier classifier(lab.bound());
+    static const ibqos::PkeyTables pkeys(lab.fabric());
 
     ibqos::DecodedRequest decoded = ibqos::decodePathRequest(std::span<const uint8_t>(data, size));
     if (!decoded.ok()) {
@@ -127,13 +130,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if ((!r.source.lid && !r.source.guid) || (!r.destination.lid && !r.destination.guid))
             std::abort();
         std::string error;
-        auto query = ibqos::resolvePathRequest(lab.fabric, r, error);
+        auto query = ibqos::resolvePathRequest(lab.fabric(), r, error);
         if (!query) {
             if (error.empty()) std::abort();
             continue;
         }
         ibqos::QosMatch match = classifier.match(*query);
-        if (match != ibqos::referenceMatch(lab.bound, *query)) std::abort();
+        if (match != ibqos::referenceMatch(lab.bound(), *query)) std::abort();
         ibqos::PathAnswer answer = ibqos::answerPath(lab.policy, pkeys, *query, match);
         if (answer.ok() == (answer.pkey == 0)) std::abort();
     }

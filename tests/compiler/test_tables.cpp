@@ -3,7 +3,9 @@
 // arbitration simulator, the bandwidth planner, and the realizability checks.
 #include <catch2/catch.hpp>
 
-#include "compiler/realizability.hpp"
+#include <memory>
+
+#include "compiler/fabric_compilation.hpp"
 #include "compiler/tables.hpp"
 #include "compiler/vlarb_sim.hpp"
 #include "fabric/partitions.hpp"
@@ -21,10 +23,9 @@ struct OnFabric {
     SourceFile topology{"three-switch.net",
                         slurp(IBQOS_SOURCE_ROOT "/samples/fabrics/three-switch.net")};
     Diagnostics diagnostics;
-    Fabric fabric;
+    Fabric fabric;  // as read, before the compilation takes its copy
     OpenSmConf conf;
-    BoundPolicy bound;
-    FabricTables tables;
+    std::unique_ptr<FabricCompilation> onFabric;
 
     explicit OnFabric(const std::string& policy, const std::string& opensmConf = "")
         : compiled(policy), fabric(readTopology(topology, diagnostics)) {
@@ -35,23 +36,21 @@ struct OnFabric {
             conf = readOpenSmConf(c, diagnostics);
         }
         negotiateOperVls(fabric, conf.maxOpVls);
-        bound = bindPolicy(compiled.policy, fabric, diagnostics);
-        tables = computeTables(bound, conf, diagnostics);
-        checkRealizability(bound, tables, diagnostics);
+        onFabric = FabricCompilation::compile(compiled.policy, fabric, conf, diagnostics);
     }
+    const FabricTables& tables() const { return onFabric->tables(); }
     const PortTables& port(const std::string& name) {
-        std::string error;
-        for (const PortTables& t : tables.ports) {
-            if (fabric.portName(t.port) == name) return t;
+        for (const PortTables& t : tables().ports) {
+            if (onFabric->fabric().portName(t.port) == name) return t;
         }
         FAIL("no tables for " << name);
         throw 0;
     }
     Sl2VlTable sl2vl(const std::string& name, unsigned in = 0) {
-        return tables.sl2vls[port(name).sl2vlFor(in)];
+        return tables().sl2vls[port(name).sl2vlFor(in)];
     }
-    VlArbTable low(const std::string& name) { return tables.vlarbs[port(name).vlArbLow]; }
-    VlArbTable high(const std::string& name) { return tables.vlarbs[port(name).vlArbHigh]; }
+    VlArbTable low(const std::string& name) { return tables().vlarbs[port(name).vlArbLow]; }
+    VlArbTable high(const std::string& name) { return tables().vlarbs[port(name).vlArbHigh]; }
     std::vector<std::string> codes(Severity severity) {
         std::vector<std::string> out;
         for (const Diagnostic& d : diagnostics.all()) {
@@ -109,7 +108,7 @@ TEST_CASE("without options every port gets OpenSM's defaults, folded to its VLs"
     CHECK(f.low("Leaf1/P1")[9] == VlArbEntry{1, 4});  // VL 9 folded onto VL 1 on an 8-VL port
     // Ports OpenSM programs: linked ports, and port 0 only where it is enhanced.
     CHECK(f.port("Spine/P0").portClass == PortClass::SwitchPort0);
-    for (const PortTables& t : f.tables.ports) CHECK(f.fabric.portName(t.port) != "Leaf1/P0");
+    for (const PortTables& t : f.tables().ports) CHECK(f.fabric.portName(t.port) != "Leaf1/P0");
     CHECK(f.codes(Severity::Warning).empty());  // the built-in default's folding is OpenSM's own
 }
 
@@ -302,9 +301,7 @@ TEST_CASE("an IPoIB partition whose broadcast SL differs from its PathRecord SL 
     SourceFile partitions("partitions.conf", "Default=0x7fff, ipoib, sl=0 : ALL=full ;\n");
     Diagnostics d;
     readPartitions(&partitions, fabric, d);
-    BoundPolicy b = bindPolicy(f.compiled.policy, fabric, d);
-    FabricTables t = computeTables(b, f.conf, d);
-    checkRealizability(b, t, d);
+    FabricCompilation::compile(f.compiled.policy, fabric, f.conf, d);
     REQUIRE(d.all().size() == 1);
     CHECK(d.all()[0].code == "ipoib-sl");
     CHECK(d.all()[0].location.line == 3);

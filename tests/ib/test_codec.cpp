@@ -11,6 +11,7 @@
 #include "host-sched/sa-client/sa_wire.hpp"
 #include "ib/path_record.hpp"
 #include "sa-matcher/path_request.hpp"
+#include "ib/mad.hpp"
 
 using namespace ibqos;
 
@@ -89,4 +90,14 @@ TEST_CASE("what the host's SA client sends, the SA model reads with the same fie
     CHECK(d.requests[0].destination.guid == 0x10000e);
     CHECK_FALSE(d.requests[0].serviceId.has_value());
     CHECK_FALSE(d.requests[0].pkey.has_value());
+}
+
+TEST_CASE("GIDs read and print in IPv6 notation", "[ib][codec]") {
+    auto g = ib::Gid::parse("fe80::2:c903:0:1");
+    REQUIRE(g);
+    CHECK(g->prefix() == 0xfe80000000000000ull);
+    CHECK(g->guid() == 0x0002c90300000001ull);
+    CHECK(g->toString() == "fe80::2:c903:0:1");
+    CHECK_FALSE(ib::Gid::parse("fe80::zz"));
+    CHECK(ib::describeMadStatus(0x0300) == "0x0300 (SA_ERR_NO_RECORDS)");
 }
