@@ -140,13 +140,14 @@ std::optional<uint64_t> Elaborator::bounded(const ast::Number& n, uint64_t lo, u
 
 // A value OpenSM keeps in 8 bits without a range check (sl, packet-life): ibqos reports a
 // value above max, and the Policy keeps OpenSM's reading of it.
-uint8_t Elaborator::byte(const ast::Number& n, uint64_t max, const std::string& what,
+uint8_t Elaborator::byte(const ast::Number& n, uint64_t max, ast::Key field,
                          const std::string& openSmDoes) {
     uint64_t v = number(n);
     if (v > max) {
         report_.stricterError("value-range", at(n),
-                              what + " must be 0.." + std::to_string(max) + ", not " +
-                                  std::to_string(v) + " (OpenSM accepts it: " + openSmDoes + ")");
+                              std::string(ast::keyName(field)) + " must be 0.." +
+                                  std::to_string(max) + ", not " + std::to_string(v) +
+                                  " (OpenSM accepts it: " + openSmDoes + ")");
     }
     return static_cast<uint8_t>(v);
 }

@@ -26,7 +26,7 @@ void Elaborator::qosLevel(const ast::Block& b) {
             case Key::Sl:
                 if (auto* n = single<ast::Number>(*f, seen, b.kind)) {
                     auto sl = answeredSl(static_cast<uint8_t>(n->value));
-                    level.sl = byte(*n, 15, "sl",
+                    level.sl = byte(*n, 15, Key::Sl,
                                     sl ? "its SA then answers SL " + std::to_string(*sl)
                                        : "its SA then answers no path for this level");
                 }
@@ -49,7 +49,7 @@ void Elaborator::qosLevel(const ast::Block& b) {
             case Key::PacketLife:
                 if (auto* n = single<ast::Number>(*f, seen, b.kind)) {
                     level.packetLife = byte(
-                        *n, 63, "packet-life",
+                        *n, 63, Key::PacketLife,
                         "its SA then answers the low six bits, " + std::to_string(n->value & 63));
                 }
                 break;

@@ -67,8 +67,7 @@ class Elaborator {
                                     const std::string& what, bool openSmChecks = true);
     // A value OpenSM keeps in 8 bits without a range check (sl, packet-life): ibqos reports a
     // value above max, and the Policy keeps OpenSM's reading of it.
-    uint8_t byte(const ast::Number& n, uint64_t max, const std::string& what,
-                 const std::string& openSmDoes);
+    uint8_t byte(const ast::Number& n, uint64_t max, ast::Key field, const std::string& openSmDoes);
     // Reads a range list. pkey ranges are masked to 15 bits first, as OpenSM does.
     void ranges(const ast::RangeList& list, std::vector<Range>& out,
                 std::vector<WrittenRange>* written = nullptr, bool pkey = false);

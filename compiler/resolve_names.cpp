@@ -6,6 +6,7 @@
 #include <string>
 
 #include "compiler/passes.hpp"
+#include "policy-grammar/keywords.hpp"
 
 namespace ibqos::passes {
 
@@ -74,7 +75,7 @@ class NameTable {
 }  // namespace
 
 void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy) {
-    NameTable groups(report, "port-group");
+    NameTable groups(report, ast::openKeyword(ast::BlockKind::PortGroup));
     std::vector<std::string> groupNames;
     for (uint32_t i = 0; i < policy.groups.size(); ++i) {
         const PortGroup& g = policy.groups[i];
@@ -82,7 +83,7 @@ void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy) {
         groups.define(g.name, g.location, i);
         groupNames.push_back(g.name);
     }
-    NameTable levels(report, "qos-level");
+    NameTable levels(report, ast::openKeyword(ast::BlockKind::QosLevel));
     std::vector<std::string> levelNames;
     for (uint32_t i = 0; i < policy.levels.size(); ++i) {
         const QosLevel& l = policy.levels[i];

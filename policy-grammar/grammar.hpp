@@ -8,6 +8,7 @@
 #include "policy-grammar/ast.hpp"
 #include "policy-grammar/config.hpp"
 #include "policy-grammar/error_handler.hpp"
+#include "policy-grammar/keywords.hpp"
 
 namespace ibqos::grammar {
 
@@ -17,32 +18,35 @@ struct block_class : BlockErrorHandler<Kind> {};
 template <ast::BlockKind Kind>
 using BlockRule = x3::rule<block_class<Kind>, ast::Block>;
 
-BlockRule<ast::BlockKind::PortGroups> const port_groups = "port-groups";
-BlockRule<ast::BlockKind::PortGroup> const port_group = "port-group";
-BlockRule<ast::BlockKind::QosSetup> const qos_setup = "qos-setup";
-BlockRule<ast::BlockKind::VlArbTables> const vlarb_tables = "vlarb-tables";
-BlockRule<ast::BlockKind::VlArbScope> const vlarb_scope = "vlarb-scope";
-BlockRule<ast::BlockKind::Sl2VlTables> const sl2vl_tables = "sl2vl-tables";
-BlockRule<ast::BlockKind::Sl2VlScope> const sl2vl_scope = "sl2vl-scope";
-BlockRule<ast::BlockKind::QosLevels> const qos_levels = "qos-levels";
-BlockRule<ast::BlockKind::QosLevel> const qos_level = "qos-level";
-BlockRule<ast::BlockKind::QosMatchRules> const qos_match_rules = "qos-match-rules";
-BlockRule<ast::BlockKind::QosMatchRule> const qos_match_rule = "qos-match-rule";
-BlockRule<ast::BlockKind::QosUlps> const qos_ulps = "qos-ulps";
-BlockRule<ast::BlockKind::HostSched> const host_sched = "host-sched";
-BlockRule<ast::BlockKind::SchedNode> const sched_node = "sched-node";
-BlockRule<ast::BlockKind::SchedLeaf> const sched_leaf = "sched-leaf";
+// Each block's rule is named by its opening keyword, the name syntax errors show.
+using Kind = ast::BlockKind;
+
+BlockRule<Kind::PortGroups> const port_groups = ast::openKeyword(Kind::PortGroups);
+BlockRule<Kind::PortGroup> const port_group = ast::openKeyword(Kind::PortGroup);
+BlockRule<Kind::QosSetup> const qos_setup = ast::openKeyword(Kind::QosSetup);
+BlockRule<Kind::VlArbTables> const vlarb_tables = ast::openKeyword(Kind::VlArbTables);
+BlockRule<Kind::VlArbScope> const vlarb_scope = ast::openKeyword(Kind::VlArbScope);
+BlockRule<Kind::Sl2VlTables> const sl2vl_tables = ast::openKeyword(Kind::Sl2VlTables);
+BlockRule<Kind::Sl2VlScope> const sl2vl_scope = ast::openKeyword(Kind::Sl2VlScope);
+BlockRule<Kind::QosLevels> const qos_levels = ast::openKeyword(Kind::QosLevels);
+BlockRule<Kind::QosLevel> const qos_level = ast::openKeyword(Kind::QosLevel);
+BlockRule<Kind::QosMatchRules> const qos_match_rules = ast::openKeyword(Kind::QosMatchRules);
+BlockRule<Kind::QosMatchRule> const qos_match_rule = ast::openKeyword(Kind::QosMatchRule);
+BlockRule<Kind::QosUlps> const qos_ulps = ast::openKeyword(Kind::QosUlps);
+BlockRule<Kind::HostSched> const host_sched = ast::openKeyword(Kind::HostSched);
+BlockRule<Kind::SchedNode> const sched_node = ast::openKeyword(Kind::SchedNode);
+BlockRule<Kind::SchedLeaf> const sched_leaf = ast::openKeyword(Kind::SchedLeaf);
 
 struct policy_class;
 x3::rule<policy_class, std::vector<ast::Block>> const policy = "a policy";
 
-BOOST_SPIRIT_DECLARE(BlockRule<ast::BlockKind::PortGroups>, BlockRule<ast::BlockKind::PortGroup>,
-                     BlockRule<ast::BlockKind::QosSetup>, BlockRule<ast::BlockKind::VlArbTables>,
-                     BlockRule<ast::BlockKind::VlArbScope>, BlockRule<ast::BlockKind::Sl2VlTables>,
-                     BlockRule<ast::BlockKind::Sl2VlScope>, BlockRule<ast::BlockKind::QosLevels>,
-                     BlockRule<ast::BlockKind::QosLevel>, BlockRule<ast::BlockKind::QosMatchRules>,
-                     BlockRule<ast::BlockKind::QosMatchRule>, BlockRule<ast::BlockKind::QosUlps>,
-                     BlockRule<ast::BlockKind::HostSched>, BlockRule<ast::BlockKind::SchedNode>,
-                     BlockRule<ast::BlockKind::SchedLeaf>, decltype(policy))
+BOOST_SPIRIT_DECLARE(BlockRule<Kind::PortGroups>, BlockRule<Kind::PortGroup>,
+                     BlockRule<Kind::QosSetup>, BlockRule<Kind::VlArbTables>,
+                     BlockRule<Kind::VlArbScope>, BlockRule<Kind::Sl2VlTables>,
+                     BlockRule<Kind::Sl2VlScope>, BlockRule<Kind::QosLevels>,
+                     BlockRule<Kind::QosLevel>, BlockRule<Kind::QosMatchRules>,
+                     BlockRule<Kind::QosMatchRule>, BlockRule<Kind::QosUlps>,
+                     BlockRule<Kind::HostSched>, BlockRule<Kind::SchedNode>,
+                     BlockRule<Kind::SchedLeaf>, decltype(policy))
 
 }  // namespace ibqos::grammar

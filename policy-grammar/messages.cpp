@@ -118,6 +118,15 @@ std::string unknownUlp(std::string_view word) {
            "default, any, sdp, srp, rds, ipoib, iser";
 }
 
+// The sections' keywords, in the table's order.
+std::vector<std::string_view> sectionKeywords() {
+    std::vector<std::string_view> out;
+    for (const ast::BlockWords& w : ast::blockWords) {
+        if (!w.parent) out.push_back(w.open);
+    }
+    return out;
+}
+
 }  // namespace
 
 std::string strayLineMessage(LineContext where, std::string_view line) {
@@ -128,9 +137,12 @@ std::string strayLineMessage(LineContext where, std::string_view line) {
     while (p < line.size() && (line[p] == ' ' || line[p] == '\t')) ++p;
     bool hasColon = n > 0 && p < line.size() && line[p] == ':';
 
-    std::string sectionList =
-        "a policy is made of the sections port-groups, qos-setup, qos-levels, qos-match-rules, "
-        "qos-ulps and host-sched";
+    std::vector<std::string_view> sections = sectionKeywords();
+    std::string sectionList = "a policy is made of the sections ";
+    for (size_t i = 0; i < sections.size(); ++i) {
+        if (i > 0) sectionList += i + 1 == sections.size() ? " and " : ", ";
+        sectionList += sections[i];
+    }
     if (n == 0 && !line.empty() && line[0] == '\r') return carriageReturnMessage("");
     if (n == 0) {
         std::string shown(line.substr(0, std::min<size_t>(line.size(), 20)));
@@ -189,8 +201,6 @@ std::string strayLineMessage(LineContext where, std::string_view line) {
     }
     if (!where.topLevel && where.block == BlockKind::QosUlps) return unknownUlp(word);
     if (where.topLevel) {
-        std::vector<std::string_view> sections{"port-groups",     "qos-setup", "qos-levels",
-                                               "qos-match-rules", "qos-ulps",  "host-sched"};
         std::string_view guess = closest(word, sections);
         if (!guess.empty())
             return "unknown section '" + std::string(word) + "'; did you mean '" +

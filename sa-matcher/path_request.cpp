@@ -83,7 +83,7 @@ void readSharedFields(const SharedFields& f, uint64_t mask, const SharedValues& 
     if (mask & f.pkey) r.pkey = v.pkey;
 }
 
-DecodedRequest decodePathRecord(std::span<const uint8_t> mad, uint8_t method, uint64_t mask) {
+DecodedRequest requestFromPathRecord(std::span<const uint8_t> mad, uint8_t method, uint64_t mask) {
     if (method != ib::MethodGet && method != ib::MethodGetTable) {
         return failure("method " + hex(method) + " is not SubnAdmGet or SubnAdmGetTable",
                        ib::StatusUnsupportedMethodAttribute);
@@ -120,7 +120,8 @@ DecodedRequest decodePathRecord(std::span<const uint8_t> mad, uint8_t method, ui
     return d;
 }
 
-DecodedRequest decodeMultiPathRecord(std::span<const uint8_t> mad, uint8_t method, uint64_t mask) {
+DecodedRequest requestFromMultiPathRecord(std::span<const uint8_t> mad, uint8_t method,
+                                          uint64_t mask) {
     if ((mad[at::RmppFlags] & ib::RmppActive) == 0) {
         return failure("a MultiPathRecord request must have the RMPP active flag",
                        ib::StatusRequestInvalid);
@@ -190,8 +191,9 @@ DecodedRequest decodePathRequest(std::span<const uint8_t> mad) {
         return failure("method " + hex(method) + " is a response, not a request", 0);
     uint16_t attribute = ib::get16(mad, at::AttributeId);
     uint64_t mask = ib::get64(mad, at::ComponentMask);
-    if (attribute == ib::PathRecordAttribute) return decodePathRecord(mad, method, mask);
-    if (attribute == ib::MultiPathRecordAttribute) return decodeMultiPathRecord(mad, method, mask);
+    if (attribute == ib::PathRecordAttribute) return requestFromPathRecord(mad, method, mask);
+    if (attribute == ib::MultiPathRecordAttribute)
+        return requestFromMultiPathRecord(mad, method, mask);
     return failure(
         "attribute " + hex(attribute) + " is not PathRecord (0x35) or MultiPathRecord (0x3a)",
         ib::StatusUnsupportedMethodAttribute);

@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Checks the code against docs/architecture.md: every include goes down the folder table, and
+each concept the page names is defined only in its owning file.
+
+usage: check_layout.py SOURCE_ROOT
+"""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
+SOURCES = (".cpp", ".hpp", ".c", ".h")
+TOP = ("cli/", "bench/", "fuzz/", "tests/")  # may include every folder
+
+failures = []
+
+
+def fail(message):
+    failures.append(message)
+
+
+def tracked():
+    out = subprocess.run(["git", "-C", str(ROOT), "ls-files"], capture_output=True, text=True)
+    if out.returncode == 0 and out.stdout:
+        return [p for p in out.stdout.splitlines() if p.endswith(SOURCES) and (ROOT / p).exists()]
+    # Not a git checkout (a source package): the source files of the project's own folders.
+    tops = {f.split("/")[0] for f in list(allowed) + list(TOP)}
+    return [str(p.relative_to(ROOT)) for top in sorted(tops) for p in (ROOT / top).rglob("*")
+            if p.suffix in SOURCES]
+
+
+def table(doc, heading):
+    """The rows of the first table after a '## heading' line, as lists of cells."""
+    lines = doc.splitlines()
+    start = lines.index("## " + heading)
+    rows = []
+    for line in lines[start + 1:]:
+        if line.startswith("## "):
+            break
+        if line.startswith("|") and not line.startswith("| ---"):
+            rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+    return rows[1:]  # without the header
+
+
+def folders_in(cell):
+    return re.findall(r"`([a-z0-9/_-]+/)`", cell)
+
+
+doc = (ROOT / "docs/architecture.md").read_text()
+allowed = {}
+for row in table(doc, "Folders"):
+    (folder,) = folders_in(row[0])
+    allowed[folder] = set(folders_in(row[2]))
+owners = {row[0]: row[1].strip("`") for row in table(doc, "Owners")}
+files = tracked()
+
+
+def owner_folder(path):
+    best = None
+    for folder in allowed:
+        if path.startswith(folder) and (best is None or len(folder) > len(best)):
+            best = folder
+    return best
+
+
+# Every folder with sources is in the table (or on top).
+for path in files:
+    if not path.startswith(TOP) and "/" in path and owner_folder(path) is None:
+        fail(f"{path}: its folder is not in docs/architecture.md's folder table")
+
+# Includes go down the table.
+include = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+for path in files:
+    here = owner_folder(path)
+    if here is None:
+        continue
+    text = (ROOT / path).read_text(errors="replace")
+    for m in include.finditer(text):
+        target = owner_folder(m.group(1))
+        if target is None:
+            if "/" in m.group(1) and not m.group(1).startswith(TOP):
+                fail(f"{path}: includes \"{m.group(1)}\", which is in no folder of the table")
+            elif m.group(1).startswith(TOP) and not here.startswith("tests/"):
+                fail(f"{path}: includes \"{m.group(1)}\" from tests/")
+            continue
+        if target != here and target not in allowed[here]:
+            line = text.count("\n", 0, m.start()) + 1
+            fail(f"{path}:{line}: includes \"{m.group(1)}\": {here} may not include {target}")
+
+# Owners: each file the page names exists.
+for concept, path in owners.items():
+    if not (ROOT / path).exists():
+        fail(f"docs/architecture.md names {path} as the owner of {concept}, and it does not exist")
+
+
+def product(path):
+    return not path.startswith(("tests/", "bench/", "fuzz/"))
+
+
+def without_comments(text):
+    # Comments blanked (lines kept), so that prose may name what code may not.
+    text = re.sub(r"/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
+    return re.sub(r"^[ \t]*//.*$|(?<=[;{}),])[ \t]*//.*$", "", text, flags=re.M)
+
+
+def defined_only_in(concept, pattern, owners_ok, scope=product):
+    """Every file matching pattern outside owners_ok (a header and its source file count as
+    one) is a failure."""
+    rx = re.compile(pattern, re.M)
+    stems = {str(Path(p).with_suffix("")) for p in owners_ok}
+    found_in_owner = False
+    for path in files:
+        if not scope(path):
+            continue
+        text = without_comments((ROOT / path).read_text(errors="replace"))
+        m = rx.search(text)
+        if not m:
+            continue
+        if str(Path(path).with_suffix("")) in stems:
+            found_in_owner = True
+            continue
+        line = text.count("\n", 0, m.start()) + 1
+        fail(f"{path}:{line}: {concept} outside {', '.join(sorted(owners_ok))}")
+    if not found_in_owner:
+        fail(f"{concept}: not found in {', '.join(sorted(owners_ok))} (the check is stale)")
+
+
+def definition(*names):
+    # A function definition at namespace scope: a return type, the name, parameters, a brace.
+    return r"^[A-Za-z_][\w:<>,\s\*&]*\b(?:%s)\s*\([^;{}]*\)\s*(?:const\s*)?\{" % "|".join(names)
+
+
+# The fabric stage: the three calls together in one place only (tests included).
+everywhere = lambda path: True
+defined_only_in("the fabric stage (computeTables, checkRealizability calls)",
+                r"\b(?:computeTables|checkRealizability)\s*\((?!const)",
+                {"compiler/fabric_compilation.cpp", "compiler/tables.cpp",
+                 "compiler/realizability.cpp"}, everywhere)
+# The PathRecord codec: rdma-core's layouts are read in ib/ only, the codec defined once.
+defined_only_in("rdma-core's PathRecord and SA layouts", r"\b(?:ibv_path_record|umad_sa_packet)\b",
+                {"ib/mad.hpp", "ib/path_record.cpp"})
+defined_only_in("the PathRecord codec", definition("encodePathRecord", "decodePathRecord"),
+                {"ib/path_record.cpp"}, everywhere)
+# The keyword table: keywords as string literals only there.
+keywords = re.findall(r'\{"([a-z0-9-]+)", "(end-[a-z0-9-]+)"',
+                      (ROOT / "policy-grammar/keywords.hpp").read_text())
+words = sorted({w for pair in keywords for w in pair})
+defined_only_in("the language's block keywords", r'"(?:%s)"' % "|".join(map(re.escape, words)),
+                {"policy-grammar/keywords.hpp"},
+                lambda p: product(p) and p.endswith((".cpp", ".hpp")))
+# JSON writing: strings escaped once.
+defined_only_in("JSON string escaping", r'\\\\u00|"\\\\\\""|\\\\u%04',
+                {"common/json.cpp"})
+defined_only_in("the JSON writers", definition("appendJsonString", "jsonString", "jsonNumber"),
+                {"common/json.cpp"}, everywhere)
+defined_only_in("text and hash helpers", definition("fnv1a", "parseNumber", "hex"),
+                {"common/text.hpp"}, everywhere)
+defined_only_in("OpenSM's QoS MAD counts",
+                definition("vlArbBlockLength", "sl2vlInPorts", "countFullProgramming"),
+                {"osm-plugin/qos_mads.cpp"}, everywhere)
+
+for f in failures:
+    print(f, file=sys.stderr)
+print(f"{len(files)} files, {len(allowed)} folders, {len(owners)} owners: "
+      f"{len(failures)} problem(s)")
+sys.exit(1 if failures else 0)
