@@ -5,6 +5,7 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "common/json.hpp"
+#include "common/text.hpp"
 #include "compiler/compile_policy.hpp"
 #include "compiler/drift.hpp"
 #include "fabric/partitions.hpp"
@@ -76,32 +77,21 @@ int runVerify(const std::vector<std::string>& args) {
     std::vector<Drift> drift = findDrift(*live, tables);
 
     if (json) {
-        std::string out = "{\"ports_checked\": " + std::to_string(tables.ports.size()) +
-                          ", \"queries\": " + std::to_string(live->queries()) +
-                          ", \"differences\": [";
-        for (size_t i = 0; i < drift.size(); ++i) {
-            const Drift& d = drift[i];
-            char guid[24];
-            std::snprintf(guid, sizeof guid, "0x%016llx",
-                          static_cast<unsigned long long>(fabric.ports[d.port].guid));
-            out += i ? ",\n  {" : "\n  {";
-            out += "\"port\": ";
-            appendJsonString(out, fabric.portName(d.port));
-            out += ", \"guid\": \"" + std::string(guid) +
-                   "\", \"port_number\": " + std::to_string(fabric.ports[d.port].number) +
-                   ", \"table\": ";
-            appendJsonString(out, d.table);
-            out += ", \"expected\": ";
-            appendJsonString(out, d.expected);
-            out += ", \"found\": ";
-            appendJsonString(out, d.found);
-            out += "}";
+        Json differences = Json::array();
+        for (const Drift& d : drift) {
+            differences.push_back({{"port", fabric.portName(d.port)},
+                                   {"guid", hex(fabric.ports[d.port].guid, 16)},
+                                   {"port_number", fabric.ports[d.port].number},
+                                   {"table", d.table},
+                                   {"expected", d.expected},
+                                   {"found", d.found}});
         }
         diagnostics.sort();
-        std::string diags = renderJson(diagnostics.all());
-        while (!diags.empty() && diags.back() == '\n') diags.pop_back();
-        out += std::string(drift.empty() ? "" : "\n") + "], \"diagnostics\": " + diags + "}\n";
-        std::cout << out;
+        Json out = {{"ports_checked", tables.ports.size()},
+                    {"queries", live->queries()},
+                    {"differences", std::move(differences)},
+                    {"diagnostics", diagnosticsJson(diagnostics.all())}};
+        std::cout << dumpJson(out) << "\n";
     } else {
         emitDiagnostics(diagnostics, inputs, false);
         for (const Drift& d : drift) {

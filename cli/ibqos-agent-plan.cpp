@@ -10,6 +10,7 @@
 #include "cli/ibqos-agent-commands.hpp"
 #include "cli/options.hpp"
 #include "common/json.hpp"
+#include "common/text.hpp"
 #include "host-sched/plan/plan_file.hpp"
 #include "host-sched/sched/sched_simulated.hpp"
 
@@ -117,37 +118,38 @@ int runPlan(const std::vector<std::string>& args) {
     const auto& elements = plan->elements();
 
     if (json) {
-        std::string out = "{\"depth\": " + std::to_string(plan->depth()) + ", \"elements\": [";
-        for (size_t i = 0; i < elements.size(); ++i) {
-            const host::PlanElement& e = elements[i];
-            std::string sls;
+        auto name = [&](std::optional<size_t> e) {
+            return e ? Json(elements[*e].name) : Json(nullptr);
+        };
+        Json list = Json::array();
+        for (const host::PlanElement& e : elements) {
+            std::vector<unsigned> sls;
             for (unsigned sl = 0; sl < 16; ++sl) {
-                if (e.sls.test(sl)) sls += (sls.empty() ? "" : ", ") + std::to_string(sl);
+                if (e.sls.test(sl)) sls.push_back(sl);
             }
-            out += std::string(i ? ", " : "") + "{\"name\": " + jsonString(e.name) +
-                   ", \"kind\": \"" + (e.leaf ? "leaf" : "node") +
-                   "\", \"parent\": " + (e.parent ? jsonString(elements[*e.parent].name) : "null") +
-                   ", \"bw_share\": " + std::to_string(e.bwShare) +
-                   ", \"max_avg_bw\": " + std::to_string(e.maxAvgBw) + ", \"sls\": [" + sls +
-                   "], \"pcc_slot\": " + jsonOptional(e.pccSlot) + ", \"pcc_algorithm\": " +
-                   (e.pccAlgorithm.empty() ? "null" : jsonString(e.pccAlgorithm)) + "}";
+            list.push_back({{"name", e.name},
+                            {"kind", e.leaf ? "leaf" : "node"},
+                            {"parent", name(e.parent)},
+                            {"bw_share", e.bwShare},
+                            {"max_avg_bw", e.maxAvgBw},
+                            {"sls", sls},
+                            {"pcc_slot", jsonOptional(e.pccSlot)},
+                            {"pcc_algorithm", jsonName(e.pccAlgorithm)}});
         }
-        out += "], \"sl_to_leaf\": [";
-        for (unsigned sl = 0; sl < 16; ++sl) {
-            auto leaf = plan->leafForSl(static_cast<uint8_t>(sl));
-            out += std::string(sl ? ", " : "") + (leaf ? jsonString(elements[*leaf].name) : "null");
+        Json slToLeaf = Json::array();
+        for (unsigned sl = 0; sl < 16; ++sl)
+            slToLeaf.push_back(name(plan->leafForSl(static_cast<uint8_t>(sl))));
+        Json slots = Json::array();
+        for (const host::PlanSlot& s : plan->slots()) {
+            Json leaves = Json::array();
+            for (size_t l : s.leaves) leaves.push_back(elements[l].name);
+            slots.push_back({{"slot", s.slot}, {"algorithm", s.algorithm}, {"leaves", leaves}});
         }
-        out += "], \"pcc_slots\": [";
-        for (size_t i = 0; i < plan->slots().size(); ++i) {
-            const host::PlanSlot& s = plan->slots()[i];
-            std::string leaves;
-            for (size_t l : s.leaves)
-                leaves += (leaves.empty() ? "" : ", ") + jsonString(elements[l].name);
-            out += std::string(i ? ", " : "") + "{\"slot\": " + std::to_string(s.slot) +
-                   ", \"algorithm\": " + jsonString(s.algorithm) + ", \"leaves\": [" + leaves +
-                   "]}";
-        }
-        std::cout << out << "]}\n";
+        Json out = {{"depth", plan->depth()},
+                    {"elements", std::move(list)},
+                    {"sl_to_leaf", std::move(slToLeaf)},
+                    {"pcc_slots", std::move(slots)}};
+        std::cout << dumpJson(out) << "\n";
         return ExitOk;
     }
 
@@ -199,22 +201,21 @@ int runSimulate(const std::vector<std::string>& args) {
     std::vector<double> rates = host::simulateRates(*plan, link, demand);
 
     if (json) {
-        std::string leaves, nodes;
+        Json leaves = Json::array(), nodes = Json::array();
         for (size_t i = 0; i < elements.size(); ++i) {
             const host::PlanElement& e = elements[i];
             if (e.leaf) {
-                leaves +=
-                    std::string(leaves.empty() ? "" : ", ") + "{\"name\": " + jsonString(e.name) +
-                    ", \"rate_mbps\": " + jsonNumber(rates[i]) +
-                    ", \"demand_mbps\": " + (demand[i] ? jsonNumber(*demand[i]) : "null") + "}";
+                leaves.push_back({{"name", e.name},
+                                  {"rate_mbps", jsonNumber(rates[i])},
+                                  {"demand_mbps", demand[i] ? jsonNumber(*demand[i]) : nullptr}});
             } else {
-                nodes += std::string(nodes.empty() ? "" : ", ") +
-                         "{\"name\": " + jsonString(e.name) +
-                         ", \"rate_mbps\": " + jsonNumber(rates[i]) + "}";
+                nodes.push_back({{"name", e.name}, {"rate_mbps", jsonNumber(rates[i])}});
             }
         }
-        std::cout << "{\"link_mbps\": " << jsonNumber(link) << ", \"leaves\": [" << leaves
-                  << "], \"nodes\": [" << nodes << "]}\n";
+        Json out = {{"link_mbps", jsonNumber(link)},
+                    {"leaves", std::move(leaves)},
+                    {"nodes", std::move(nodes)}};
+        std::cout << dumpJson(out) << "\n";
         return ExitOk;
     }
     char line[256];
@@ -223,9 +224,9 @@ int runSimulate(const std::vector<std::string>& args) {
     std::cout << line;
     for (size_t i = 0; i < elements.size(); ++i) {
         const host::PlanElement& e = elements[i];
-        std::string want = !e.leaf ? "" : demand[i] ? jsonNumber(*demand[i]) : "any";
+        std::string want = !e.leaf ? "" : demand[i] ? decimal(*demand[i]) : "any";
         std::snprintf(line, sizeof line, "%-24s %-5s %14s %14s\n", e.name.c_str(),
-                      e.leaf ? "leaf" : "node", want.c_str(), jsonNumber(rates[i]).c_str());
+                      e.leaf ? "leaf" : "node", want.c_str(), decimal(rates[i]).c_str());
         std::cout << line;
     }
     return ExitOk;

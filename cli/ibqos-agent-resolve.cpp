@@ -6,6 +6,7 @@
 #include "cli/ibqos-agent-commands.hpp"
 #include "cli/options.hpp"
 #include "common/json.hpp"
+#include "common/text.hpp"
 #include "host-sched/sa-client/sa_client.hpp"
 #include "host-sched/sa-client/umad_transport.hpp"
 
@@ -63,12 +64,6 @@ void setDestination(const std::string& text, const host::LocalPort& port, host::
     q.dlid = static_cast<uint16_t>(lid);
 }
 
-std::string hex16(uint16_t v) {
-    char buf[8];
-    std::snprintf(buf, sizeof buf, "0x%04x", v);
-    return buf;
-}
-
 const char* mtuName(uint8_t mtu) {
     static const char* const names[] = {"?", "256", "512", "1024", "2048", "4096"};
     return mtu <= 5 ? names[mtu] : "?";
@@ -92,13 +87,28 @@ HostPart hostPartOf(const host::HostPlan& plan, uint8_t sl) {
     return part;
 }
 
-std::string leafJson(const host::HostPlan& plan, std::optional<size_t> leaf) {
-    if (!leaf) return "null";
+Json leafJson(const host::HostPlan& plan, std::optional<size_t> leaf) {
+    if (!leaf) return nullptr;
     const host::PlanElement& e = plan.elements()[*leaf];
-    std::string parent = e.parent ? jsonString(plan.elements()[*e.parent].name) : "null";
-    return "{\"name\": " + jsonString(e.name) + ", \"parent\": " + parent +
-           ", \"bw_share\": " + std::to_string(e.bwShare) +
-           ", \"max_avg_bw\": " + std::to_string(e.maxAvgBw) + "}";
+    return {{"name", e.name},
+            {"parent", e.parent ? Json(plan.elements()[*e.parent].name) : Json(nullptr)},
+            {"bw_share", e.bwShare},
+            {"max_avg_bw", e.maxAvgBw}};
+}
+
+Json pathJson(const ib::PathRecord& r) {
+    return {{"slid", r.slid},
+            {"dlid", r.dlid},
+            {"sgid", r.sgid.toString()},
+            {"dgid", r.dgid.toString()},
+            {"pkey", hex(r.pkey, 4)},
+            {"mtu", r.mtu},
+            {"rate", r.rate},
+            {"packet_life", r.packetLife},
+            {"reversible", r.reversible},
+            {"traffic_class", r.trafficClass},
+            {"flow_label", r.flowLabel},
+            {"hop_limit", r.hopLimit}};
 }
 
 }  // namespace
@@ -151,23 +161,25 @@ int runResolve(const std::vector<std::string>& args) {
     host::SaClient client(*transport, retry, host::randomTransactionIdSeed());
     host::PathResult result = client.query(query);
 
-    std::string sa =
-        "{\"ca\": " + jsonString(port.caName) + ", \"port\": " + std::to_string(port.port) +
-        ", \"lid\": " + std::to_string(port.lid) + ", \"sm_lid\": " + std::to_string(port.smLid) +
-        ", \"attempts\": " + std::to_string(result.attempts) + "}";
+    Json sa = {{"ca", port.caName},
+               {"port", port.port},
+               {"lid", port.lid},
+               {"sm_lid", port.smLid},
+               {"attempts", result.attempts}};
     if (result.status == host::PathStatus::Failed) {
         if (json) {
-            std::cout << "{\"status\": \"error\", \"message\": " << jsonString(result.message)
-                      << ", \"sa\": " << sa << "}\n";
+            Json out = {{"status", "error"}, {"message", result.message}, {"sa", std::move(sa)}};
+            std::cout << dumpJson(out) << "\n";
         }
         throw IoError{result.message};
     }
     if (result.status == host::PathStatus::NoPath) {
         if (json) {
-            std::cout
-                << "{\"status\": \"no-path\", \"sl\": null, \"leaf\": null, \"pcc_slot\": null, "
-                   "\"pcc_algorithm\": null, \"message\": "
-                << jsonString(result.message) << ", \"sa\": " << sa << "}\n";
+            Json out = {{"status", "no-path"},      {"sl", nullptr},
+                        {"leaf", nullptr},          {"pcc_slot", nullptr},
+                        {"pcc_algorithm", nullptr}, {"message", result.message},
+                        {"sa", std::move(sa)}};
+            std::cout << dumpJson(out) << "\n";
         } else {
             std::cerr << "ibqos-agent resolve: no path to " << dst << ": " << result.message
                       << "\n";
@@ -178,19 +190,14 @@ int runResolve(const std::vector<std::string>& args) {
     const ib::PathRecord& r = result.record;
     HostPart part = hostPartOf(*plan, r.sl);
     if (json) {
-        std::cout << "{\"status\": \"ok\", \"sl\": " << int{r.sl}
-                  << ", \"leaf\": " << leafJson(*plan, part.leaf)
-                  << ", \"pcc_slot\": " << jsonOptional(part.slot) << ", \"pcc_algorithm\": "
-                  << (part.algorithm.empty() ? "null" : jsonString(part.algorithm))
-                  << ", \"path\": {\"slid\": " << r.slid << ", \"dlid\": " << r.dlid
-                  << ", \"sgid\": " << jsonString(r.sgid.toString())
-                  << ", \"dgid\": " << jsonString(r.dgid.toString())
-                  << ", \"pkey\": " << jsonString(hex16(r.pkey)) << ", \"mtu\": " << int{r.mtu}
-                  << ", \"rate\": " << int{r.rate} << ", \"packet_life\": " << int{r.packetLife}
-                  << ", \"reversible\": " << (r.reversible ? "true" : "false")
-                  << ", \"traffic_class\": " << int{r.trafficClass}
-                  << ", \"flow_label\": " << r.flowLabel << ", \"hop_limit\": " << int{r.hopLimit}
-                  << "}, \"sa\": " << sa << "}\n";
+        Json out = {{"status", "ok"},
+                    {"sl", r.sl},
+                    {"leaf", leafJson(*plan, part.leaf)},
+                    {"pcc_slot", jsonOptional(part.slot)},
+                    {"pcc_algorithm", jsonName(part.algorithm)},
+                    {"path", pathJson(r)},
+                    {"sa", std::move(sa)}};
+        std::cout << dumpJson(out) << "\n";
         return ExitOk;
     }
     std::cout << "sl " << int{r.sl} << "\n";
@@ -212,7 +219,7 @@ int runResolve(const std::vector<std::string>& args) {
     }
     std::cout << "path slid " << r.slid << " -> dlid " << r.dlid << ", mtu " << mtuName(r.mtu)
               << ", rate enum " << int{r.rate} << ", packet-life " << int{r.packetLife} << ", pkey "
-              << hex16(r.pkey) << "\n";
+              << hex(r.pkey, 4) << "\n";
     return ExitOk;
 }
 

@@ -167,22 +167,20 @@ int runStatus(const std::vector<std::string>& args) {
     std::string error;
     if (!host::requestAgentStatus(socketPath, timeout, qps, error)) throw IoError{error};
     if (options.flag("json")) {
-        std::string out = "{\"qps\": [";
-        for (size_t i = 0; i < qps.size(); ++i) {
-            const host::AgentMessage& q = qps[i];
-            out +=
-                std::string(i ? ", " : "") + "{\"pid\": " + std::to_string(q.pid) +
-                ", \"device\": " + jsonString(q.device) + ", \"port\": " + std::to_string(q.port) +
-                ", \"qpn\": " + std::to_string(q.qpNum) +
-                ", \"type\": " + jsonString(host::qpTypeName(q.type)) +
-                ", \"sl\": " + jsonOptional(q.sl ? std::optional<int>(*q.sl) : std::nullopt) +
-                ", \"leaf\": " + (q.leaf.empty() ? "null" : jsonString(q.leaf)) +
-                ", \"attached\": " + (q.attached ? "true" : "false") +
-                ", \"pcc_slot\": " + jsonOptional(q.slot) +
-                ", \"pcc_algorithm\": " + (q.algorithm.empty() ? "null" : jsonString(q.algorithm)) +
-                "}";
+        Json list = Json::array();
+        for (const host::AgentMessage& q : qps) {
+            list.push_back({{"pid", q.pid},
+                            {"device", q.device},
+                            {"port", q.port},
+                            {"qpn", q.qpNum},
+                            {"type", host::qpTypeName(q.type)},
+                            {"sl", jsonOptional(q.sl)},
+                            {"leaf", jsonName(q.leaf)},
+                            {"attached", q.attached},
+                            {"pcc_slot", jsonOptional(q.slot)},
+                            {"pcc_algorithm", jsonName(q.algorithm)}});
         }
-        std::cout << out << "]}\n";
+        std::cout << dumpJson({{"qps", std::move(list)}}) << "\n";
         return ExitOk;
     }
     char line[256];

@@ -98,26 +98,22 @@ std::string renderText(const Diagnostic& d, const SourceFile* source) {
     return out;
 }
 
-std::string renderJson(const std::vector<Diagnostic>& diagnostics) {
-    std::string out = "[";
-    bool first = true;
+Json diagnosticsJson(const std::vector<Diagnostic>& diagnostics) {
+    Json out = Json::array();
     for (const Diagnostic& d : diagnostics) {
-        out += first ? "\n  " : ",\n  ";
-        first = false;
-        out += "{\"severity\": ";
-        appendJsonString(out, severityName(d.severity));
-        out += ", \"code\": ";
-        appendJsonString(out, d.code);
-        out += ", \"file\": ";
-        appendJsonString(out, d.file);
-        out += ", \"line\": " + std::to_string(d.location.line);
-        out += ", \"column\": " + std::to_string(d.location.column);
-        out += ", \"message\": ";
-        appendJsonString(out, d.message);
-        out += d.openSmRejects ? ", \"opensm_rejects\": true}" : ", \"opensm_rejects\": false}";
+        out.push_back({{"severity", severityName(d.severity)},
+                       {"code", d.code},
+                       {"file", d.file},
+                       {"line", d.location.line},
+                       {"column", d.location.column},
+                       {"message", d.message},
+                       {"opensm_rejects", d.openSmRejects}});
     }
-    out += first ? "]\n" : "\n]\n";
     return out;
+}
+
+std::string renderJson(const std::vector<Diagnostic>& diagnostics) {
+    return dumpJson(diagnosticsJson(diagnostics)) + "\n";
 }
 
 }  // namespace ibqos

@@ -2,6 +2,8 @@
 // Diagnostics: user mistakes as data, collected and reported together.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -92,7 +94,8 @@ std::string_view severityName(Severity severity);
 std::string renderText(const Diagnostic& diagnostic, const SourceFile* source);
 
 // The diagnostics as a JSON array of {"severity","code","file","line","column","message",
-// "opensm_rejects"}.
+// "opensm_rejects"}: the value, and the document printed on one line with a newline.
+nlohmann::ordered_json diagnosticsJson(const std::vector<Diagnostic>& diagnostics);
 std::string renderJson(const std::vector<Diagnostic>& diagnostics);
 
 }  // namespace ibqos

@@ -1,24 +1,30 @@
 // SPDX-License-Identifier: MIT
-// Writing JSON by hand where the output is small and its form is part of a contract: string
-// literals, numbers, null.
+// JSON, written with nlohmann-json: the document type every command builds its output in, and
+// the one way it is printed.
 #pragma once
+
+#include <nlohmann/json.hpp>
 
 #include <optional>
 #include <string>
-#include <string_view>
 
 namespace ibqos {
 
-// Appends s to out as a JSON string literal (quotes included); invalid UTF-8 becomes U+FFFD.
-void appendJsonString(std::string& out, std::string_view s);
-// s as a JSON string literal.
-std::string jsonString(std::string_view s);
-// A number without trailing zeros (at most three decimals), null when not finite.
-std::string jsonNumber(double v);
+// Keys keep the order they are set in: the order the command-line contract lists them.
+using Json = nlohmann::ordered_json;
+
+// The document on one line, without a newline; invalid UTF-8 in a string becomes U+FFFD.
+std::string dumpJson(const Json& value);
+// A measured quantity: rounded to three decimals, a whole number as an integer, null when not
+// finite.
+Json jsonNumber(double v);
 // The value, or null.
 template <typename T>
-std::string jsonOptional(const std::optional<T>& v) {
-    return v ? std::to_string(*v) : "null";
+Json jsonOptional(const std::optional<T>& v) {
+    return v ? Json(*v) : Json(nullptr);
 }
+
+// The text, or null when it is empty (a name that is not set).
+inline Json jsonName(const std::string& text) { return text.empty() ? Json(nullptr) : Json(text); }
 
 }  // namespace ibqos

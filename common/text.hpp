@@ -20,6 +20,19 @@ inline std::string hex(uint64_t v, int digits = 0) {
     return buf;
 }
 
+// v with at most three decimals, without trailing zeros ("12.5", "40").
+inline std::string decimal(double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3f", v);
+    std::string text = buf;
+    while (text.find('.') != std::string::npos && (text.back() == '0' || text.back() == '.')) {
+        bool point = text.back() == '.';
+        text.pop_back();
+        if (point) break;
+    }
+    return text == "-0" ? "0" : text;
+}
+
 // s without the blanks (spaces, tabs, carriage returns...) at either end.
 inline std::string_view trim(std::string_view s) {
     while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);

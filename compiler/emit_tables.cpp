@@ -6,17 +6,12 @@
 #include <tuple>
 
 #include "common/json.hpp"
+#include "common/text.hpp"
 #include "compiler/emit.hpp"
 
 namespace ibqos {
 
 namespace {
-
-std::string hexGuid(uint64_t guid) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(guid));
-    return buf;
-}
 
 // The entries a port is sent: its cap's worth (none without VL arbitration).
 unsigned sentEntries(const PortTables& t, bool high) {
@@ -24,13 +19,10 @@ unsigned sentEntries(const PortTables& t, bool high) {
     return std::min<unsigned>(high ? t.vlArbHighCap : t.vlArbLowCap, 64);
 }
 
-void appendVlArb(std::string& out, const VlArbTable& table, unsigned count) {
-    out += '[';
-    for (unsigned i = 0; i < count; ++i) {
-        if (i) out += ", ";
-        out += '[' + std::to_string(table[i].vl) + ", " + std::to_string(table[i].weight) + ']';
-    }
-    out += ']';
+Json vlArbJson(const VlArbTable& table, unsigned count) {
+    Json out = Json::array();
+    for (unsigned i = 0; i < count; ++i) out.push_back({table[i].vl, table[i].weight});
+    return out;
 }
 
 // The in-ports of a port that receives tables: 0 on CAs and routers, 0..N on a switch.
@@ -53,44 +45,36 @@ const char* nodeTypeName(NodeType type) {
     return "CA";
 }
 
+// One port's object per line. The document is put together a port at a time: a fabric of
+// 144,000 ports makes 330 MB of JSON, and the whole of it as one nlohmann document would take
+// several GB.
 std::string emitTablesJson(const BoundPolicy& bound, const FabricTables& tables,
                            const std::vector<Diagnostic>& diagnostics) {
     const Fabric& fabric = *bound.fabric;
-    std::string out = "{\"ports\": [";
-    bool firstPort = true;
+    std::string out = "{\"ports\":[";
     for (const PortTables& t : tables.ports) {
         const FabricPort& port = fabric.ports[t.port];
         const FabricNode& node = fabric.nodes[port.node];
-        out += firstPort ? "\n  " : ",\n  ";
-        firstPort = false;
-        out += "{\"guid\": \"" + hexGuid(port.guid) +
-               "\", \"port\": " + std::to_string(port.number) +
-               ", \"lid\": " + std::to_string(port.lid) + ", \"node_type\": \"" +
-               nodeTypeName(node.type) + "\", \"node_desc\": ";
-        appendJsonString(out, node.description);
-        out += ", \"oper_vls\": " + std::to_string(dataVls(t.operVls)) +
-               ", \"high_limit\": " + std::to_string(t.highLimit) + ", \"sl2vl\": [";
         bool onSwitch = node.type == NodeType::Switch;
-        unsigned ins = inPortCount(fabric, t);
-        for (unsigned in = 0; in < ins; ++in) {
-            if (in) out += ", ";
-            out += "{\"in\": " + std::to_string(in) +
-                   ", \"out\": " + std::to_string(onSwitch ? port.number : 0) + ", \"vl\": [";
+        Json sl2vl = Json::array();
+        for (unsigned in = 0; in < inPortCount(fabric, t); ++in) {
             const Sl2VlTable& table = tables.sl2vls[t.sl2vlFor(in)];
-            for (unsigned sl = 0; sl < 16; ++sl)
-                out += (sl ? ", " : "") + std::to_string(table[sl]);
-            out += "]}";
+            sl2vl.push_back({{"in", in}, {"out", onSwitch ? port.number : 0}, {"vl", table}});
         }
-        out += "], \"vlarb_high\": ";
-        appendVlArb(out, tables.vlarbs[t.vlArbHigh], sentEntries(t, true));
-        out += ", \"vlarb_low\": ";
-        appendVlArb(out, tables.vlarbs[t.vlArbLow], sentEntries(t, false));
-        out += "}";
+        Json object = {{"guid", hex(port.guid, 16)},
+                       {"port", port.number},
+                       {"lid", port.lid},
+                       {"node_type", nodeTypeName(node.type)},
+                       {"node_desc", node.description},
+                       {"oper_vls", dataVls(t.operVls)},
+                       {"high_limit", t.highLimit},
+                       {"sl2vl", std::move(sl2vl)},
+                       {"vlarb_high", vlArbJson(tables.vlarbs[t.vlArbHigh], sentEntries(t, true))},
+                       {"vlarb_low", vlArbJson(tables.vlarbs[t.vlArbLow], sentEntries(t, false))}};
+        out += out.back() == '[' ? "\n" : ",\n";
+        out += dumpJson(object);
     }
-    out += "\n], \"diagnostics\": ";
-    std::string diags = renderJson(diagnostics);
-    while (!diags.empty() && diags.back() == '\n') diags.pop_back();
-    out += diags + "}\n";
+    out += "\n],\"diagnostics\":" + dumpJson(diagnosticsJson(diagnostics)) + "}\n";
     return out;
 }
 

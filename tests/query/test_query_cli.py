@@ -43,6 +43,26 @@ class SingleQuery(unittest.TestCase):
         self.assertEqual(a["rule"], {"index": 1, "line": 71})  # its qos-match-rule line
         self.assertEqual(a["pkey"], 0x8100)  # compute: both full, first in OpenSM's map order
 
+    def test_a_level_name_with_backslash_accents_and_a_stray_byte_is_valid_json(self):
+        policy = ("qos-levels\n qos-level\n  name: DEFAULT\n  sl: 0\n end-qos-level\n"
+                  " qos-level\n  name: \"tier\\2 caf\u00e9 \xff\"\n  sl: 5\n end-qos-level\n"
+                  "end-qos-levels\nqos-match-rules\n qos-match-rule\n"
+                  "  qos-level-name: \"tier\\2 caf\u00e9 \xff\"\n end-qos-match-rule\nend-qos-match-rules\n"
+                  ).encode("latin-1")
+        policy = policy.replace("café".encode("latin-1"), "café".encode("utf-8"))
+        with tempfile.NamedTemporaryFile(suffix=".conf") as f:
+            f.write(policy)
+            f.flush()
+            p = run(f.name, "--topology", samples("fabrics", "qos-lab.ibnetdiscover"), "--src", "6", "--dst", "7",
+                    "--json")
+            q = run(f.name, "--topology", samples("fabrics", "qos-lab.ibnetdiscover"), "--batch", "-",
+                    stdin="6 7 - - - -\n")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        [a] = lines(p)
+        self.assertEqual(a["level"], "tier\\2 caf\u00e9 \ufffd")  # the stray byte is U+FFFD
+        self.assertEqual((a["sl"], a["rule"]["index"]), (5, 0))
+        self.assertEqual(lines(q), [a])  # a batch line is the same object
+
     def test_the_default_level_has_no_rule(self):
         p = lab("qos-lab-fields.conf", "--src", "6", "--dst", "7", "--json")
         [a] = lines(p)
