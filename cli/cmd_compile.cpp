@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // ibqos compile: every table every port will receive, the VL shares, or a plain OpenSM setup.
 #include <iostream>
+#include <memory>
 
 #include "cli/commands.hpp"
-#include "cli/options.hpp"
 #include "compiler/compile_policy.hpp"
 #include "compiler/emit.hpp"
 
@@ -11,58 +11,41 @@ namespace ibqos::cli {
 
 namespace {
 
-const char* const compileHelp =
-    R"(Usage: ibqos compile POLICY --topology FILE [--partitions FILE] [--sm PORT] [--opensm-conf FILE]
-                     --emit opensm|tables|json|shares [-o PATH] [--svg FILE]
-
-Compiles a policy for a fabric: the SL2VL and VL arbitration tables every port will receive
+const char* const compileFooter =
+    R"(Compiles a policy for a fabric: the SL2VL and VL arbitration tables every port will receive
 (OpenSM's opensm.conf options first, then the policy's qos-setup, which OpenSM ignores), with
 every problem that would hurt traffic reported as for `ibqos check`.
 
-  --emit tables      the tables for people, ports with identical tables grouped
-  --emit json        {"ports": [...], "diagnostics": [...]} (see docs/compile.md)
-  --emit shares      the long-run bandwidth share of each VL for every distinct
-                     arbitration setup; --svg FILE also draws it as a bar chart
-  --emit opensm      a plain qos-policy.conf and the opensm.conf qos_* lines doing the
-                     same with a stock OpenSM; with -o DIR they are written to
-                     DIR/qos-policy.conf and DIR/opensm-qos.conf
-  -o PATH            write the output there (atomically) instead of standard output
-)";
-
-const char* const compileHelpTail = R"(  -h, --help         show this help
+  --emit tables   the tables for people, ports with identical tables grouped
+  --emit json     {"ports": [...], "diagnostics": [...]} (see docs/compile.md)
+  --emit shares   the long-run bandwidth share of each VL for every distinct arbitration
+                  setup; --svg FILE also draws it as a bar chart
+  --emit opensm   a plain qos-policy.conf and the opensm.conf qos_* lines doing the same with
+                  a stock OpenSM; with -o DIR they are written to DIR/qos-policy.conf and
+                  DIR/opensm-qos.conf
 
 Diagnostics go to standard error. A policy with errors is not compiled: nothing is written
 (except with --emit json, whose "diagnostics" carry them) and the exit status is 1.
-Exit status: 0 success, 1 the inputs have errors, 2 usage or I/O error.
-)";
+Exit status: 0 success, 1 the inputs have errors, 2 usage or I/O error.)";
 
-}  // namespace
+struct CompileOptions {
+    std::string policy;
+    FabricOptions fabric;
+    std::string emit;
+    Value output, svg;
+};
 
-int runCompile(const std::vector<std::string>& args) {
-    auto specs = fabricOptions();
-    specs.push_back({"emit", true});
-    specs.push_back({"output", true});
-    specs.push_back({"svg", true});
-    Options options(args, specs);
-    if (options.flag("help")) {
-        std::cout << compileHelp << fabricOptionsHelp << compileHelpTail;
-        return ExitOk;
-    }
-    if (options.positionals().size() != 1) throw UsageError{"compile takes one POLICY file"};
-    std::string emit = options.required("emit");
-    if (emit != "opensm" && emit != "tables" && emit != "json" && emit != "shares") {
-        throw UsageError{"--emit takes opensm, tables, json or shares, not '" + emit + "'"};
-    }
-    if (!options.value("topology")) throw UsageError{"compile needs --topology"};
-    if (options.value("svg") && emit != "shares") throw UsageError{"--svg goes with --emit shares"};
+int compile(const CompileOptions& o) {
+    const std::string& emit = o.emit;
+    if (o.svg && emit != "shares") throw UsageError{"--svg goes with --emit shares"};
 
     Inputs inputs;
     Diagnostics diagnostics;
-    Policy policy = loadPolicy(inputs.load(options.positionals()[0]), diagnostics);
-    auto compiled = compileForFabric(policy, options, inputs, diagnostics);
+    Policy policy = loadPolicy(inputs.load(o.policy), diagnostics);
+    auto compiled = compileForFabric(policy, o.fabric, inputs, diagnostics);
     bool failed = diagnostics.hasErrors();
 
-    auto output = options.value("output");
+    const Value& output = o.output;
     auto deliver = [&](const std::string& text) {
         if (output) {
             writeFileAtomically(*output, text);
@@ -77,8 +60,8 @@ int runCompile(const std::vector<std::string>& args) {
         deliver(emitTablesText(compiled->bound(), compiled->tables()));
     } else if (!failed && emit == "shares") {
         deliver(emitSharesText(compiled->bound(), compiled->tables()));
-        if (auto svg = options.value("svg"))
-            writeFileAtomically(*svg, emitSharesSvg(compiled->bound(), compiled->tables()));
+        if (o.svg)
+            writeFileAtomically(*o.svg, emitSharesSvg(compiled->bound(), compiled->tables()));
     } else if (!failed && emit == "opensm") {
         OpenSmFiles files = emitOpenSm(compiled->bound(), compiled->tables(), diagnostics);
         if (output) {
@@ -91,6 +74,24 @@ int runCompile(const std::vector<std::string>& args) {
         }
     }
     return emitDiagnostics(diagnostics, inputs, false);
+}
+
+}  // namespace
+
+void addCompile(Program& program) {
+    auto o = std::make_shared<CompileOptions>();
+    CLI::App& c = program.command(
+        "compile", "the tables every port of a fabric receives, VL shares, or a plain OpenSM setup",
+        compileFooter, [o] { return compile(*o); });
+    c.add_option("POLICY", o->policy, "the policy file")->required()->type_name("");
+    o->fabric.add(c, true);
+    c.add_option("--emit", o->emit, "what to write: tables, json, shares or opensm (below)")
+        ->required()
+        ->type_name("FORM")
+        ->check(CLI::IsMember({"opensm", "tables", "json", "shares"}));
+    addValue(c, "-o,--output", o->output, "PATH",
+             "write the output there (atomically) instead of standard output");
+    addValue(c, "--svg", o->svg, "FILE", "with --emit shares: draw the shares as an SVG bar chart");
 }
 
 }  // namespace ibqos::cli

@@ -11,7 +11,6 @@
 #include <stdexcept>
 
 #include "cli/commands.hpp"
-#include "cli/options.hpp"
 #include "common/json.hpp"
 #include "common/text.hpp"
 #include "compiler/bind.hpp"
@@ -23,12 +22,8 @@ namespace ibqos::cli {
 
 namespace {
 
-const char* const queryHelp =
-    R"(Usage: ibqos query POLICY --topology FILE [--partitions FILE] [--sm PORT] [--vls N]
-                   --src PORT --dst PORT [--service-id N] [--qos-class N] [--pkey N] [--sl N] [--json]
-       ibqos query POLICY --topology FILE [--partitions FILE] [--sm PORT] [--vls N] --batch FILE
-
-Answers, without a fabric, what OpenSM's SA answers for a PathRecord request under the policy:
+const char* const queryFooter =
+    R"(Answers, without a fabric, what OpenSM's SA answers for a PathRecord request under the policy:
 the QoS level, its SL, MTU and rate limits and packet life, the PKey of the path, and which rule
 decided it. Rules are tried in OpenSM's order (qos-match-rules, then qos-ulps lines); a rule
 naming a field the request does not carry never matches it. The answer is "rejected" where
@@ -37,24 +32,11 @@ not share (or that the level does not list), or ports sharing no partition. Offl
 no routes: the MTU and rate are the level's limits (the path's own where it sets none), and an
 SL that a switch's SL2VL table drops on the way is not seen.
 
-A PORT is a port GUID (0x...), a LID (decimal), or NodeDescription/P<n>.
-
-Options:
-  --src PORT, --dst PORT  the ends of the path
-  --service-id N     the request's ServiceID (0 to 2^64-1); without it the request has none
-  --qos-class N      its QoS class (0 to 4095)
-  --pkey N           its PKey (0 to 0xffff, membership bit included)
-  --sl N             the SL it asks for (0 to 15)
-  --json             print the answer as one JSON object instead of the explanation
-  --batch FILE       answer every line of FILE ('-': standard input), each a request
-                     SRC DST SERVICE_ID QOS_CLASS PKEY SL: fields separated by blanks, a field
-                     holding blanks in double quotes, '-' for a field the request does not have.
-                     One JSON object is printed a line, in order; a line that cannot be read or
-                     names an unknown port gives {"status": "error", "message": ...} and the
-                     batch goes on
-)";
-
-const char* const queryHelpTail = R"(  -h, --help         show this help
+A PORT is a port GUID (0x...), a LID (decimal), or NodeDescription/P<n>. With --batch FILE
+('-': standard input) every line is a request SRC DST SERVICE_ID QOS_CLASS PKEY SL: fields
+separated by blanks, a field holding blanks in double quotes, '-' for a field the request does
+not have. One JSON object is printed a line, in order; a line that cannot be read or names an
+unknown port gives {"status": "error", "message": ...} and the batch goes on.
 
 JSON keys: status ("ok", "rejected" or "error"), level, sl, mtu_limit, rate_limit (IB enums),
 packet_life (0 on a loopback path), pkeys ([[low, high], ...] of the level), each null where
@@ -64,8 +46,15 @@ when rejected.
 
 Exit status: 0 every request was answered ("ok" or "rejected": a rejection is an answer);
 1 the policy, topology or partitions have errors, or a request names an unknown port or
-(--batch) a line cannot be read; 2 usage or I/O error.
-)";
+(--batch) a line cannot be read; 2 usage or I/O error.)";
+
+struct QueryOptions {
+    std::string policy;
+    FabricOptions fabric;
+    Value src, dst, batch;
+    RequestFieldOptions fields;
+    bool json = false;
+};
 
 // The JSON form of an answer, which `--batch` writes once a request: made of pieces prepared
 // once per level and rejection with the JSON library (names escaped, PKey lists), and of
@@ -447,64 +436,60 @@ int runBatch(const Answerer& answerer, const Fabric& fabric, const std::string& 
     return errors ? ExitInputErrors : ExitOk;
 }
 
-}  // namespace
-
-int runQuery(const std::vector<std::string>& args) {
-    auto specs = fabricOptions();
-    for (const char* name : {"src", "dst", "service-id", "qos-class", "pkey", "sl", "batch"})
-        specs.push_back({name, true});
-    specs.push_back({"json"});
-    Options options(args, specs);
-    if (options.flag("help")) {
-        std::cout << queryHelp << fabricOptionsHelp << queryHelpTail;
-        return ExitOk;
-    }
-    if (options.positionals().size() != 1) throw UsageError{"query takes one POLICY file"};
-    if (!options.value("topology"))
-        throw UsageError{"query needs --topology: the ports and partitions decide the answer"};
-    auto batch = options.value("batch");
-    if (batch) {
-        for (const char* name : {"src", "dst", "service-id", "qos-class", "pkey", "sl"}) {
-            if (options.flag(name))
-                throw UsageError{std::string("--") + name +
-                                 " goes with a single request, not --batch"};
-        }
-    } else {
-        if (!options.value("src") || !options.value("dst"))
-            throw UsageError{"give --src and --dst, or --batch FILE"};
-    }
+int query(const QueryOptions& o) {
+    if (!o.batch && (!o.src || !o.dst)) throw UsageError{"give --src and --dst, or --batch FILE"};
     PathQuery query;
-    readRequestFields(options, query);
+    o.fields.read(query);
 
     Inputs inputs;
     Diagnostics diagnostics;
-    Policy policy = loadPolicy(inputs.load(options.positionals()[0]), diagnostics);
-    auto compiled = compileForFabric(policy, options, inputs, diagnostics, CompileStage::Bind);
+    Policy policy = loadPolicy(inputs.load(o.policy), diagnostics);
+    auto compiled = compileForFabric(policy, o.fabric, inputs, diagnostics, CompileStage::Bind);
     // Warnings and errors go to standard error, whatever the output form.
     if (emitDiagnostics(diagnostics, inputs, false) != ExitOk) return ExitInputErrors;
     const Fabric& fabric = compiled->fabric();
 
     Answerer answerer(policy, fabric, compiled->bound());
-    if (batch) return runBatch(answerer, fabric, *batch);
+    if (o.batch) return runBatch(answerer, fabric, *o.batch);
 
-    bool json = options.flag("json");
-    for (const char* end : {"src", "dst"}) {
+    for (const auto& [end, name] : {std::pair{&o.src, "src"}, std::pair{&o.dst, "dst"}}) {
         std::string error;
-        uint32_t port = fabric.findEndpoint(*options.value(end), error);
+        uint32_t port = fabric.findEndpoint(**end, error);
         if (port == NoPort) {
-            std::string message = std::string("--") + end + ": " + error;
-            if (json) {
+            std::string message = std::string("--") + name + ": " + error;
+            if (o.json) {
                 std::cout << dumpJson(errorJson(message)) << '\n';
             } else {
                 std::cerr << "ibqos query: " << message << "\n";
             }
             return ExitInputErrors;
         }
-        (std::string(end) == "src" ? query.source : query.destination) = port;
+        (end == &o.src ? query.source : query.destination) = port;
     }
     PathAnswer answer = answerer.answer(query);
-    std::cout << (json ? answerer.json(answer) + "\n" : answerer.explain(query, answer));
+    std::cout << (o.json ? answerer.json(answer) + "\n" : answerer.explain(query, answer));
     return ExitOk;
+}
+
+}  // namespace
+
+void addQuery(Program& program) {
+    auto o = std::make_shared<QueryOptions>();
+    CLI::App& c = program.command("query",
+                                  "which QoS level, SL and PKey the SA answers for a path, "
+                                  "and why",
+                                  queryFooter, [o] { return query(*o); });
+    c.add_option("POLICY", o->policy, "the policy file")->required()->type_name("");
+    o->fabric.add(c, true);
+    CLI::Option* src = addValue(c, "--src", o->src, "PORT", "the source end of the path");
+    CLI::Option* dst = addValue(c, "--dst", o->dst, "PORT", "its destination end");
+    o->fields.add(c);
+    c.add_flag("--json", o->json, "print the answer as one JSON object instead of the explanation");
+    CLI::Option* batch = addValue(c, "--batch", o->batch, "FILE",
+                                  "answer every line of FILE, a request a line (below)");
+    for (CLI::Option* single : {src, dst}) batch->excludes(single);
+    for (const char* name : {"--service-id", "--qos-class", "--pkey", "--sl"})
+        batch->excludes(c.get_option(name));
 }
 
 }  // namespace ibqos::cli

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // ibqos verify: does every port of the live fabric hold the tables the policy compiles to?
 #include <iostream>
+#include <memory>
 
 #include "cli/commands.hpp"
-#include "cli/options.hpp"
 #include "common/json.hpp"
 #include "common/text.hpp"
 #include "compiler/compile_policy.hpp"
@@ -15,63 +15,42 @@ namespace ibqos::cli {
 
 namespace {
 
-const char* const verifyHelp =
-    R"(Usage: ibqos verify POLICY [--partitions FILE] [--sm PORT] [--opensm-conf FILE]
-                    [--hca NAME] [--port N] [--json]
-
-Discovers the fabric from this host (directed-route SMPs, as ibnetdiscover does), reads every
+const char* const verifyFooter =
+    R"(Discovers the fabric from this host (directed-route SMPs, as ibnetdiscover does), reads every
 port's SL2VL and VL arbitration tables (as smpquery does), and compares them with what the policy
 compiles to for the fabric found. Every difference is reported: port, table, expected, found.
-
-  --partitions FILE  the partitions.conf the SM uses (default: the Default partition only)
-  --sm PORT          the SM's port (default: the master SM the local port knows)
-  --opensm-conf FILE the opensm.conf the SM uses: its qos_* options give the tables that
-                     qos-setup does not (default: OpenSM's built-in defaults)
-  --hca NAME         the local HCA to use (default: the first)
-  --port N           its port (default: the first active)
-  --json             {"ports_checked": N, "queries": N, "differences": [{"port", "guid",
-                     "port_number", "table", "expected", "found"}, ...], "diagnostics": [...]}
-  -h, --help         show this help
+--json prints {"ports_checked": N, "queries": N, "differences": [{"port", "guid", "port_number",
+"table", "expected", "found"}, ...], "diagnostics": [...]}.
 
 Exit status: 0 the fabric holds the policy's tables, 1 there are differences (or the policy has
-errors), 2 usage error or the fabric cannot be reached.
-)";
+errors), 2 usage error or the fabric cannot be reached.)";
 
-}  // namespace
+struct VerifyOptions {
+    std::string policy;
+    Value partitions, sm, opensmConf, hca, port;
+    bool json = false;
+};
 
-int runVerify(const std::vector<std::string>& args) {
-    Options options(args, {{"partitions", true},
-                           {"sm", true},
-                           {"opensm-conf", true},
-                           {"hca", true},
-                           {"port", true},
-                           {"json"}});
-    if (options.flag("help")) {
-        std::cout << verifyHelp;
-        return ExitOk;
-    }
-    if (options.positionals().size() != 1) throw UsageError{"verify takes one POLICY file"};
-    bool json = options.flag("json");
+int verify(const VerifyOptions& o) {
+    bool json = o.json;
     Inputs inputs;
     Diagnostics diagnostics;
-    Policy policy = loadPolicy(inputs.load(options.positionals()[0]), diagnostics);
-    OpenSmConf conf = loadOpenSmConf(options, inputs, diagnostics);
+    Policy policy = loadPolicy(inputs.load(o.policy), diagnostics);
+    OpenSmConf conf = loadOpenSmConf(o.opensmConf, inputs, diagnostics);
     if (diagnostics.hasErrors()) return emitDiagnostics(diagnostics, inputs, json);
 
     probe::ProbeOptions probeOptions;
-    probeOptions.ca = options.value("hca").value_or("");
-    if (auto port = options.value("port"))
-        probeOptions.port = static_cast<int>(parseNumberOption("port", *port, 254));
+    probeOptions.ca = o.hca.value_or("");
+    if (o.port) probeOptions.port = static_cast<int>(parseNumberOption("port", *o.port, 254));
     std::string error;
     auto live = probe::LiveFabric::discover(probeOptions, error);
     if (!live) throw IoError{error};
     Fabric& fabric = live->fabric();
-    if (auto sm = options.value("sm")) {
-        fabric.smPort = fabric.findEndpoint(*sm, error);
+    if (o.sm) {
+        fabric.smPort = fabric.findEndpoint(*o.sm, error);
         if (fabric.smPort == NoPort) throw UsageError{"--sm: " + error};
     }
-    auto partitions = options.value("partitions");
-    readPartitions(partitions ? &inputs.load(*partitions) : nullptr, fabric, diagnostics);
+    readPartitions(o.partitions ? &inputs.load(*o.partitions) : nullptr, fabric, diagnostics);
     auto compiled = FabricCompilation::compile(policy, fabric, conf, diagnostics);
     const FabricTables& tables = compiled->tables();
     std::vector<Drift> drift = findDrift(*live, tables);
@@ -103,6 +82,26 @@ int runVerify(const std::vector<std::string>& args) {
     }
     if (diagnostics.hasErrors()) return ExitInputErrors;
     return drift.empty() ? ExitOk : ExitInputErrors;
+}
+
+}  // namespace
+
+void addVerify(Program& program) {
+    auto o = std::make_shared<VerifyOptions>();
+    CLI::App& c = program.command(
+        "verify", "compare every port's tables on the live fabric with what the policy compiles to",
+        verifyFooter, [o] { return verify(*o); });
+    c.add_option("POLICY", o->policy, "the policy file")->required()->type_name("");
+    addValue(c, "--partitions", o->partitions, "FILE",
+             "the partitions.conf the SM uses (default: the Default partition only)");
+    addValue(c, "--sm", o->sm, "PORT",
+             "the SM's port (default: the master SM the local port knows)");
+    addValue(c, "--opensm-conf", o->opensmConf, "FILE",
+             "the opensm.conf the SM uses: its qos_* options give the tables that qos-setup does "
+             "not (default: OpenSM's built-in defaults)");
+    addValue(c, "--hca", o->hca, "NAME", "the local HCA to use (default: the first)");
+    addValue(c, "--port", o->port, "N", "its port (default: the first active)");
+    c.add_flag("--json", o->json, "print the result as one JSON object (below)");
 }
 
 }  // namespace ibqos::cli

@@ -31,63 +31,61 @@ const SourceFile* Inputs::find(const std::string& name) const {
     return it == files_.end() ? nullptr : it->second.get();
 }
 
-std::vector<OptionSpec> fabricOptions() {
-    return {{"topology", true}, {"partitions", true}, {"sm", true},
-            {"vls", true},      {"port-caps", true},  {"opensm-conf", true}};
+void FabricOptions::add(CLI::App& command, bool needTopology) {
+    CLI::Option* t = addValue(command, "--topology", topology, "FILE",
+                              "the fabric: ibnetdiscover output (or an ibsim net file)");
+    if (needTopology) t->required();
+    addValue(command, "--partitions", partitions, "FILE",
+             "OpenSM's partitions.conf (without it: the Default partition, all full)")
+        ->needs(t);
+    addValue(command, "--sm", sm, "PORT",
+             "the SM's port, for node-type SELF (GUID 0x..., LID, or Desc/P<n>)")
+        ->needs(t);
+    addValue(command, "--vls", vls, "N",
+             "data VLs assumed on every port (1, 2, 4, 8 or 15; default 8), as ibnetdiscover "
+             "files do not carry VL capabilities")
+        ->needs(t);
+    addValue(command, "--port-caps", portCaps, "FILE",
+             "per-port capabilities: lines \"PORT [vls=N] [vlarb-high=N] [vlarb-low=N] "
+             "[mtu=BYTES]\", PORT being '*', a port GUID or Desc/P<n>")
+        ->needs(t);
+    addValue(command, "--opensm-conf", opensmConf, "FILE",
+             "the opensm.conf whose qos_* options (and max_op_vls) give the tables before "
+             "qos-setup applies (default: OpenSM's built-in defaults)");
 }
 
-const char* const fabricOptionsHelp =
-    R"(  --topology FILE    the fabric: ibnetdiscover output (or an ibsim net file)
-  --partitions FILE  OpenSM's partitions.conf (without it: the Default partition, all full)
-  --sm PORT          the SM's port, for node-type SELF (GUID 0x..., LID, or Desc/P<n>)
-  --vls N            data VLs assumed on every port (1, 2, 4, 8 or 15; default 8), as
-                     ibnetdiscover files do not carry VL capabilities
-  --port-caps FILE   per-port capabilities: lines "PORT [vls=N] [vlarb-high=N] [vlarb-low=N]
-                     [mtu=BYTES]", PORT being '*', a port GUID or Desc/P<n>
-  --opensm-conf FILE the opensm.conf whose qos_* options (and max_op_vls) give the tables
-                     before qos-setup applies (default: OpenSM's built-in defaults)
-)";
-
-std::optional<Fabric> loadFabric(const Options& options, Inputs& inputs, Diagnostics& diagnostics) {
-    auto topology = options.value("topology");
-    if (!topology) {
-        for (const char* name : {"partitions", "sm", "vls", "port-caps"}) {
-            if (options.value(name))
-                throw UsageError{std::string("--") + name + " needs --topology"};
-        }
-        return std::nullopt;
-    }
+std::optional<Fabric> loadFabric(const FabricOptions& options, Inputs& inputs,
+                                 Diagnostics& diagnostics) {
+    if (!options.topology) return std::nullopt;
     uint8_t operVls = 4;
-    if (auto vls = options.value("vls")) {
-        uint64_t n = parseNumberOption("vls", *vls, 15);
+    if (options.vls) {
+        uint64_t n = parseNumberOption("vls", *options.vls, 15);
         static constexpr uint8_t encoding[16] = {0, 1, 2, 0, 3, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 5};
         if (encoding[n] == 0) throw UsageError{"--vls takes 1, 2, 4, 8 or 15"};
         operVls = encoding[n];
     }
-    Fabric fabric = readTopology(inputs.load(*topology), diagnostics, operVls);
-    if (auto caps = options.value("port-caps"))
-        readPortCaps(inputs.load(*caps), fabric, diagnostics);
-    if (auto sm = options.value("sm")) {
+    Fabric fabric = readTopology(inputs.load(*options.topology), diagnostics, operVls);
+    if (options.portCaps) readPortCaps(inputs.load(*options.portCaps), fabric, diagnostics);
+    if (options.sm) {
         std::string error;
-        fabric.smPort = fabric.findEndpoint(*sm, error);
+        fabric.smPort = fabric.findEndpoint(*options.sm, error);
         if (fabric.smPort == NoPort) throw UsageError{"--sm: " + error};
     }
-    auto partitions = options.value("partitions");
+    const Value& partitions = options.partitions;
     readPartitions(partitions ? &inputs.load(*partitions) : nullptr, fabric, diagnostics);
     return fabric;
 }
 
-OpenSmConf loadOpenSmConf(const Options& options, Inputs& inputs, Diagnostics& diagnostics) {
-    auto path = options.value("opensm-conf");
+OpenSmConf loadOpenSmConf(const Value& path, Inputs& inputs, Diagnostics& diagnostics) {
     return path ? readOpenSmConf(inputs.load(*path), diagnostics) : OpenSmConf{};
 }
 
-std::unique_ptr<FabricCompilation> compileForFabric(const Policy& policy, const Options& options,
-                                                    Inputs& inputs, Diagnostics& diagnostics,
-                                                    CompileStage upTo) {
+std::unique_ptr<FabricCompilation> compileForFabric(const Policy& policy,
+                                                    const FabricOptions& options, Inputs& inputs,
+                                                    Diagnostics& diagnostics, CompileStage upTo) {
     std::optional<Fabric> fabric = loadFabric(options, inputs, diagnostics);
     if (!fabric) return nullptr;
-    OpenSmConf conf = loadOpenSmConf(options, inputs, diagnostics);
+    OpenSmConf conf = loadOpenSmConf(options.opensmConf, inputs, diagnostics);
     negotiateOperVls(*fabric, conf.maxOpVls);
     return FabricCompilation::compile(policy, std::move(*fabric), std::move(conf), diagnostics,
                                       upTo);
@@ -127,43 +125,6 @@ int emitDiagnostics(Diagnostics& diagnostics, const Inputs& inputs, bool json) {
         std::cerr << out;
     }
     return diagnostics.hasErrors() ? ExitInputErrors : ExitOk;
-}
-
-int dispatch(const char* program, const char* help, const std::vector<Command>& commands, int argc,
-             char** argv) {
-    std::vector<std::string> args(argv + 1, argv + argc);
-    if (args.empty()) {
-        std::cerr << help;
-        return ExitUsage;
-    }
-    std::string name = args.front();
-    args.erase(args.begin());
-    const Command* command = nullptr;
-    for (const Command& c : commands) {
-        if (name == c.name) command = &c;
-    }
-    try {
-        if (name == "help" || name == "--help" || name == "-h") {
-            std::cout << help;
-            return ExitOk;
-        }
-        if (name == "--version") {
-            std::cout << program << " " IBQOS_VERSION "\n";
-            return ExitOk;
-        }
-        if (!command) throw UsageError{"unknown command '" + name + "'"};
-        return command->run(args);
-    } catch (const UsageError& e) {
-        std::cerr << program << " " << name << ": " << e.message << "\n"
-                  << "Try '" << program << " " << (command ? name + " " : "") << "--help'.\n";
-        return ExitUsage;
-    } catch (const IoError& e) {
-        std::cerr << program << " " << name << ": " << e.message << "\n";
-        return ExitUsage;
-    } catch (const std::exception& e) {
-        std::cerr << program << " " << name << ": internal error: " << e.what() << "\n";
-        return ExitUsage;
-    }
 }
 
 }  // namespace ibqos::cli

@@ -6,15 +6,17 @@
 #include <string>
 #include <vector>
 
+#include "cli/command_line.hpp"
 #include "host-sched/plan/host_plan.hpp"
 
 namespace ibqos::cli {
 
-int runResolve(const std::vector<std::string>& args);
-int runPlan(const std::vector<std::string>& args);
-int runSimulate(const std::vector<std::string>& args);
-int runDaemon(const std::vector<std::string>& args);
-int runStatus(const std::vector<std::string>& args);
+// The ibqos-agent subcommands.
+void addResolve(Program& program);
+void addPlan(Program& program);
+void addSimulate(Program& program);
+void addRun(Program& program);
+void addStatus(Program& program);
 
 // Loads a policy, prints its diagnostics like `ibqos check`, and returns its plan; nullopt
 // (with exitCode set) when it has errors (1) or cannot be read (throws IoError: 2).

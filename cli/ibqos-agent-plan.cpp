@@ -5,10 +5,10 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/ibqos-agent-commands.hpp"
-#include "cli/options.hpp"
 #include "common/json.hpp"
 #include "common/text.hpp"
 #include "host-sched/plan/plan_file.hpp"
@@ -18,42 +18,38 @@ namespace ibqos::cli {
 
 namespace {
 
-const char* const planHelp = R"(Usage: ibqos-agent plan POLICY [--json] [--output FILE]
-
-Shows the transmit-scheduling tree every host builds from the policy's host-sched section
+const char* const planFooter =
+    R"(Shows the transmit-scheduling tree every host builds from the policy's host-sched section
 (in the order it is created: the root, nodes parent-first, then leaves), which SL attaches to
-which leaf, and the congestion-control slots with their algorithms.
+which leaf, and the congestion-control slots with their algorithms. --json prints {"depth",
+"elements": [{"name", "kind", "parent", "bw_share", "max_avg_bw", "sls", "pcc_slot",
+"pcc_algorithm"}], "sl_to_leaf": [16], "pcc_slots": [{"slot", "algorithm", "leaves"}]}.
 
-Options:
-  --output FILE write the compiled plan libibqos_preload.so reads (IBQOS_PLAN) to FILE, as
-                `ibqos-agent run` does, instead of showing it
-  --json        print {"depth", "elements": [{"name", "kind", "parent", "bw_share",
-                "max_avg_bw", "sls", "pcc_slot", "pcc_algorithm"}], "sl_to_leaf": [16],
-                "pcc_slots": [{"slot", "algorithm", "leaves"}]}
-  -h, --help    show this help
+Exit status: 0 success, 1 the policy has errors, 2 usage or I/O error.)";
 
-Exit status: 0 success, 1 the policy has errors, 2 usage or I/O error.
-)";
-
-const char* const simulateHelp =
-    R"(Usage: ibqos-agent simulate POLICY --link-mbps N [--demand LEAF=MBPS ...] [--json]
-
-Computes the long-run rate of every leaf of the host-sched tree on a link of N Mbit/s, under
+const char* const simulateFooter =
+    R"(Computes the long-run rate of every leaf of the host-sched tree on a link of N Mbit/s, under
 the device scheduler's rules (mlx5dv_sched_node_create(3)): every element shares its bandwidth
 among its children by bw-share, an element at its max-avg-bw takes no more, and what one
 leaves unused goes to the others by weight. A leaf without --demand always has traffic; an
-element without bw-share gets weight 1 (the device default is not documented).
-
-Options:
-  --link-mbps N        the link's rate in Mbit/s (required)
-  --demand LEAF=MBPS   what LEAF would send (repeatable); 0 for an idle leaf
-  --json               print {"link_mbps", "leaves": [{"name", "rate_mbps", "demand_mbps"}],
-                       "nodes": [{"name", "rate_mbps"}]}
-  -h, --help           show this help
+element without bw-share gets weight 1 (the device default is not documented). --json prints
+{"link_mbps", "leaves": [{"name", "rate_mbps", "demand_mbps"}], "nodes": [{"name",
+"rate_mbps"}]}.
 
 Exit status: 0 success, 1 the policy has errors, 2 usage or I/O error (a LEAF that is not a
-leaf of the policy).
-)";
+leaf of the policy).)";
+
+struct PlanOptions {
+    std::string policy;
+    Value output;
+    bool json = false;
+};
+
+struct SimulateOptions {
+    std::string policy, linkMbps;
+    std::vector<std::string> demand;
+    bool json = false;
+};
 
 std::string slList(const std::bitset<16>& sls) {
     std::string out;
@@ -98,21 +94,13 @@ double parseMbps(const std::string& option, const std::string& text) {
     return v;
 }
 
-}  // namespace
-
-int runPlan(const std::vector<std::string>& args) {
-    Options options(args, {{"json"}, {"output", true}});
-    if (options.flag("help")) {
-        std::cout << planHelp;
-        return ExitOk;
-    }
-    if (options.positionals().size() != 1) throw UsageError{"plan takes one POLICY file"};
-    bool json = options.flag("json");
+int showPlan(const PlanOptions& o) {
+    bool json = o.json;
     int exitCode = ExitOk;
-    auto plan = loadPlanOrReport(options.positionals()[0], json, exitCode);
+    auto plan = loadPlanOrReport(o.policy, json, exitCode);
     if (!plan) return exitCode;
-    if (auto output = options.value("output")) {
-        writeFileAtomically(*output, host::planFileText(*plan, options.positionals()[0]));
+    if (o.output) {
+        writeFileAtomically(*o.output, host::planFileText(*plan, o.policy));
         return ExitOk;
     }
     const auto& elements = plan->elements();
@@ -173,22 +161,16 @@ int runPlan(const std::vector<std::string>& args) {
     return ExitOk;
 }
 
-int runSimulate(const std::vector<std::string>& args) {
-    Options options(args, {{"link-mbps", true}, {"demand", true, true}, {"json"}});
-    if (options.flag("help")) {
-        std::cout << simulateHelp;
-        return ExitOk;
-    }
-    if (options.positionals().size() != 1) throw UsageError{"simulate takes one POLICY file"};
-    double link = parseMbps("--link-mbps", options.required("link-mbps"));
-    bool json = options.flag("json");
+int simulateLink(const SimulateOptions& o) {
+    double link = parseMbps("--link-mbps", o.linkMbps);
+    bool json = o.json;
     int exitCode = ExitOk;
-    auto plan = loadPlanOrReport(options.positionals()[0], json, exitCode);
+    auto plan = loadPlanOrReport(o.policy, json, exitCode);
     if (!plan) return exitCode;
     const auto& elements = plan->elements();
 
     std::vector<std::optional<double>> demand(elements.size());
-    for (const std::string& d : options.values("demand")) {
+    for (const std::string& d : o.demand) {
         size_t eq = d.rfind('=');
         if (eq == std::string::npos || eq == 0)
             throw UsageError{"--demand takes LEAF=MBPS, not '" + d + "'"};
@@ -230,6 +212,35 @@ int runSimulate(const std::vector<std::string>& args) {
         std::cout << line;
     }
     return ExitOk;
+}
+
+}  // namespace
+
+void addPlan(Program& program) {
+    auto o = std::make_shared<PlanOptions>();
+    CLI::App& c =
+        program.command("plan", "show the scheduling tree and PCC slots a policy gives every host",
+                        planFooter, [o] { return showPlan(*o); });
+    c.add_option("POLICY", o->policy, "the policy file")->required()->type_name("");
+    addValue(c, "--output", o->output, "FILE",
+             "write the compiled plan libibqos_preload.so reads (IBQOS_PLAN) to FILE, as "
+             "`ibqos-agent run` does, instead of showing it");
+    c.add_flag("--json", o->json, "print the plan as one JSON object (below)");
+}
+
+void addSimulate(Program& program) {
+    auto o = std::make_shared<SimulateOptions>();
+    CLI::App& c =
+        program.command("simulate", "compute each leaf's long-run rate on a link of a given speed",
+                        simulateFooter, [o] { return simulateLink(*o); });
+    c.add_option("POLICY", o->policy, "the policy file")->required()->type_name("");
+    c.add_option("--link-mbps", o->linkMbps, "the link's rate in Mbit/s")
+        ->required()
+        ->type_name("N");
+    c.add_option("--demand", o->demand, "what LEAF would send (repeatable); 0 for an idle leaf")
+        ->type_name("LEAF=MBPS")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    c.add_flag("--json", o->json, "print the rates as one JSON object (below)");
 }
 
 }  // namespace ibqos::cli

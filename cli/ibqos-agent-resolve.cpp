@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // ibqos-agent resolve: one ib::PathRecord from the SA, and the leaf and PCC slot of its SL.
 #include <iostream>
+#include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/ibqos-agent-commands.hpp"
-#include "cli/options.hpp"
 #include "common/json.hpp"
 #include "common/text.hpp"
 #include "host-sched/sa-client/sa_client.hpp"
@@ -14,34 +14,27 @@ namespace ibqos::cli {
 
 namespace {
 
-const char* const resolveHelp = R"(Usage: ibqos-agent resolve --policy POLICY --dst PORT [options]
-
-Asks the Subnet Administrator of the local port for one ib::PathRecord to PORT, as an application
+const char* const resolveFooter =
+    R"(Asks the Subnet Administrator of the local port for one PathRecord to PORT, as an application
 would before it connects, and shows the SL the SA chose, the transmit-scheduling leaf that SL
-attaches to on this host and the congestion-control slot applied to it.
+attaches to on this host and the congestion-control slot applied to it. A requested --sl the
+policy disagrees with gets no path.
 
 PORT is a LID (decimal), a port GUID (0x...; the local subnet prefix is added) or a GID
 (fe80::...). A LID is asked for by SLID/DLID, a GUID or GID by SGID/DGID.
 
-Options:
-  --policy POLICY    the QoS policy with the host-sched section (required)
-  --dst PORT         the destination (required)
-  --hca NAME         local HCA (default: the first one)
-  --port N           local port number (default: the first active port)
-  --service-id N     ServiceID of the connection
-  --qos-class N      QoS class (0..4095)
-  --pkey N           partition key
-  --sl N             ask for this SL (the SA answers no path if the policy disagrees)
-  --timeout MS       first attempt's timeout, doubled for each retry (default 1000)
-  --retries N        attempts after the first (default 3)
-  --get              use SubnAdmGet instead of SubnAdmGetTable
-  --json             print one JSON object: status, sl, leaf {name, parent, bw_share,
-                     max_avg_bw} or null, pcc_slot, pcc_algorithm, path {...}
-  -h, --help         show this help
+--json prints one JSON object: status, sl, leaf {name, parent, bw_share, max_avg_bw} or null,
+pcc_slot, pcc_algorithm, path {...}, sa {...}.
 
 Exit status: 0 a path, 1 the SA has no such path (or the policy has errors), 2 usage or I/O
-error (no SA answer after the retries, an answer that breaks the protocol).
-)";
+error (no SA answer after the retries, an answer that breaks the protocol).)";
+
+struct ResolveOptions {
+    std::string policy, dst;
+    Value hca, port, timeout, retries;
+    RequestFieldOptions fields;
+    bool get = false, json = false;
+};
 
 // Parses --dst into the query's destination; needs the local port's subnet prefix for GUIDs.
 void setDestination(const std::string& text, const host::LocalPort& port, host::SaQuery& q) {
@@ -111,42 +104,23 @@ Json pathJson(const ib::PathRecord& r) {
             {"hop_limit", r.hopLimit}};
 }
 
-}  // namespace
-
-int runResolve(const std::vector<std::string>& args) {
-    Options options(args, {{"policy", true},
-                           {"dst", true},
-                           {"hca", true},
-                           {"port", true},
-                           {"service-id", true},
-                           {"qos-class", true},
-                           {"pkey", true},
-                           {"sl", true},
-                           {"timeout", true},
-                           {"retries", true},
-                           {"get"},
-                           {"json"}});
-    if (options.flag("help")) {
-        std::cout << resolveHelp;
-        return ExitOk;
-    }
-    if (!options.positionals().empty()) throw UsageError{"resolve takes no positional arguments"};
-    std::string policyPath = options.required("policy");
-    std::string dst = options.required("dst");
-    bool json = options.flag("json");
+int resolve(const ResolveOptions& o) {
+    const std::string& policyPath = o.policy;
+    const std::string& dst = o.dst;
+    bool json = o.json;
     host::SaQuery query;
-    readRequestFields(options, query);
-    if (options.flag("get")) query.method = host::SaMethod::Get;
+    o.fields.read(query);
+    if (o.get) query.method = host::SaMethod::Get;
     host::RetryPolicy retry;
-    if (auto v = options.value("timeout")) {
-        retry.firstTimeout = std::chrono::milliseconds(parseNumberOption("timeout", *v, 600000));
+    if (o.timeout) {
+        retry.firstTimeout =
+            std::chrono::milliseconds(parseNumberOption("timeout", *o.timeout, 600000));
         if (retry.firstTimeout.count() == 0) throw UsageError{"--timeout must be at least 1 ms"};
     }
-    if (auto v = options.value("retries"))
-        retry.retries = static_cast<unsigned>(parseNumberOption("retries", *v, 20));
-    std::string hca = options.value("hca").value_or("");
-    int portNumber =
-        static_cast<int>(parseNumberOption("port", options.value("port").value_or("0"), 255));
+    if (o.retries)
+        retry.retries = static_cast<unsigned>(parseNumberOption("retries", *o.retries, 20));
+    std::string hca = o.hca.value_or("");
+    int portNumber = static_cast<int>(numberOption("port", o.port, 0, 255));
 
     int exitCode = ExitOk;
     std::optional<host::HostPlan> plan = loadPlanOrReport(policyPath, json, exitCode);
@@ -221,6 +195,27 @@ int runResolve(const std::vector<std::string>& args) {
               << ", rate enum " << int{r.rate} << ", packet-life " << int{r.packetLife} << ", pkey "
               << hex(r.pkey, 4) << "\n";
     return ExitOk;
+}
+
+}  // namespace
+
+void addResolve(Program& program) {
+    auto o = std::make_shared<ResolveOptions>();
+    CLI::App& c = program.command(
+        "resolve", "ask the Subnet Administrator for a path and show its SL, leaf and PCC slot",
+        resolveFooter, [o] { return resolve(*o); });
+    c.add_option("--policy", o->policy, "the QoS policy with the host-sched section")
+        ->required()
+        ->type_name("POLICY");
+    c.add_option("--dst", o->dst, "the destination")->required()->type_name("PORT");
+    addValue(c, "--hca", o->hca, "NAME", "local HCA (default: the first one)");
+    addValue(c, "--port", o->port, "N", "local port number (default: the first active port)");
+    o->fields.add(c);
+    addValue(c, "--timeout", o->timeout, "MS",
+             "first attempt's timeout, doubled for each retry (default 1000)");
+    addValue(c, "--retries", o->retries, "N", "attempts after the first (default 3)");
+    c.add_flag("--get", o->get, "use SubnAdmGet instead of SubnAdmGetTable");
+    c.add_flag("--json", o->json, "print one JSON object (below)");
 }
 
 }  // namespace ibqos::cli

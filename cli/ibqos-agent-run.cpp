@@ -6,10 +6,10 @@
 
 #include <cstdio>
 #include <iostream>
+#include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/ibqos-agent-commands.hpp"
-#include "cli/options.hpp"
 #include "common/json.hpp"
 #include "host-sched/agent/agent_server.hpp"
 #include "host-sched/agent/policy_plan.hpp"
@@ -20,9 +20,8 @@ namespace ibqos::cli {
 
 namespace {
 
-const char* const runHelp = R"(Usage: ibqos-agent run [options]
-
-The host daemon. It serves a unix socket where libibqos_preload.so, loaded into applications
+const char* const runFooter =
+    R"(The host daemon. It serves a unix socket where libibqos_preload.so, loaded into applications
 with LD_PRELOAD, reports every QP that reaches RTR (device, QP number, SL) and every QP
 destroyed. For each reported QP it applies the congestion-control slot of the leaf the SL
 attaches to, registering each slot's algorithm in the device's PCC engine first; it forgets
@@ -31,65 +30,38 @@ SIGTERM or SIGINT stop it cleanly, SIGHUP re-reads the policy (a policy with err
 reported and the current one kept). It writes the policy's compiled host plan, which the
 library reads, when it starts and at every reload.
 
-Options:
-  --policy POLICY      the QoS policy (default $IBQOS_POLICY, else /etc/ibqos/qos-policy.conf)
-  --socket PATH        the socket to serve (default /run/ibqos/agent.sock)
-  --plan PATH          where to write the compiled host plan (default /run/ibqos/host-plan)
-  --pcc ENGINE         auto (libmango when it loads, else simulated), mango or simulated
-                       (default auto)
-  --interval-us N      the PCC engine's algorithm interval (default 10)
-  --threads N          the PCC engine's threads (default 1)
-  -h, --help           show this help
+Exit status: 0 stopped by a signal, 1 the policy has errors, 2 usage or I/O error.)";
 
-Exit status: 0 stopped by a signal, 1 the policy has errors, 2 usage or I/O error.
-)";
-
-const char* const statusHelp = R"(Usage: ibqos-agent status [--socket PATH] [--json]
-
-Asks a running daemon for every QP it knows: process, device, QP number and type, SL, the
+const char* const statusFooter =
+    R"(Asks a running daemon for every QP it knows: process, device, QP number and type, SL, the
 leaf of that SL, whether the application's preload library attached it, and the PCC slot
-the daemon applied.
+the daemon applied. --json prints {"qps": [{"pid", "device", "port", "qpn", "type", "sl",
+"leaf", "attached", "pcc_slot", "pcc_algorithm"}]}.
 
-Options:
-  --socket PATH   the daemon's socket (default /run/ibqos/agent.sock)
-  --timeout MS    how long to wait for the answer (default 2000)
-  --json          print {"qps": [{"pid", "device", "port", "qpn", "type", "sl", "leaf",
-                  "attached", "pcc_slot", "pcc_algorithm"}]}
-  -h, --help      show this help
+Exit status: 0 success, 2 usage error or no daemon answering.)";
 
-Exit status: 0 success, 2 usage error or no daemon answering.
-)";
+struct RunOptions {
+    Value policy, socket, plan, intervalUs, threads;
+    std::string pcc = "auto";
+};
+
+struct StatusOptions {
+    Value socket, timeout;
+    bool json = false;
+};
 
 void log(const std::string& message) {
     std::fprintf(stderr, "ibqos-agent: %s\n", message.c_str());
     std::fflush(stderr);
 }
 
-}  // namespace
-
-int runDaemon(const std::vector<std::string>& args) {
-    Options options(args, {{"policy", true},
-                           {"socket", true},
-                           {"plan", true},
-                           {"pcc", true},
-                           {"interval-us", true},
-                           {"threads", true}});
-    if (options.flag("help")) {
-        std::cout << runHelp;
-        return ExitOk;
-    }
-    if (!options.positionals().empty()) throw UsageError{"run takes no positional arguments"};
-    std::string policyPath = options.value("policy").value_or(host::defaultPolicyPath());
-    std::string socketPath = options.value("socket").value_or(host::DefaultAgentSocket);
-    std::string planPath = options.value("plan").value_or(host::DefaultPlanPath);
-    std::string engine = options.value("pcc").value_or("auto");
-    if (engine != "auto" && engine != "mango" && engine != "simulated") {
-        throw UsageError{"--pcc takes auto, mango or simulated, not '" + engine + "'"};
-    }
-    auto interval = static_cast<uint32_t>(
-        parseNumberOption("interval-us", options.value("interval-us").value_or("10"), 1000000));
-    auto threads = static_cast<unsigned>(
-        parseNumberOption("threads", options.value("threads").value_or("1"), 1024));
+int runDaemon(const RunOptions& o) {
+    std::string policyPath = o.policy.value_or(host::defaultPolicyPath());
+    std::string socketPath = o.socket.value_or(host::DefaultAgentSocket);
+    std::string planPath = o.plan.value_or(host::DefaultPlanPath);
+    const std::string& engine = o.pcc;
+    auto interval = static_cast<uint32_t>(numberOption("interval-us", o.intervalUs, 10, 1000000));
+    auto threads = static_cast<unsigned>(numberOption("threads", o.threads, 1, 1024));
     if (interval == 0 || threads == 0)
         throw UsageError{"--interval-us and --threads must be at least 1"};
 
@@ -153,20 +125,13 @@ int runDaemon(const std::vector<std::string>& args) {
     return ExitOk;
 }
 
-int runStatus(const std::vector<std::string>& args) {
-    Options options(args, {{"socket", true}, {"timeout", true}, {"json"}});
-    if (options.flag("help")) {
-        std::cout << statusHelp;
-        return ExitOk;
-    }
-    if (!options.positionals().empty()) throw UsageError{"status takes no positional arguments"};
-    std::string socketPath = options.value("socket").value_or(host::DefaultAgentSocket);
-    auto timeout = std::chrono::milliseconds(
-        parseNumberOption("timeout", options.value("timeout").value_or("2000"), 600000));
+int showStatus(const StatusOptions& o) {
+    std::string socketPath = o.socket.value_or(host::DefaultAgentSocket);
+    auto timeout = std::chrono::milliseconds(numberOption("timeout", o.timeout, 2000, 600000));
     std::vector<host::AgentMessage> qps;
     std::string error;
     if (!host::requestAgentStatus(socketPath, timeout, qps, error)) throw IoError{error};
-    if (options.flag("json")) {
+    if (o.json) {
         Json list = Json::array();
         for (const host::AgentMessage& q : qps) {
             list.push_back({{"pid", q.pid},
@@ -200,6 +165,39 @@ int runStatus(const std::vector<std::string>& args) {
     }
     std::cout << qps.size() << (qps.size() == 1 ? " QP\n" : " QPs\n");
     return ExitOk;
+}
+
+}  // namespace
+
+void addRun(Program& program) {
+    auto o = std::make_shared<RunOptions>();
+    CLI::App& c =
+        program.command("run", "the daemon: apply PCC slots to the QPs libibqos_preload.so reports",
+                        runFooter, [o] { return runDaemon(*o); });
+    addValue(c, "--policy", o->policy, "POLICY",
+             "the QoS policy (default $IBQOS_POLICY, else /etc/ibqos/qos-policy.conf)");
+    addValue(c, "--socket", o->socket, "PATH",
+             "the socket to serve (default /run/ibqos/agent.sock)");
+    addValue(c, "--plan", o->plan, "PATH",
+             "where to write the compiled host plan (default /run/ibqos/host-plan)");
+    c.add_option("--pcc", o->pcc,
+                 "auto (libmango when it loads, else simulated), mango or simulated (default auto)")
+        ->type_name("ENGINE")
+        ->check(CLI::IsMember({"auto", "mango", "simulated"}));
+    addValue(c, "--interval-us", o->intervalUs, "N",
+             "the PCC engine's algorithm interval (default 10)");
+    addValue(c, "--threads", o->threads, "N", "the PCC engine's threads (default 1)");
+}
+
+void addStatus(Program& program) {
+    auto o = std::make_shared<StatusOptions>();
+    CLI::App& c = program.command(
+        "status", "show the QPs a running daemon knows, with their leaves and slots", statusFooter,
+        [o] { return showStatus(*o); });
+    addValue(c, "--socket", o->socket, "PATH",
+             "the daemon's socket (default /run/ibqos/agent.sock)");
+    addValue(c, "--timeout", o->timeout, "MS", "how long to wait for the answer (default 2000)");
+    c.add_flag("--json", o->json, "print the QPs as one JSON object (below)");
 }
 
 }  // namespace ibqos::cli
