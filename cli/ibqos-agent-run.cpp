@@ -2,11 +2,15 @@
 // ibqos-agent run and status: the daemon in the foreground, and a look at what it knows.
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/ibqos-agent-commands.hpp"
@@ -28,7 +32,9 @@ attaches to, registering each slot's algorithm in the device's PCC engine first;
 the QPs of a process whose connection closes. It runs in the foreground (systemd starts it);
 SIGTERM or SIGINT stop it cleanly, SIGHUP re-reads the policy (a policy with errors is
 reported and the current one kept). It writes the policy's compiled host plan, which the
-library reads, when it starts and at every reload.
+library reads, when it starts and at every reload. Under systemd (Type=notify) it reports
+READY=1 once the socket serves, RELOADING=1 and READY=1 around a reload, STOPPING=1, and,
+when the unit sets WatchdogSec, WATCHDOG=1 from its serving loop at half that interval.
 
 Exit status: 0 stopped by a signal, 1 the policy has errors, 2 usage or I/O error.)";
 
@@ -53,6 +59,25 @@ struct StatusOptions {
 void log(const std::string& message) {
     std::fprintf(stderr, "ibqos-agent: %s\n", message.c_str());
     std::fflush(stderr);
+}
+
+// Tells the service manager how the daemon is (nothing happens without $NOTIFY_SOCKET).
+void notify(const std::string& state) { sd_notify(0, state.c_str()); }
+
+// A timer at half the unit's WatchdogSec, polled by the serving loop itself: the pings stop
+// when the loop does. -1 when systemd asks for no watchdog.
+int watchdogTimer() {
+    uint64_t usec = 0;
+    if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0) return -1;
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (fd < 0) throw IoError{"timerfd_create failed"};
+    const uint64_t half = usec / 2 > 0 ? usec / 2 : 1;
+    itimerspec period{};
+    period.it_interval.tv_sec = static_cast<time_t>(half / 1000000);
+    period.it_interval.tv_nsec = static_cast<long>(half % 1000000 * 1000);
+    period.it_value = period.it_interval;
+    timerfd_settime(fd, 0, &period, nullptr);
+    return fd;
 }
 
 int runDaemon(const RunOptions& o) {
@@ -95,16 +120,29 @@ int runDaemon(const RunOptions& o) {
         close(signalFd);
         throw IoError{error};
     }
-    log("serving " + socketPath + " for policy " + policyPath + " (" + std::to_string(leaves) +
-        " leaves, " + std::to_string(slots) + " PCC slots, engine " + engine + ")");
+    const std::string serving = "serving " + socketPath + " for policy " + policyPath + " (" +
+                                std::to_string(leaves) + " leaves, " + std::to_string(slots) +
+                                " PCC slots, engine " + engine + ")";
+    log(serving);
+    const int timerFd = watchdogTimer();
+    notify("READY=1\nSTATUS=" + serving);
 
-    server.run(signalFd, [&]() {
+    std::vector<int> events{signalFd};
+    if (timerFd >= 0) events.push_back(timerFd);
+    server.run(events, [&](int fd) {
+        if (fd == timerFd) {
+            uint64_t expirations;
+            if (read(timerFd, &expirations, sizeof expirations) > 0) notify("WATCHDOG=1");
+            return true;
+        }
         signalfd_siginfo info{};
         if (read(signalFd, &info, sizeof info) != sizeof info) return true;
         if (info.ssi_signo != SIGHUP) {
             log(std::string("stopping on ") + (info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM"));
+            notify("STOPPING=1");
             return false;
         }
+        notify("RELOADING=1");
         std::string why;
         auto fresh = host::loadHostPlan(policyPath, why);
         if (!fresh) {
@@ -118,9 +156,11 @@ int runDaemon(const RunOptions& o) {
             state.replacePlan(std::move(*fresh));
             log("SIGHUP: policy " + policyPath + " reloaded");
         }
+        notify("READY=1");
         return true;
     });
     state.shutdown();
+    if (timerFd >= 0) close(timerFd);
     close(signalFd);
     return ExitOk;
 }

@@ -161,12 +161,13 @@ void AgentServer::drop(uint64_t id) {
     state_.clientGone(id);
 }
 
-void AgentServer::run(int eventFd, const std::function<bool()>& onEvent) {
+void AgentServer::run(const std::vector<int>& eventFds, const std::function<bool(int)>& onEvent) {
+    const size_t first = 1 + eventFds.size();  // fds[first...] are the clients
     for (;;) {
         std::vector<pollfd> fds;
         std::vector<uint64_t> ids;
         fds.push_back({listenFd_, POLLIN, 0});
-        fds.push_back({eventFd, POLLIN, 0});
+        for (int fd : eventFds) fds.push_back({fd, POLLIN, 0});
         for (auto& [id, client] : clients_) {
             short events = POLLIN;
             if (!client.outbox.empty()) events |= POLLOUT;
@@ -177,11 +178,11 @@ void AgentServer::run(int eventFd, const std::function<bool()>& onEvent) {
             if (errno == EINTR) continue;
             return;
         }
-        if (fds[1].revents & POLLIN) {
-            if (!onEvent()) return;
+        for (size_t i = 1; i < first; ++i) {
+            if ((fds[i].revents & POLLIN) && !onEvent(fds[i].fd)) return;
         }
         for (size_t i = 0; i < ids.size(); ++i) {
-            short revents = fds[i + 2].revents;
+            short revents = fds[first + i].revents;
             if (!revents) continue;
             auto it = clients_.find(ids[i]);
             if (it == clients_.end()) continue;

@@ -25,9 +25,9 @@ class AgentServer {
     // Creates the socket (and its directory). Refuses when another agent answers on it;
     // replaces a stale socket file. Returns false with error set.
     bool listen(std::string& error);
-    // Serves until onEvent returns false. eventFd is polled too (a signalfd: SIGTERM,
-    // SIGHUP); when it is readable onEvent is called and decides whether to go on.
-    void run(int eventFd, const std::function<bool()>& onEvent);
+    // Serves until onEvent returns false. The eventFds are polled too (a signalfd for SIGTERM
+    // and SIGHUP, a watchdog timer); when one is readable onEvent(fd) decides whether to go on.
+    void run(const std::vector<int>& eventFds, const std::function<bool(int)>& onEvent);
     size_t clientCount() const { return clients_.size(); }
 
   private:

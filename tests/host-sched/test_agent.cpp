@@ -288,7 +288,7 @@ TEST_CASE("the server serves reports and status over its socket and survives bad
         CHECK_FALSE(second.listen(error));
         CHECK(error.find("another agent") != std::string::npos);
 
-        std::thread serving([&] { server.run(stop[0], [] { return false; }); });
+        std::thread serving([&] { server.run({stop[0]}, [](int) { return false; }); });
         auto connectClient = [&] {
             int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
             sockaddr_un address{};
