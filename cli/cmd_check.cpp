@@ -41,7 +41,7 @@ void addCheck(Program& program) {
                                   "report every problem in a policy file (and, with a topology, "
                                   "in its tables)",
                                   checkFooter, [o] { return check(*o); });
-    c.add_option("POLICY", o->policy, "the policy file")->required()->type_name("");
+    addPolicyArgument(c, o->policy);
     o->fabric.add(c, false);
     c.add_flag("--json", o->json,
                "print the diagnostics on stdout as a JSON array of {\"severity\", \"code\", "

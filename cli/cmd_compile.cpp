@@ -83,7 +83,7 @@ void addCompile(Program& program) {
     CLI::App& c = program.command(
         "compile", "the tables every port of a fabric receives, VL shares, or a plain OpenSM setup",
         compileFooter, [o] { return compile(*o); });
-    c.add_option("POLICY", o->policy, "the policy file")->required()->type_name("");
+    addPolicyArgument(c, o->policy);
     o->fabric.add(c, true);
     c.add_option("--emit", o->emit, "what to write: tables, json, shares or opensm (below)")
         ->required()

@@ -479,7 +479,7 @@ void addQuery(Program& program) {
                                   "which QoS level, SL and PKey the SA answers for a path, "
                                   "and why",
                                   queryFooter, [o] { return query(*o); });
-    c.add_option("POLICY", o->policy, "the policy file")->required()->type_name("");
+    addPolicyArgument(c, o->policy);
     o->fabric.add(c, true);
     CLI::Option* src = addValue(c, "--src", o->src, "PORT", "the source end of the path");
     CLI::Option* dst = addValue(c, "--dst", o->dst, "PORT", "its destination end");

@@ -91,7 +91,7 @@ void addVerify(Program& program) {
     CLI::App& c = program.command(
         "verify", "compare every port's tables on the live fabric with what the policy compiles to",
         verifyFooter, [o] { return verify(*o); });
-    c.add_option("POLICY", o->policy, "the policy file")->required()->type_name("");
+    addPolicyArgument(c, o->policy);
     addValue(c, "--partitions", o->partitions, "FILE",
              "the partitions.conf the SM uses (default: the Default partition only)");
     addValue(c, "--sm", o->sm, "PORT",

@@ -144,6 +144,10 @@ CLI::Option* addValue(CLI::App& command, const std::string& name, Value& value,
     return command.add_option(name, value, help)->type_name(type);
 }
 
+void addPolicyArgument(CLI::App& command, std::string& policy) {
+    command.add_option("POLICY", policy, "the policy file")->required()->type_name("");
+}
+
 uint64_t parseNumberOption(const std::string& name, const std::string& text, uint64_t max) {
     if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) {
         throw UsageError{"--" + name + " takes a number, not '" + text + "'"};

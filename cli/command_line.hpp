@@ -56,6 +56,9 @@ class Program {
 CLI::Option* addValue(CLI::App& command, const std::string& name, Value& value,
                       const std::string& type, const std::string& help);
 
+// The required POLICY argument every policy command takes.
+void addPolicyArgument(CLI::App& command, std::string& policy);
+
 // An unsigned number (decimal, 0x hex or 0 octal) from an option, or a UsageError naming it.
 uint64_t parseNumberOption(const std::string& name, const std::string& text, uint64_t max);
 // The same with a default for an option not given.

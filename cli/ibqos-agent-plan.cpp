@@ -221,7 +221,7 @@ void addPlan(Program& program) {
     CLI::App& c =
         program.command("plan", "show the scheduling tree and PCC slots a policy gives every host",
                         planFooter, [o] { return showPlan(*o); });
-    c.add_option("POLICY", o->policy, "the policy file")->required()->type_name("");
+    addPolicyArgument(c, o->policy);
     addValue(c, "--output", o->output, "FILE",
              "write the compiled plan libibqos_preload.so reads (IBQOS_PLAN) to FILE, as "
              "`ibqos-agent run` does, instead of showing it");
@@ -233,7 +233,7 @@ void addSimulate(Program& program) {
     CLI::App& c =
         program.command("simulate", "compute each leaf's long-run rate on a link of a given speed",
                         simulateFooter, [o] { return simulateLink(*o); });
-    c.add_option("POLICY", o->policy, "the policy file")->required()->type_name("");
+    addPolicyArgument(c, o->policy);
     c.add_option("--link-mbps", o->linkMbps, "the link's rate in Mbit/s")
         ->required()
         ->type_name("N");

@@ -8,6 +8,7 @@ watchdog ping must come at least every half interval; SIGHUP must give RELOADING
 READY=1; SIGTERM STOPPING=1 and exit status 0. Without $WATCHDOG_USEC no ping may come.
 """
 import argparse
+import contextlib
 import os
 import signal
 import socket
@@ -52,11 +53,26 @@ def wait_for(listener, line, timeout=10.0):
     return seen, None
 
 
+@contextlib.contextmanager
 def daemon(scratch, env):
+    """The agent serving SCRATCH/agent.sock, and a bound $NOTIFY_SOCKET listener; both gone after."""
+    notify_path = os.path.join(scratch, "notify")
+    if os.path.exists(notify_path):
+        os.unlink(notify_path)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener.bind(notify_path)
     sock = os.path.join(scratch, "agent.sock")
     argv = [args.agent, "run", "--policy", args.policy, "--socket", sock,
             "--plan", os.path.join(scratch, "host-plan"), "--pcc", "simulated"]
-    return sock, subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(argv, env=dict(env, NOTIFY_SOCKET=notify_path), stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        yield sock, p, listener
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        listener.close()
 
 
 def status_answers(sock):
@@ -66,13 +82,9 @@ def status_answers(sock):
 
 
 with tempfile.TemporaryDirectory(prefix="ibqos-notify-") as scratch:
-    notify_path = os.path.join(scratch, "notify")
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    listener.bind(notify_path)
-    env = dict(os.environ, NOTIFY_SOCKET=notify_path, WATCHDOG_USEC="200000")
+    env = dict(os.environ, WATCHDOG_USEC="200000")
     env.pop("WATCHDOG_PID", None)
-    sock, p = daemon(scratch, env)
-    try:
+    with daemon(scratch, env) as (sock, p, listener):
         _, ready = wait_for(listener, "READY=1")
         check(ready is not None, "READY=1 arrives after the start")
         check(ready is not None and any(line.startswith("STATUS=serving " + sock) for line in ready),
@@ -98,29 +110,14 @@ with tempfile.TemporaryDirectory(prefix="ibqos-notify-") as scratch:
         _, stopping = wait_for(listener, "STOPPING=1")
         check(stopping is not None, "SIGTERM: STOPPING=1")
         check(p.wait(timeout=10) == 0, "SIGTERM: exit status 0")
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    listener.close()
 
-    os.unlink(notify_path)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    listener.bind(notify_path)
-    env = dict(os.environ, NOTIFY_SOCKET=notify_path)
-    env.pop("WATCHDOG_USEC", None)
-    sock, p = daemon(scratch, env)
-    try:
+    env.pop("WATCHDOG_USEC")
+    with daemon(scratch, env) as (sock, p, listener):
         _, ready = wait_for(listener, "READY=1")
         check(ready is not None, "without a watchdog: READY=1")
         message = receive(listener, 0.5)
         check(message is None or "WATCHDOG=1" not in message, "without WATCHDOG_USEC: no ping")
         p.send_signal(signal.SIGTERM)
         check(p.wait(timeout=10) == 0, "without a watchdog: SIGTERM gives exit status 0")
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    listener.close()
 
 sys.exit(1 if failures else 0)
