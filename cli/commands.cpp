@@ -26,6 +26,10 @@ const SourceFile& Inputs::load(const std::string& path) {
     return *it->second;
 }
 
+void Inputs::add(const std::string& name, std::string text) {
+    files_[name] = std::make_unique<SourceFile>(name, std::move(text));
+}
+
 const SourceFile* Inputs::find(const std::string& name) const {
     auto it = files_.find(name);
     return it == files_.end() ? nullptr : it->second.get();
@@ -80,15 +84,24 @@ OpenSmConf loadOpenSmConf(const Value& path, Inputs& inputs, Diagnostics& diagno
     return path ? readOpenSmConf(inputs.load(*path), diagnostics) : OpenSmConf{};
 }
 
+std::vector<std::unique_ptr<FabricCompilation>> compileForFabric(
+    const std::vector<const Policy*>& policies, const FabricOptions& options, Inputs& inputs,
+    Diagnostics& diagnostics, CompileStage upTo) {
+    std::optional<Fabric> fabric = loadFabric(options, inputs, diagnostics);
+    if (!fabric) return {};
+    OpenSmConf conf = loadOpenSmConf(options.opensmConf, inputs, diagnostics);
+    negotiateOperVls(*fabric, conf.maxOpVls);
+    std::vector<std::unique_ptr<FabricCompilation>> out;
+    for (const Policy* policy : policies)
+        out.push_back(FabricCompilation::compile(*policy, *fabric, conf, diagnostics, upTo));
+    return out;
+}
+
 std::unique_ptr<FabricCompilation> compileForFabric(const Policy& policy,
                                                     const FabricOptions& options, Inputs& inputs,
                                                     Diagnostics& diagnostics, CompileStage upTo) {
-    std::optional<Fabric> fabric = loadFabric(options, inputs, diagnostics);
-    if (!fabric) return nullptr;
-    OpenSmConf conf = loadOpenSmConf(options.opensmConf, inputs, diagnostics);
-    negotiateOperVls(*fabric, conf.maxOpVls);
-    return FabricCompilation::compile(policy, std::move(*fabric), std::move(conf), diagnostics,
-                                      upTo);
+    auto compiled = compileForFabric({&policy}, options, inputs, diagnostics, upTo);
+    return compiled.empty() ? nullptr : std::move(compiled.front());
 }
 
 void writeFileAtomically(const std::string& path, const std::string& content) {

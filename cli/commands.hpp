@@ -22,6 +22,8 @@ class Inputs {
   public:
     // Loads a file or throws IoError.
     const SourceFile& load(const std::string& path);
+    // Holds a text made in the program under a name that load() then returns.
+    void add(const std::string& name, std::string text);
     const SourceFile* find(const std::string& name) const;
 
   private:
@@ -54,6 +56,10 @@ OpenSmConf loadOpenSmConf(const Value& path, Inputs& inputs, Diagnostics& diagno
 std::unique_ptr<FabricCompilation> compileForFabric(
     const Policy& policy, const FabricOptions& options, Inputs& inputs, Diagnostics& diagnostics,
     CompileStage upTo = CompileStage::Realizability);
+// The same for several policies on one fabric, whose files are read once.
+std::vector<std::unique_ptr<FabricCompilation>> compileForFabric(
+    const std::vector<const Policy*>& policies, const FabricOptions& options, Inputs& inputs,
+    Diagnostics& diagnostics, CompileStage upTo);
 
 // Writes a file whole or not at all: a temporary file renamed over the target. Throws IoError.
 void writeFileAtomically(const std::string& path, const std::string& content);
@@ -63,5 +69,6 @@ void addCheck(Program& program);
 void addCompile(Program& program);
 void addVerify(Program& program);
 void addQuery(Program& program);
+void addDiff(Program& program);
 
 }  // namespace ibqos::cli

@@ -16,5 +16,6 @@ int main(int argc, char** argv) {
     addVerify(program);
 #endif
     addQuery(program);
+    addDiff(program);
     return program.main(argc, argv);
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/diagnostics.hpp"
+#include "common/json.hpp"
 #include "compiler/bind.hpp"
 #include "compiler/tables.hpp"
 #include "fabric/opensm_conf.hpp"
@@ -16,6 +17,9 @@ namespace ibqos {
 // {"ports": [...], "diagnostics": [...]} exactly as the command-line contract gives it.
 std::string emitTablesJson(const BoundPolicy& bound, const FabricTables& tables,
                            const std::vector<Diagnostic>& diagnostics);
+
+// One port's object of that document: its identity, OperVLs, SL2VL pairs and VLArb lists.
+Json portTablesJson(const Fabric& fabric, const FabricTables& tables, const PortTables& port);
 
 // The tables for people: ports with identical tables grouped, each distinct table once.
 std::string emitTablesText(const BoundPolicy& bound, const FabricTables& tables);

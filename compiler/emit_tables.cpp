@@ -45,34 +45,36 @@ const char* nodeTypeName(NodeType type) {
     return "CA";
 }
 
+Json portTablesJson(const Fabric& fabric, const FabricTables& tables, const PortTables& t) {
+    const FabricPort& port = fabric.ports[t.port];
+    const FabricNode& node = fabric.nodes[port.node];
+    bool onSwitch = node.type == NodeType::Switch;
+    Json sl2vl = Json::array();
+    for (unsigned in = 0; in < inPortCount(fabric, t); ++in) {
+        const Sl2VlTable& table = tables.sl2vls[t.sl2vlFor(in)];
+        sl2vl.push_back({{"in", in}, {"out", onSwitch ? port.number : 0}, {"vl", table}});
+    }
+    return {{"guid", hex(port.guid, 16)},
+            {"port", port.number},
+            {"lid", port.lid},
+            {"node_type", nodeTypeName(node.type)},
+            {"node_desc", node.description},
+            {"oper_vls", dataVls(t.operVls)},
+            {"high_limit", t.highLimit},
+            {"sl2vl", std::move(sl2vl)},
+            {"vlarb_high", vlArbJson(tables.vlarbs[t.vlArbHigh], sentEntries(t, true))},
+            {"vlarb_low", vlArbJson(tables.vlarbs[t.vlArbLow], sentEntries(t, false))}};
+}
+
 // One port's object per line. The document is put together a port at a time: a fabric of
 // 144,000 ports makes 330 MB of JSON, and the whole of it as one nlohmann document would take
 // several GB.
 std::string emitTablesJson(const BoundPolicy& bound, const FabricTables& tables,
                            const std::vector<Diagnostic>& diagnostics) {
-    const Fabric& fabric = *bound.fabric;
     std::string out = "{\"ports\":[";
     for (const PortTables& t : tables.ports) {
-        const FabricPort& port = fabric.ports[t.port];
-        const FabricNode& node = fabric.nodes[port.node];
-        bool onSwitch = node.type == NodeType::Switch;
-        Json sl2vl = Json::array();
-        for (unsigned in = 0; in < inPortCount(fabric, t); ++in) {
-            const Sl2VlTable& table = tables.sl2vls[t.sl2vlFor(in)];
-            sl2vl.push_back({{"in", in}, {"out", onSwitch ? port.number : 0}, {"vl", table}});
-        }
-        Json object = {{"guid", hex(port.guid, 16)},
-                       {"port", port.number},
-                       {"lid", port.lid},
-                       {"node_type", nodeTypeName(node.type)},
-                       {"node_desc", node.description},
-                       {"oper_vls", dataVls(t.operVls)},
-                       {"high_limit", t.highLimit},
-                       {"sl2vl", std::move(sl2vl)},
-                       {"vlarb_high", vlArbJson(tables.vlarbs[t.vlArbHigh], sentEntries(t, true))},
-                       {"vlarb_low", vlArbJson(tables.vlarbs[t.vlArbLow], sentEntries(t, false))}};
         out += out.back() == '[' ? "\n" : ",\n";
-        out += dumpJson(object);
+        out += dumpJson(portTablesJson(*bound.fabric, tables, t));
     }
     out += "\n],\"diagnostics\":" + dumpJson(diagnosticsJson(diagnostics)) + "}\n";
     return out;

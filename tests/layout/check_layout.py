@@ -153,7 +153,7 @@ defined_only_in("the language's block keywords", r'"(?:%s)"' % "|".join(map(re.e
 # JSON: documents built with nlohmann-json and printed by common/json.cpp; JSON written as text
 # only where a comment there says why (the streamed port list, the query batch's hot path).
 defined_only_in("JSON written by hand", r'"[^"\n]*\\"[a-z_]+\\"\s*:',
-                {"compiler/emit_tables.cpp", "cli/cmd_query.cpp"})
+                {"compiler/emit_tables.cpp", "cli/answer_json.hpp"})
 defined_only_in("the JSON printers", definition("dumpJson", "jsonNumber"), {"common/json.cpp"},
                 everywhere)
 defined_only_in("text and hash helpers", definition("fnv1a", "parseNumber", "hex"),

@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""`ibqos diff` against brute force: generated policy pairs on the qos-lab fabric, requests drawn
+from the numbers the policies use, each answered by `ibqos query --batch` under both policies.
+Every request whose answer changes must lie in a region with its answers (for a request that
+asks for no SL);
+a request whose answer stays (and is not rejected under both) may lie in a region only through
+the two documented limits of the region form (a loopback path; a field that is "any" because
+requests without it change). Pairs: a policy and itself with comments and blank lines added
+(exit 0), a policy and the same with one level's SL changed, and unrelated policies."""
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--ibqos", required=True)
+ap.add_argument("--source-root", required=True)
+ap.add_argument("--pairs", type=int, default=12)
+ap.add_argument("--requests", type=int, default=400)
+args = ap.parse_args()
+sys.path.insert(0, os.path.join(args.source_root, "tests", "conformance"))
+import policygen  # noqa: E402
+
+FABRICS = os.path.join(args.source_root, "samples", "fabrics")
+TOPOLOGY = os.path.join(FABRICS, "qos-lab.ibnetdiscover")
+PARTITIONS = os.path.join(FABRICS, "qos-lab.partitions.conf")
+SM = "0x100001"
+FABRIC_ARGS = ["--topology", TOPOLOGY, "--partitions", PARTITIONS, "--sm", SM]
+FIELDS = ("status", "sl", "mtu_limit", "rate_limit", "packet_life", "pkeys", "pkey")
+NUMBER = re.compile(r"0x[0-9a-f]+|\d+", re.I)
+failures = []
+
+
+def check(condition, message):
+    if not condition:
+        failures.append(message)
+        print("FAIL " + message)
+    return condition
+
+
+def ibqos(*argv, stdin=None):
+    return subprocess.run([args.ibqos, *argv], capture_output=True, text=True, input=stdin, timeout=300)
+
+
+def numbers(text, keyword, limit):
+    out = set()
+    for line in text.lower().split("\n"):
+        code = line.split("#", 1)[0]
+        if keyword in code:
+            for token in NUMBER.findall(code):
+                v = int(token, 16) if token.startswith("0x") else int(token)
+                out.update(x for x in (v - 1, v, v + 1) if 0 <= x <= limit)
+    return sorted(out)
+
+
+def requests_for(rng, texts, guids, count):
+    sids = sorted(set().union(*(numbers(t, "service-id", (1 << 64) - 1) for t in texts))) or [1]
+    classes = sorted(set().union(*(numbers(t, "qos-class", 4095) for t in texts))) or [0]
+    pkeys = sorted(set().union(*(numbers(t, "pkey", 0xffff) for t in texts)) | {0x7fff, 0xffff, 1, 0x8001, 2})
+    out = []
+    for _ in range(count):
+        out.append((rng.choice(guids), rng.choice(guids),
+                    rng.choice(sids) if rng.random() < 0.5 else None,
+                    rng.choice(classes) if rng.random() < 0.4 else None,
+                    rng.choice(pkeys) if rng.random() < 0.4 else None,
+                    rng.randrange(16) if rng.random() < 0.15 else None))
+    return out
+
+
+def batch(policy, requests):
+    text = "".join(" ".join("-" if v is None else (v if isinstance(v, str) else hex(v)) for v in r) + "\n"
+                   for r in requests)
+    p = ibqos("query", policy, *FABRIC_ARGS, "--batch", "-", stdin=text)
+    return [json.loads(line) for line in p.stdout.splitlines()]
+
+
+def changed(a, b):
+    if a["status"] == "rejected" and b["status"] == "rejected":
+        return False
+    return any(a[f] != b[f] for f in FIELDS)
+
+
+def in_values(value, ranges):
+    if ranges is None:
+        return True
+    return value is not None and any(lo <= value <= hi for lo, hi in ranges)
+
+
+def holds(region, r):
+    src, dst, sid, qos, pkey, _ = r
+    return (int(src, 16) in region["source_set"] and int(dst, 16) in region["destination_set"] and in_values(sid, region["service_ids"])
+            and in_values(qos, region["qos_classes"]) and in_values(pkey, region["pkeys"]))
+
+
+def compare(name, old_path, new_path, old_text, new_text, rng, guids):
+    d = ibqos("diff", old_path, new_path, *FABRIC_ARGS, "--json")
+    if not check(d.returncode in (0, 1), f"{name}: ibqos diff exit {d.returncode}: {d.stderr[-300:]}"):
+        return None
+    out = json.loads(d.stdout)
+    for g in out["regions"]:
+        g["source_set"] = {int(x, 16) for x in g["sources"]}
+        g["destination_set"] = {int(x, 16) for x in g["destinations"]}
+    check(out["equivalent"] == (d.returncode == 0), f"{name}: exit status and 'equivalent' disagree")
+    check(out["equivalent"] == (not out["regions"] and not out["ports"]), f"{name}: 'equivalent' and the lists disagree")
+    requests = requests_for(rng, [old_text, new_text], guids, args.requests)
+    old, new = batch(old_path, requests), batch(new_path, requests)
+    excused = []
+    for r, a, b in zip(requests, old, new):
+        regions = [g for g in out["regions"] if holds(g, r)]
+        if changed(a, b):
+            # The region's answers are those of a request that asks for no SL; where regions
+            # overlap (a field "any" because its absence changes), one of them is the request's.
+            own = [g for g in regions if r[5] is not None or (
+                g["old"]["status"] == a["status"] and g["new"]["status"] == b["status"]
+                and g["old"]["sl"] == a["sl"] and g["new"]["sl"] == b["sl"] and g["new"]["pkey"] == b["pkey"])]
+            check(regions, f"{name}: {r} changes ({a} -> {b}) but lies in no region")
+            check(not regions or own, f"{name}: {r} lies only in regions whose answers are not its own")
+        elif regions and not (a["status"] == "rejected" and b["status"] == "rejected"):
+            excused.append((r, regions))
+    # An unchanged request in a region is allowed only by the documented limits.
+    stripped = []
+    for r, regions in excused:
+        if r[0] == r[1]:
+            continue
+        g = regions[0]
+        fields = [i for i, key in ((2, "service_ids"), (3, "qos_classes"), (4, "pkeys"))
+                  if g[key] is None and r[i] is not None]
+        s = list(r)
+        s[5] = None  # regions say nothing of the requested SL
+        for i in fields:
+            s[i] = None
+        stripped.append((r, tuple(s), bool(fields)))
+    if stripped:
+        plain = [s for _, s, _ in stripped]
+        for (r, s, had), a, b in zip(stripped, batch(old_path, plain), batch(new_path, plain)):
+            check(had and changed(a, b), f"{name}: {r} keeps its answer but lies in a region")
+    return out
+
+
+def main():
+    topology = open(TOPOLOGY).read()
+    profile = policygen.profile_from_files(topology, open(PARTITIONS).read(), int(SM, 16), "qos-lab")
+    guids = sorted({"0x%x" % p["guid"] for p in profile.ports})
+    rng = random.Random(7)
+    cases = 0
+    with tempfile.TemporaryDirectory(prefix="ibqos-diff-") as scratch:
+        seed = 5000
+        while cases < args.pairs and seed < 6000:
+            seed += 1
+            g = policygen.generate(seed, profile, invalid=False)
+            old_path = os.path.join(scratch, f"old-{seed}.conf")
+            with open(old_path, "w") as f:
+                f.write(g.text)
+            if ibqos("check", old_path, *FABRIC_ARGS).returncode != 0:
+                continue
+            cases += 1
+            # The same policy with comments and blank lines: no change, exit 0.
+            noisy = "# a comment\n\n" + g.text.replace("\n", "\n\n", 3) + "\n# the end\n"
+            noisy_path = os.path.join(scratch, f"noisy-{seed}.conf")
+            with open(noisy_path, "w") as f:
+                f.write(noisy)
+            d = ibqos("diff", old_path, noisy_path, *FABRIC_ARGS)
+            check(d.returncode == 0, f"seed {seed}: comments and blank lines are a change: {d.stdout[:400]}")
+            # One level's SL moved.
+            levels = list(re.finditer(r"(?im)^(\s*sl\s*:\s*)(\d+)", g.text))
+            if levels:
+                m = rng.choice(levels)
+                sl = (int(m.group(2)) + 1) % 16
+                moved = g.text[:m.start(2)] + str(sl) + g.text[m.end(2):]
+                moved_path = os.path.join(scratch, f"moved-{seed}.conf")
+                with open(moved_path, "w") as f:
+                    f.write(moved)
+                if ibqos("check", moved_path, *FABRIC_ARGS).returncode == 0:
+                    compare(f"seed {seed} sl moved", old_path, moved_path, g.text, moved, rng, guids)
+            # An unrelated policy.
+            other = policygen.generate(seed + 10000, profile, invalid=False)
+            other_path = os.path.join(scratch, f"other-{seed}.conf")
+            with open(other_path, "w") as f:
+                f.write(other.text)
+            if ibqos("check", other_path, *FABRIC_ARGS).returncode == 0:
+                compare(f"seed {seed} vs {seed + 10000}", old_path, other_path, g.text, other.text, rng, guids)
+    check(cases >= args.pairs // 2, f"only {cases} usable generated policies")
+    print(f"{cases} policies, {len(failures)} failures")
+    return 1 if failures else 0
+
+
+sys.exit(main())
