@@ -184,6 +184,23 @@ def main():
                 f.write(other.text)
             if ibqos("check", other_path, *FABRIC_ARGS).returncode == 0:
                 compare(f"seed {seed} vs {seed + 10000}", old_path, other_path, g.text, other.text, rng, guids)
+    # Tables: the ports listed are exactly those whose compiled tables differ.
+    policies = os.path.join(args.source_root, "samples", "policies")
+    old_path, new_path = (os.path.join(policies, n) for n in ("qos-lab-handwritten.conf", "qos-lab-setup.conf"))
+    d = json.loads(ibqos("diff", old_path, new_path, *FABRIC_ARGS, "--json").stdout)
+
+    def tables(path):
+        out = json.loads(ibqos("compile", path, *FABRIC_ARGS, "--emit", "json").stdout)
+        return {(p["guid"], p["port"]): p for p in out["ports"]}
+
+    before, after = tables(old_path), tables(new_path)
+    differ = {k for k in before if before[k] != after.get(k)}
+    listed = {(p["guid"], p["port"]) for p in d["ports"]}
+    check(differ and listed == differ, f"tables: diff lists {sorted(listed)}, compile differs on {sorted(differ)}")
+    for p in d["ports"]:
+        k = (p["guid"], p["port"])
+        check(p["old"] == before[k] and p["new"] == after[k], f"tables: {k}: old/new are not compile's objects")
+        check(p["sl2vl"] == (before[k]["sl2vl"] != after[k]["sl2vl"]), f"tables: {k}: sl2vl flag wrong")
     check(cases >= args.pairs // 2, f"only {cases} usable generated policies")
     print(f"{cases} policies, {len(failures)} failures")
     return 1 if failures else 0
