@@ -1,62 +1,476 @@
 // SPDX-License-Identifier: MIT
-// Pass 4: a match rule that can never match because an earlier rule matches every request it does.
+// Pass 4: match rules no request can reach, because the rules before them together match every
+// request they do, on every fabric the policy could meet.
+//
+// Without a fabric, a port has one GUID, one node type and one NodeDescription/port, any
+// partitions and PKeys, and may be the SM's own. Group selectors are positive, so a rule is
+// reachable exactly when a minimal witness escapes every earlier rule: a port for each selector
+// of the rule's groups (in each node type; GUIDs and PKeys one per elementary interval that can
+// tell the groups apart, elsewhere a GUID no group names), with one value of each elementary
+// interval of the fields. Only earlier rules that can overlap the rule are compared, found
+// through an index per field and per group, so a policy whose rules overlap few others is
+// checked in near-linear time; a rule that would cost more than a bound gets a note.
+#include <algorithm>
+#include <map>
+#include <optional>
 #include <string>
 
 #include "compiler/passes.hpp"
+#include "fabric/node_type.hpp"
 
 namespace ibqos::passes {
 
 namespace {
 
-bool subset(const std::vector<NameRef>& small, const std::vector<NameRef>& big) {
-    for (const NameRef& s : small) {
-        bool found = false;
-        for (const NameRef& b : big) found |= sameName(s.name, b.name);
-        if (!found) return false;
+constexpr NodeType Types[] = {NodeType::Ca, NodeType::Switch, NodeType::Router};
+constexpr size_t WideRule = 64;            // intervals past which a rule is indexed as "wide"
+constexpr uint64_t WorkBound = 1'000'000;  // witness requests x candidate words, per rule
+constexpr size_t GroupIndexFrom = 64;      // field candidates past which groups are tried
+constexpr size_t MaxCandidates = 1024;     // overlapping earlier rules a rule is judged against
+
+// Elementary intervals of a value domain: starts, each interval up to the next start.
+struct Cuts {
+    std::vector<uint64_t> starts{0};
+    uint64_t max = 0;
+
+    void add(const RangeSet& set) {
+        for (const Range& r : set.ranges()) {
+            starts.push_back(r.lo);
+            if (r.hi < max) starts.push_back(r.hi + 1);
+        }
     }
-    return true;
-}
-
-// True when every port of b is certainly in a, judged from the definitions alone (membership
-// is the union of the group's selectors, so b's selectors being a's selectors is enough).
-bool groupCovers(const PortGroup& a, const PortGroup& b) {
-    if (&a == &b) return true;
-    if ((b.nodeTypes & ~a.nodeTypes) != 0 || (b.self && !a.self)) return false;
-    if (!a.guids.covers(b.guids) || !a.pkeys.covers(b.pkeys)) return false;
-    if (!subset(b.partitions, a.partitions)) return false;
-    for (const PortNameRef& n : b.portNames) {
-        bool found = false;
-        for (const PortNameRef& m : a.portNames)
-            found |= m.nodeDescription == n.nodeDescription && m.port == n.port;
-        if (!found) return false;
+    void finish() {
+        std::sort(starts.begin(), starts.end());
+        starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
     }
-    return true;
-}
-
-// Every port that can satisfy later's group list also satisfies earlier's.
-bool groupsCover(const Policy& p, const std::vector<uint32_t>& earlier,
-                 const std::vector<uint32_t>& later) {
-    if (earlier.empty()) return true;
-    if (later.empty()) return false;
-    for (uint32_t l : later) {
-        bool covered = false;
-        for (uint32_t e : earlier) covered |= groupCovers(p.groups[e], p.groups[l]);
-        if (!covered) return false;
+    size_t find(uint64_t v) const {
+        return static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), v) -
+                                   starts.begin()) -
+               1;
     }
-    return true;
+    // The starts of the intervals inside set (set's ends must be cuts).
+    std::vector<uint64_t> inside(const RangeSet& set) const {
+        std::vector<uint64_t> out;
+        for (const Range& r : set.ranges()) {
+            for (size_t i = find(r.lo); i < starts.size() && starts[i] <= r.hi; ++i)
+                out.push_back(starts[i]);
+        }
+        return out;
+    }
+};
+
+// A port as the rules see it.
+struct Witness {
+    uint64_t guid = 0;
+    NodeType type = NodeType::Ca;
+    bool self = false;
+    const PortNameRef* name = nullptr;
+    const std::string* partition = nullptr;
+    std::optional<uint64_t> pkey;
+};
+
+bool holds(const PortGroup& g, const Witness& w) {
+    if ((g.nodeTypes & nodeTypeBit(w.type)) || (g.self && w.self) || g.guids.contains(w.guid))
+        return true;
+    if (w.name) {
+        // A switch answers to any of its port numbers (the name selects its port 0).
+        for (const PortNameRef& n : g.portNames) {
+            if (n.nodeDescription == w.name->nodeDescription &&
+                (w.type == NodeType::Switch || n.port == w.name->port))
+                return true;
+        }
+    }
+    if (w.partition) {
+        for (const NameRef& p : g.partitions) {
+            if (sameName(p.name, *w.partition)) return true;
+        }
+    }
+    return w.pkey && g.pkeys.contains(*w.pkey);
 }
 
-bool fieldCovers(const RangeSet& earlier, const RangeSet& later) {
-    if (earlier.empty()) return true;
-    return !later.empty() && earlier.covers(later);
+bool sideHolds(const Policy& policy, const std::vector<uint32_t>& groups, const Witness& w) {
+    if (groups.empty()) return true;
+    for (uint32_t g : groups) {
+        if (holds(policy.groups[g], w)) return true;
+    }
+    return false;
 }
 
-bool ruleCovers(const Policy& p, const MatchRule& earlier, const MatchRule& later) {
-    return fieldCovers(earlier.qosClasses, later.qosClasses) &&
-           fieldCovers(earlier.serviceIds, later.serviceIds) &&
-           fieldCovers(earlier.pkeys, later.pkeys) &&
-           groupsCover(p, earlier.sources, later.sources) &&
-           groupsCover(p, earlier.destinations, later.destinations);
+// Whether two groups can hold one port on some fabric.
+bool mayMeet(const PortGroup& a, const PortGroup& b) {
+    auto selects = [](const PortGroup& g) {
+        return g.nodeTypes || g.self || !g.guids.empty() || !g.portNames.empty() ||
+               !g.partitions.empty() || !g.pkeys.empty();
+    };
+    if (!selects(a) || !selects(b)) return false;
+    // A node-type or SELF selector meets any port of the other group in that type.
+    if (a.nodeTypes || b.nodeTypes || (a.self && b.self)) return true;
+    if (a.self || b.self) return true;  // the SM's port can have any GUID, name or partition
+    if (a.guids.intersects(b.guids) || a.pkeys.intersects(b.pkeys)) return true;
+    // A port has one GUID but any name, partitions and PKeys besides.
+    bool aGuidOnly = a.portNames.empty() && a.partitions.empty() && a.pkeys.empty();
+    bool bGuidOnly = b.portNames.empty() && b.partitions.empty() && b.pkeys.empty();
+    if (!aGuidOnly && !bGuidOnly) return true;
+    if (aGuidOnly && bGuidOnly) return false;  // disjoint GUIDs
+    return true;  // one names ports by GUID, the other by name, partition or PKey
+}
+
+// What the pass knows about a rule's fields and groups, to find the earlier rules it overlaps.
+class RuleIndex {
+  public:
+    explicit RuleIndex(const Policy& policy) : policy_(policy), meets_(policy.groups.size()) {
+        fields_[0].cuts.max = UINT64_MAX;
+        fields_[1].cuts.max = 4095;
+        fields_[2].cuts.max = 0x7fff;
+        for (const MatchRule& r : policy.rules) {
+            for (size_t f = 0; f < 3; ++f) fields_[f].cuts.add(field(r, f));
+        }
+        for (auto& f : fields_) {
+            f.cuts.finish();
+            f.byInterval.resize(f.cuts.starts.size());
+        }
+        bySource_.resize(policy.groups.size());
+        byDestination_.resize(policy.groups.size());
+        for (uint32_t i = 0; i < policy.rules.size(); ++i) {
+            const MatchRule& r = policy.rules[i];
+            for (size_t f = 0; f < 3; ++f) {
+                Field& index = fields_[f];
+                const RangeSet& set = field(r, f);
+                if (set.empty()) {
+                    index.unnamed.push_back(i);
+                    continue;
+                }
+                std::vector<uint64_t> inside = index.cuts.inside(set);
+                if (inside.size() > WideRule) {
+                    index.wide.push_back(i);
+                    continue;
+                }
+                for (uint64_t start : inside) index.byInterval[index.cuts.find(start)].push_back(i);
+            }
+            if (r.sources.empty()) anySource_.push_back(i);
+            if (r.destinations.empty()) anyDestination_.push_back(i);
+            for (uint32_t g : r.sources) bySource_[g].push_back(i);
+            for (uint32_t g : r.destinations) byDestination_[g].push_back(i);
+        }
+    }
+
+    static const RangeSet& field(const MatchRule& r, size_t f) {
+        return f == 0 ? r.serviceIds : f == 1 ? r.qosClasses : r.pkeys;
+    }
+
+    // Every earlier rule that can match a request rule j matches, from the most selective of
+    // j's fields and groups; nullopt when there are too many to judge.
+    std::optional<std::vector<uint32_t>> candidates(uint32_t j) {
+        const MatchRule& rule = policy_.rules[j];
+        std::vector<const std::vector<uint32_t>*> best;
+        size_t bestCount = SIZE_MAX;
+        auto consider = [&](std::vector<const std::vector<uint32_t>*> lists) {
+            size_t count = 0;
+            for (auto* l : lists) count += before(*l, j);
+            if (count < bestCount) {
+                bestCount = count;
+                best = std::move(lists);
+            }
+        };
+        for (size_t f = 0; f < 3; ++f) {
+            const RangeSet& set = field(rule, f);
+            if (set.empty()) continue;
+            Field& index = fields_[f];
+            std::vector<const std::vector<uint32_t>*> lists{&index.unnamed, &index.wide};
+            for (uint64_t start : index.cuts.inside(set))
+                lists.push_back(&index.byInterval[index.cuts.find(start)]);
+            consider(std::move(lists));
+        }
+        // The groups are the costlier index (a node-type group meets every group): only when
+        // the fields leave many candidates.
+        for (bool source : {true, false}) {
+            if (bestCount <= GroupIndexFrom) break;
+            const auto& groups = source ? rule.sources : rule.destinations;
+            if (groups.empty()) continue;
+            std::vector<const std::vector<uint32_t>*> lists{source ? &anySource_
+                                                                   : &anyDestination_};
+            std::vector<char> seen(policy_.groups.size());
+            for (uint32_t g : groups) {
+                for (uint32_t h : meeting(g)) {
+                    if (seen[h]) continue;
+                    seen[h] = 1;
+                    lists.push_back(source ? &bySource_[h] : &byDestination_[h]);
+                }
+            }
+            consider(std::move(lists));
+        }
+        std::vector<uint32_t> out;
+        // Past the bound even before the overlap test: undecided.
+        if ((bestCount == SIZE_MAX ? j : bestCount) > 2 * MaxCandidates) return std::nullopt;
+        if (bestCount == SIZE_MAX) {
+            for (uint32_t i = 0; i < j; ++i) out.push_back(i);
+        } else {
+            for (auto* l : best) {
+                for (uint32_t i : *l) {
+                    if (i >= j) break;
+                    out.push_back(i);
+                }
+            }
+            std::sort(out.begin(), out.end());
+            out.erase(std::unique(out.begin(), out.end()), out.end());
+        }
+        // Keep those that overlap j in every field and on both sides.
+        std::vector<uint32_t> overlapping;
+        for (uint32_t i : out) {
+            if (overlaps(policy_.rules[i], rule)) overlapping.push_back(i);
+        }
+        return overlapping;
+    }
+
+  private:
+    struct Field {
+        Cuts cuts;
+        std::vector<std::vector<uint32_t>> byInterval;  // named rules whose set holds interval i
+        std::vector<uint32_t> unnamed, wide;
+    };
+
+    static size_t before(const std::vector<uint32_t>& sorted, uint32_t j) {
+        return static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), j) -
+                                   sorted.begin());
+    }
+
+    const std::vector<uint32_t>& meeting(uint32_t g) {
+        auto& m = meets_[g];
+        if (!m) {
+            m.emplace();
+            for (uint32_t h = 0; h < policy_.groups.size(); ++h) {
+                if (mayMeet(policy_.groups[g], policy_.groups[h])) m->push_back(h);
+            }
+        }
+        return *m;
+    }
+
+    bool sidesMeet(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
+        if (a.empty() || b.empty()) return true;
+        for (uint32_t g : a) {
+            const auto& m = meeting(g);
+            for (uint32_t h : b) {
+                if (std::binary_search(m.begin(), m.end(), h)) return true;
+            }
+        }
+        return false;
+    }
+
+    bool overlaps(const MatchRule& a, const MatchRule& b) {
+        for (size_t f = 0; f < 3; ++f) {
+            const RangeSet& x = field(a, f);
+            const RangeSet& y = field(b, f);
+            if (!x.empty() && !y.empty() && !x.intersects(y)) return false;
+        }
+        return sidesMeet(a.sources, b.sources) && sidesMeet(a.destinations, b.destinations);
+    }
+
+    const Policy& policy_;
+    Field fields_[3];
+    std::vector<std::vector<uint32_t>> bySource_, byDestination_;
+    std::vector<uint32_t> anySource_, anyDestination_;  // rules without that side
+    std::vector<std::optional<std::vector<uint32_t>>> meets_;
+};
+
+// The verdict on one rule against its overlapping earlier rules.
+struct Verdict {
+    bool decided = true;
+    bool dead = false;
+    std::vector<uint32_t> coveredBy;  // the earlier rules that answer its requests
+};
+
+// The witness ports of one side of rule j: every port its groups can hold, minimally.
+std::vector<Witness> witnesses(const Policy& policy, const std::vector<uint32_t>& groups,
+                               const Cuts& guids, const RangeSet& namedGuids, const Cuts& pkeys) {
+    // A GUID no group tells apart from others, or every GUID interval when there is none.
+    std::vector<uint64_t> plain;
+    for (uint64_t s : guids.starts) {
+        if (!namedGuids.contains(s)) {
+            plain = {s};
+            break;
+        }
+    }
+    if (plain.empty()) plain = guids.starts;
+
+    std::vector<Witness> out;
+    auto each = [&](Witness w, bool anyType) {
+        for (NodeType t : Types) {
+            if (!anyType && t != w.type) continue;
+            w.type = t;
+            out.push_back(w);
+        }
+    };
+    auto plainPorts = [&](Witness w, bool anyType) {
+        for (uint64_t g : plain) {
+            w.guid = g;
+            each(w, anyType);
+        }
+    };
+    if (groups.empty()) {
+        plainPorts({}, true);
+        return out;
+    }
+    for (uint32_t gi : groups) {
+        const PortGroup& g = policy.groups[gi];
+        for (NodeType t : Types) {
+            if (!(g.nodeTypes & nodeTypeBit(t))) continue;
+            Witness w;
+            w.type = t;
+            plainPorts(w, false);
+        }
+        if (g.self) {
+            Witness w;
+            w.self = true;
+            plainPorts(w, true);
+        }
+        for (uint64_t s : guids.inside(g.guids)) {
+            Witness w;
+            w.guid = s;
+            each(w, true);
+        }
+        for (const PortNameRef& n : g.portNames) {
+            Witness w;
+            w.name = &n;
+            plainPorts(w, true);
+        }
+        for (const NameRef& p : g.partitions) {
+            Witness w;
+            w.partition = &p.name;
+            plainPorts(w, true);
+        }
+        for (uint64_t k : pkeys.inside(g.pkeys)) {
+            Witness w;
+            w.pkey = k;
+            plainPorts(w, true);
+        }
+    }
+    return out;
+}
+
+Verdict judge(const Policy& policy, uint32_t j,
+              const std::optional<std::vector<uint32_t>>& overlapping) {
+    Verdict v;
+    if (overlapping && overlapping->empty()) return v;
+    if (!overlapping || overlapping->size() > MaxCandidates) {
+        v.decided = false;
+        return v;
+    }
+    const std::vector<uint32_t>& earlier = *overlapping;
+    const MatchRule& rule = policy.rules[j];
+
+    // Cuts from rule j and the earlier rules only: other rules cannot tell its requests apart.
+    Cuts guids, groupPkeys, fields[3];
+    guids.max = UINT64_MAX;
+    groupPkeys.max = 0x7fff;
+    fields[0].max = UINT64_MAX;
+    fields[1].max = 4095;
+    fields[2].max = 0x7fff;
+    RangeSet namedGuids;
+    auto addGroups = [&](const MatchRule& r) {
+        for (const auto* side : {&r.sources, &r.destinations}) {
+            for (uint32_t g : *side) {
+                guids.add(policy.groups[g].guids);
+                namedGuids.add(policy.groups[g].guids);
+                groupPkeys.add(policy.groups[g].pkeys);
+            }
+        }
+    };
+    addGroups(rule);
+    for (uint32_t i : earlier) addGroups(policy.rules[i]);
+    for (size_t f = 0; f < 3; ++f) {
+        fields[f].add(RuleIndex::field(rule, f));
+        for (uint32_t i : earlier) fields[f].add(RuleIndex::field(policy.rules[i], f));
+    }
+    guids.finish();
+    groupPkeys.finish();
+    // Field values j's requests can carry: each interval inside its set, or, where it names
+    // none, every interval and no value at all.
+    std::vector<std::optional<uint64_t>> values[3];
+    for (size_t f = 0; f < 3; ++f) {
+        fields[f].finish();
+        const RangeSet& set = RuleIndex::field(rule, f);
+        if (set.empty()) {
+            values[f].push_back(std::nullopt);
+            for (uint64_t s : fields[f].starts) values[f].push_back(s);
+        } else {
+            for (uint64_t s : fields[f].inside(set)) values[f].push_back(s);
+        }
+    }
+    std::vector<Witness> sources = witnesses(policy, rule.sources, guids, namedGuids, groupPkeys);
+    std::vector<Witness> destinations =
+        witnesses(policy, rule.destinations, guids, namedGuids, groupPkeys);
+
+    const size_t words = (earlier.size() + 63) / 64;
+    uint64_t work = static_cast<uint64_t>(words) * sources.size() * destinations.size();
+    for (auto& list : values) work *= list.size();
+    if (work > WorkBound) {
+        v.decided = false;
+        return v;
+    }
+
+    // Which earlier rules each witness and field value satisfies, as bitsets over `earlier`.
+    using Bits = std::vector<uint64_t>;
+    auto bitsFor = [&](auto satisfies) {
+        Bits b(words);
+        for (size_t k = 0; k < earlier.size(); ++k) {
+            if (satisfies(policy.rules[earlier[k]])) b[k / 64] |= uint64_t{1} << (k % 64);
+        }
+        return b;
+    };
+    auto sideBits = [&](const std::vector<Witness>& ws, bool source) {
+        std::vector<Bits> out;
+        for (const Witness& w : ws) {
+            out.push_back(bitsFor([&](const MatchRule& r) {
+                return sideHolds(policy, source ? r.sources : r.destinations, w);
+            }));
+        }
+        return out;
+    };
+    std::vector<Bits> src = sideBits(sources, true), dst = sideBits(destinations, false);
+    std::vector<Bits> field[3];
+    for (size_t f = 0; f < 3; ++f) {
+        for (const auto& value : values[f]) {
+            field[f].push_back(bitsFor([&](const MatchRule& r) {
+                const RangeSet& set = RuleIndex::field(r, f);
+                return set.empty() || (value && set.contains(*value));
+            }));
+        }
+    }
+
+    std::vector<char> used(earlier.size());
+    Bits both(words), alone(words, ~uint64_t{0});  // alone: the rules matching every request
+    for (const Bits& s : src) {
+        for (const Bits& d : dst) {
+            for (size_t w = 0; w < words; ++w) both[w] = s[w] & d[w];
+            for (const Bits& a : field[0]) {
+                for (const Bits& b : field[1]) {
+                    for (const Bits& c : field[2]) {
+                        size_t first = SIZE_MAX;
+                        for (size_t w = 0; w < words; ++w) {
+                            uint64_t m = both[w] & a[w] & b[w] & c[w];
+                            alone[w] &= m;
+                            if (m && first == SIZE_MAX)
+                                first = w * 64 + static_cast<size_t>(__builtin_ctzll(m));
+                        }
+                        if (first == SIZE_MAX) return v;  // this request escapes: reachable
+                        used[first] = 1;
+                    }
+                }
+            }
+        }
+    }
+    v.dead = true;
+    // One rule that matches all of them says it best; else the first match of each request.
+    for (size_t k = 0; k < earlier.size(); ++k) {
+        if (alone[k / 64] >> (k % 64) & 1) {
+            v.coveredBy = {earlier[k]};
+            return v;
+        }
+    }
+    for (size_t k = 0; k < earlier.size(); ++k) {
+        if (used[k]) v.coveredBy.push_back(earlier[k]);
+    }
+    return v;
 }
 
 std::string describe(const MatchRule& rule) {
@@ -68,18 +482,30 @@ std::string describe(const MatchRule& rule) {
 
 void findShadowedRules(const Reporter& report, const Policy& policy) {
     const auto& rules = policy.rules;
-    for (size_t j = 1; j < rules.size(); ++j) {
-        for (size_t i = 0; i < j; ++i) {
-            if (!ruleCovers(policy, rules[i], rules[j])) continue;
-            std::string what = rules[j].fromUlps ? "this qos-ulps line" : "this match rule";
-            std::string extra = rules[j].fromUlps && !rules[i].fromUlps
-                                    ? " (qos-ulps lines come after every qos-match-rule)"
-                                    : "";
-            report.warning("shadowed-rule", rules[j].location,
-                           what + " can never match: " + describe(rules[i]) +
-                               " matches every request it does" + extra);
-            break;
+    RuleIndex index(policy);
+    for (uint32_t j = 1; j < rules.size(); ++j) {
+        Verdict v = judge(policy, j, index.candidates(j));
+        const std::string what = rules[j].fromUlps ? "this qos-ulps line" : "this match rule";
+        if (!v.decided) {
+            report.note("reachability-undecided", rules[j].location,
+                        "whether " + what +
+                            " can match was not decided: it overlaps too many earlier rules");
+            continue;
         }
+        if (!v.dead) continue;
+        std::string by;
+        bool ulpsAfterRules = rules[j].fromUlps;
+        for (size_t k = 0; k < v.coveredBy.size(); ++k) {
+            const MatchRule& r = rules[v.coveredBy[k]];
+            by += (k == 0 ? "" : k + 1 == v.coveredBy.size() ? " and " : ", ") + describe(r);
+            ulpsAfterRules = ulpsAfterRules && !r.fromUlps;
+        }
+        const bool one = v.coveredBy.size() == 1;
+        report.warning(
+            "shadowed-rule", rules[j].location,
+            what + " can never match: " + by + (one ? " matches" : " together match") +
+                " every request it does" +
+                (ulpsAfterRules ? " (qos-ulps lines come after every qos-match-rule)" : ""));
     }
 }
 

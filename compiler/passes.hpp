@@ -34,6 +34,9 @@ struct Reporter {
                  bool openSmRejects = false) const {
         diagnostics.warning(code, source.name(), where, std::move(message), openSmRejects);
     }
+    void note(const char* code, SourceLocation where, std::string message) const {
+        diagnostics.note(code, source.name(), where, std::move(message));
+    }
     // True when a syntax error was reported inside the block, or it was never closed: what
     // the block seems to lack may then only be lost, so a missing field is not reported.
     bool syntaxErrorsIn(const ast::Block& block) const;

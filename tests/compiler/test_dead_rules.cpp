@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: MIT
+// Dead rules: the shadowed-rule verdicts against brute force over small random policies. The
+// brute force builds every port a small fabric could have (each GUID, node type and name the
+// policy uses or none of them, any one or two partitions, a PKey or none, the SM's port or
+// not) and every request between them with each field value the rules tell apart, and calls
+// a rule dead when no request it matches escapes the rules before it.
+#include <catch2/catch.hpp>
+
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+
+#include "tests/policy_text.hpp"
+
+using namespace ibqos;
+using ibqos::test::Compiled;
+
+namespace {
+
+struct Port {
+    uint64_t guid;
+    NodeType type;
+    int name;  // index into Names, -1: a name no group uses
+    std::set<std::string> partitions;
+    std::optional<uint64_t> pkey;
+    bool self;
+};
+
+const char* const Names[] = {"n1", "n2"};
+const char* const Partitions[] = {"p1", "p2"};
+
+bool inGroup(const PortGroup& g, const Port& p) {
+    if ((g.nodeTypes & nodeTypeBit(p.type)) || (g.self && p.self) || g.guids.contains(p.guid))
+        return true;
+    for (const PortNameRef& n : g.portNames) {
+        if (p.name >= 0 && n.nodeDescription == Names[p.name] &&
+            (p.type == NodeType::Switch || n.port == 1))
+            return true;
+    }
+    for (const NameRef& n : g.partitions) {
+        if (p.partitions.count(n.name)) return true;
+    }
+    return p.pkey && g.pkeys.contains(*p.pkey);
+}
+
+bool sideMatches(const Policy& policy, const std::vector<uint32_t>& groups, const Port& p) {
+    if (groups.empty()) return true;
+    for (uint32_t g : groups) {
+        if (inGroup(policy.groups[g], p)) return true;
+    }
+    return false;
+}
+
+bool fieldMatches(const RangeSet& set, std::optional<uint64_t> v) {
+    return set.empty() || (v && set.contains(*v));
+}
+
+std::vector<Port> allPorts() {
+    std::vector<Port> out;
+    const uint64_t guids[] = {0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x99};
+    const std::vector<std::set<std::string>> partitionSets = {{}, {"p1"}, {"p2"}, {"p1", "p2"}};
+    const std::optional<uint64_t> pkeys[] = {std::nullopt, 1, 2, 3};
+    for (uint64_t guid : guids)
+        for (NodeType type : {NodeType::Ca, NodeType::Switch, NodeType::Router})
+            for (int name = -1; name < 2; ++name)
+                for (const auto& parts : partitionSets)
+                    for (auto pkey : pkeys)
+                        for (bool self : {false, true})
+                            out.push_back({guid, type, name, parts, pkey, self});
+    return out;
+}
+
+// A random small policy: groups over the selectors above, rules over a few field values.
+std::string randomPolicy(std::mt19937& rng) {
+    auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+    std::string text = "port-groups\n";
+    const int groups = 2 + pick(3);
+    for (int g = 0; g < groups; ++g) {
+        text += " port-group\n  name: g" + std::to_string(g) + "\n";
+        int selectors = 1 + pick(2);
+        for (int s = 0; s < selectors; ++s) {
+            switch (pick(6)) {
+                case 0:
+                    text += std::string("  node-type: ") +
+                            (const char*[]){"CA", "SWITCH", "ROUTER", "SELF"}[pick(4)] + "\n";
+                    break;
+                case 1: {
+                    int lo = 0x10 + pick(5);
+                    text += "  port-guid: " + std::to_string(lo) + "-" +
+                            std::to_string(lo + pick(3)) + "\n";
+                    break;
+                }
+                case 2:
+                    text += std::string("  port-name: ") + Names[pick(2)] + "/P1\n";
+                    break;
+                case 3:
+                    text += std::string("  partition: ") + Partitions[pick(2)] + "\n";
+                    break;
+                case 4:
+                    text += "  pkey: " + std::to_string(1 + pick(3)) + "\n";
+                    break;
+                default:
+                    text += "  port-guid: " + std::to_string(0x10 + pick(5)) + "\n";
+            }
+        }
+        text += " end-port-group\n";
+    }
+    text +=
+        "end-port-groups\nqos-levels\n qos-level\n  name: default\n  sl: 0\n end-qos-level\n"
+        " qos-level\n  name: gold\n  sl: 1\n end-qos-level\nend-qos-levels\nqos-match-rules\n";
+    const int rules = 2 + pick(5);
+    for (int r = 0; r < rules; ++r) {
+        text += " qos-match-rule\n";
+        if (pick(2)) text += "  source: g" + std::to_string(pick(groups)) + "\n";
+        if (pick(3) == 0)
+            text += "  source: g" + std::to_string(pick(groups)) + "\n";  // a second list line
+        if (pick(2)) text += "  destination: g" + std::to_string(pick(groups)) + "\n";
+        auto range = [&](int base, int span) {
+            int lo = base + pick(span);
+            return std::to_string(lo) + "-" + std::to_string(lo + pick(3));
+        };
+        if (pick(2)) text += "  qos-class: " + range(1, 4) + "\n";
+        if (pick(3) == 0) text += "  service-id: " + range(1, 4) + "\n";
+        if (pick(3) == 0) text += "  pkey: " + range(1, 3) + "\n";
+        text += "  qos-level-name: gold\n end-qos-match-rule\n";
+    }
+    return text + "end-qos-match-rules\n";
+}
+
+}  // namespace
+
+TEST_CASE("a rule hidden by the union of two earlier rules is dead", "[compiler][shadowing]") {
+    Compiled c(R"(
+port-groups
+    port-group
+        name: low
+        port-guid: 0x10-0x1f
+    end-port-group
+    port-group
+        name: high
+        port-guid: 0x20-0x2f
+    end-port-group
+    port-group
+        name: all
+        port-guid: 0x10-0x2f
+    end-port-group
+end-port-groups
+qos-levels
+    qos-level
+        name: default
+        sl: 0
+    end-qos-level
+end-qos-levels
+qos-match-rules
+    qos-match-rule
+        source: low
+        qos-class: 1-5
+        qos-level-name: default
+    end-qos-match-rule
+    qos-match-rule
+        source: high
+        qos-level-name: default
+    end-qos-match-rule
+    qos-match-rule
+        source: all
+        qos-class: 2-3
+        qos-level-name: default
+    end-qos-match-rule
+    qos-match-rule
+        source: all
+        qos-class: 2-6
+        qos-level-name: default
+    end-qos-match-rule
+end-qos-match-rules
+)");
+    REQUIRE(c.codes().empty());
+    REQUIRE(c.codes(Severity::Warning) == std::vector<std::string>{"shadowed-rule"});
+    const Diagnostic& d = c.diagnostics.all()[0];
+    CHECK(d.location.line == 32);
+    CHECK(d.message.find("line 23 and the match rule at line 28 together") != std::string::npos);
+}
+
+TEST_CASE("shadowed-rule verdicts equal brute force over every small fabric",
+          "[compiler][shadowing]") {
+    const std::vector<Port> ports = allPorts();
+    std::mt19937 rng(20261123);
+    int dead = 0, alive = 0;
+    for (int round = 0; round < 150; ++round) {
+        Compiled c(randomPolicy(rng));
+        REQUIRE(c.codes().empty());
+        const Policy& p = c.policy;
+        std::set<uint32_t> warned;
+        for (const Diagnostic& d : c.diagnostics.all()) {
+            if (d.code == "shadowed-rule") {
+                REQUIRE(d.severity == Severity::Warning);  // always decided at this size
+                warned.insert(d.location.line);
+            }
+        }
+        // Which rules each port satisfies as a source and as a destination, and which each
+        // field-value combination satisfies, as bit masks over the rules (duplicates dropped:
+        // a request escapes rule j's predecessors when some source, destination and values
+        // satisfy j and no earlier rule on all three).
+        REQUIRE(p.rules.size() <= 32);
+        std::set<uint32_t> sourceMasks, destinationMasks, fieldMasks;
+        for (const Port& port : ports) {
+            uint32_t s = 0, d = 0;
+            for (uint32_t i = 0; i < p.rules.size(); ++i) {
+                s |= sideMatches(p, p.rules[i].sources, port) ? 1u << i : 0;
+                d |= sideMatches(p, p.rules[i].destinations, port) ? 1u << i : 0;
+            }
+            sourceMasks.insert(s);
+            destinationMasks.insert(d);
+        }
+        std::vector<std::optional<uint64_t>> values = {std::nullopt};
+        for (uint64_t v = 0; v <= 9; ++v) values.push_back(v);
+        for (auto sid : values)
+            for (auto qos : values)
+                for (auto pkey : values) {
+                    uint32_t m = 0;
+                    for (uint32_t i = 0; i < p.rules.size(); ++i) {
+                        const MatchRule& r = p.rules[i];
+                        bool ok = fieldMatches(r.serviceIds, sid) &&
+                                  fieldMatches(r.qosClasses, qos) && fieldMatches(r.pkeys, pkey);
+                        m |= ok ? 1u << i : 0;
+                    }
+                    fieldMasks.insert(m);
+                }
+        for (uint32_t j = 0; j < p.rules.size(); ++j) {
+            const uint32_t bit = 1u << j, earlier = bit - 1;
+            bool escapes = false;
+            for (uint32_t s : sourceMasks)
+                for (uint32_t d : destinationMasks)
+                    for (uint32_t f : fieldMasks)
+                        escapes = escapes || ((s & d & f & bit) && !(s & d & f & earlier));
+            INFO("round " << round << ", rule at line " << p.rules[j].location.line << "\n"
+                          << c.source.text());
+            CHECK(warned.count(p.rules[j].location.line) == (escapes ? 0u : 1u));
+            (escapes ? alive : dead) += 1;
+        }
+    }
+    // The random policies exercise both verdicts.
+    CHECK(dead >= 20);
+    CHECK(alive >= 100);
+}
