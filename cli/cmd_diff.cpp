@@ -84,24 +84,6 @@ std::string ruleNames(const Policy& policy, const std::vector<uint32_t>& rules) 
     return out;
 }
 
-std::string answerText(const Policy& policy, const PathAnswer& a) {
-    if (!a.ok()) return "rejected: " + std::string(rejectionText(a.rejection));
-    std::string out = "level '" + policy.levels[a.match.level].name + "', SL " +
-                      std::to_string(a.sl) + ", PKey " + hex(a.pkey, 4);
-    if (a.mtuLimit) out += ", mtu-limit " + std::to_string(*a.mtuLimit);
-    if (a.rateLimit) out += ", rate-limit " + std::to_string(*a.rateLimit);
-    if (a.packetLife) out += ", packet-life " + std::to_string(*a.packetLife);
-    if (!policy.levels[a.match.level].pkeys.empty())
-        out += ", level pkeys " + policy.levels[a.match.level].pkeys.str(true);
-    return out;
-}
-
-std::string valuesText(const FieldValues& values, bool hexValues) {
-    if (values.any) return "any";
-    RangeSet set = RangeSet::build(values.ranges);
-    return set.str(hexValues);
-}
-
 // The ports a region names: GUIDs with a topology; without one, the groups of either policy
 // that hold one of the witness ports (null when the region holds every port).
 Json portsJson(const Fabric& fabric, const std::vector<uint32_t>& ports, bool witness,
@@ -160,7 +142,7 @@ int diff(const DiffOptions& o) {
         return ExitUsage;
     }
     const Fabric& fabric = before->fabric();
-    std::vector<DiffRegion> regions = diffRequests(before->bound(), after->bound());
+    std::vector<DiffRegion> regions = *diffRequests(before->bound(), after->bound());
 
     // Ports whose tables change (the fabric's ports are the same on both sides).
     struct PortChange {
@@ -169,18 +151,11 @@ int diff(const DiffOptions& o) {
     };
     std::vector<PortChange> ports;
     if (!witness) {
-        std::map<uint32_t, const PortTables*> newTables;
-        for (const PortTables& t : after->tables().ports) newTables[t.port] = &t;
-        for (const PortTables& t : before->tables().ports) {
-            auto it = newTables.find(t.port);
-            if (it == newTables.end()) continue;
-            Json old = portTablesJson(fabric, before->tables(), t);
-            Json now = portTablesJson(after->fabric(), after->tables(), *it->second);
-            bool sl2vl = old["sl2vl"] != now["sl2vl"];
-            bool vlarb = old["vlarb_high"] != now["vlarb_high"] ||
-                         old["vlarb_low"] != now["vlarb_low"] ||
-                         old["high_limit"] != now["high_limit"];
-            if (sl2vl || vlarb) ports.push_back({std::move(old), std::move(now), sl2vl, vlarb});
+        for (const TableChange& c : changedTables(fabric, before->tables(), after->tables())) {
+            ports.push_back(
+                {portTablesJson(fabric, before->tables(), before->tables().ports[c.before]),
+                 portTablesJson(fabric, after->tables(), after->tables().ports[c.after]), c.sl2vl,
+                 c.vlarb});
         }
     }
     const bool equivalent = regions.empty() && ports.empty();
@@ -244,12 +219,12 @@ int diff(const DiffOptions& o) {
             };
             std::cout << "\nRegion " << i + 1 << ": from " << ends(r.sources) << "\n"
                       << "          to " << ends(r.destinations) << "\n"
-                      << "          service-id " << valuesText(r.serviceIds, true) << ", qos-class "
-                      << valuesText(r.qosClasses, false) << ", pkey " << valuesText(r.pkeys, true)
-                      << "\n"
-                      << "  old: " << answerText(oldPolicy, r.before) << "\n"
+                      << "          service-id " << describeValues(r.serviceIds, true)
+                      << ", qos-class " << describeValues(r.qosClasses, false) << ", pkey "
+                      << describeValues(r.pkeys, true) << "\n"
+                      << "  old: " << describeAnswer(oldPolicy, r.before) << "\n"
                       << "       decided by " << ruleNames(oldPolicy, r.beforeRules) << "\n"
-                      << "  new: " << answerText(newPolicy, r.after) << "\n"
+                      << "  new: " << describeAnswer(newPolicy, r.after) << "\n"
                       << "       decided by " << ruleNames(newPolicy, r.afterRules) << "\n";
         }
         for (const PortChange& p : ports) {

@@ -543,4 +543,33 @@ FabricTables computeTables(const BoundPolicy& bound, const OpenSmConf& conf,
     return TableBuilder(bound, conf, diagnostics).build();
 }
 
+std::vector<TableChange> changedTables(const Fabric& fabric, const FabricTables& before,
+                                       const FabricTables& after) {
+    std::unordered_map<uint32_t, uint32_t> afterByPort;
+    for (uint32_t i = 0; i < after.ports.size(); ++i) afterByPort.emplace(after.ports[i].port, i);
+    // The entries a port is sent: its cap's worth, none without VL arbitration.
+    auto sent = [](const FabricTables& tables, const PortTables& t, bool high) {
+        const VlArbTable& table = tables.vlarbs[high ? t.vlArbHigh : t.vlArbLow];
+        unsigned n = t.hasVlArb ? std::min<unsigned>(high ? t.vlArbHighCap : t.vlArbLowCap, 64) : 0;
+        return std::vector<VlArbEntry>(table.begin(), table.begin() + n);
+    };
+    std::vector<TableChange> out;
+    for (uint32_t i = 0; i < before.ports.size(); ++i) {
+        const PortTables& a = before.ports[i];
+        auto it = afterByPort.find(a.port);
+        if (it == afterByPort.end()) continue;
+        const PortTables& b = after.ports[it->second];
+        const FabricNode& node = fabric.nodeOf(a.port);
+        const unsigned ins = node.type == NodeType::Switch ? node.portCount + 1u : 1u;
+        TableChange change{i, it->second};
+        for (unsigned in = 0; in < ins && !change.sl2vl; ++in)
+            change.sl2vl = before.sl2vls[a.sl2vlFor(in)] != after.sl2vls[b.sl2vlFor(in)];
+        change.vlarb = a.highLimit != b.highLimit ||
+                       sent(before, a, true) != sent(after, b, true) ||
+                       sent(before, a, false) != sent(after, b, false);
+        if (change.sl2vl || change.vlarb) out.push_back(change);
+    }
+    return out;
+}
+
 }  // namespace ibqos

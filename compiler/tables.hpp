@@ -105,6 +105,15 @@ void negotiateOperVls(Fabric& fabric, uint8_t maxOpVls);
 FabricTables computeTables(const BoundPolicy& bound, const OpenSmConf& conf,
                            Diagnostics& diagnostics);
 
+// A port whose tables differ between two computations on one fabric.
+struct TableChange {
+    uint32_t before = 0, after = 0;  // indices into each FabricTables::ports
+    bool sl2vl = false;              // some in-port's SL2VL table
+    bool vlarb = false;              // the VLArb tables as sent, or the high limit
+};
+std::vector<TableChange> changedTables(const Fabric& fabric, const FabricTables& before,
+                                       const FabricTables& after);
+
 // The VL mask OpenSM applies on a port: (1 << (OperVLs - 1)) - 1.
 constexpr uint8_t vlMask(uint8_t operVls) {
     return operVls == 0 ? 0 : static_cast<uint8_t>((1u << (operVls - 1)) - 1);

@@ -17,6 +17,7 @@
 #include "fabric/opensm_subnet.hpp"
 #include "fabric/partitions.hpp"
 #include "osm-plugin/opensm_cache.hpp"
+#include "sa-matcher/policy_diff.hpp"
 
 namespace ibqos::osm {
 
@@ -167,6 +168,44 @@ std::string Plugin::lastGoodState() const {
     return good_.policy ? "the last good policy (version " + std::to_string(good_.version) +
                               ") stays in force"
                         : "no policy is in force yet";
+}
+
+void Plugin::logChange(const LoadedPolicy& previous, const CompiledSweep& sweep) {
+    // The previous policy on this fabric; the request space is compared up to a bound, as this
+    // runs in OpenSM's sweep (about 2 s at most).
+    constexpr uint64_t MaxCells = 20'000'000;
+    Diagnostics ignored;
+    auto old = FabricCompilation::compile(*previous.policy, sweep.fabric(), original_, ignored,
+                                          CompileStage::Tables);
+    const size_t ports = changedTables(sweep.fabric(), old->tables(), sweep.tables()).size();
+    auto regions = diffRequests(old->bound(), sweep.bound(), MaxCells);
+    std::string what = "version " + std::to_string(good_.version) + " replaces version " +
+                       std::to_string(previous.version) + ": ";
+    if (!regions) {
+        what += "the requests were not compared (the fabric's request space is too large)";
+    } else {
+        uint64_t pairs = 0;
+        size_t slChanges = 0;
+        for (const DiffRegion& r : *regions) {
+            pairs += r.portPairs;
+            slChanges += r.before.ok() != r.after.ok() || r.before.sl != r.after.sl;
+        }
+        what += std::to_string(regions->size()) + " regions of requests change answer (" +
+                std::to_string(pairs) + " port pairs; " + std::to_string(slChanges) +
+                " regions change status or SL)";
+    }
+    log(OSM_LOG_INFO, "0017", what + ", " + std::to_string(ports) + " ports change tables");
+    if (!regions || !osm_log_is_active(&osm_->log, OSM_LOG_VERBOSE)) return;
+    for (size_t i = 0; i < regions->size(); ++i) {
+        const DiffRegion& r = (*regions)[i];
+        log(OSM_LOG_VERBOSE, "0019",
+            "region " + std::to_string(i + 1) + ": " + std::to_string(r.sources.size()) +
+                " sources, " + std::to_string(r.destinations.size()) +
+                " destinations, service-id " + describeValues(r.serviceIds, true) + ", qos-class " +
+                describeValues(r.qosClasses, false) + ", pkey " + describeValues(r.pkeys, true) +
+                ": " + describeAnswer(*previous.policy, r.before) + " -> " +
+                describeAnswer(*good_.policy, r.after));
+    }
 }
 
 void Plugin::logStricterErrors(const Diagnostics& diagnostics) {
@@ -329,12 +368,14 @@ void Plugin::heavySweepDone() {
         } else {
             logDiagnostics(diagnostics, *candidate_.source);
             logStricterErrors(diagnostics);
+            LoadedPolicy previous = std::move(good_);
             good_ = std::move(candidate_);
             candidate_ = {};
             sweep = std::move(trial);
             log(OSM_LOG_INFO, "0010",
                 "policy " + options_.policy + " version " + std::to_string(good_.version) + " (" +
                     hex(good_.hash, 16) + ") in force");
+            if (previous.policy) logChange(previous, *sweep);
         }
     }
     if (!sweep && good_.policy) {

@@ -74,6 +74,9 @@ class Plugin {
     // IBQOS-0018 when diagnostics hold errors (after openSmRejects(): all of them ibqos's own).
     void logStricterErrors(const Diagnostics& diagnostics);
     std::string lastGoodState() const;
+    // IBQOS-0017 (and IBQOS-0019 per region, verbose): what the new policy changes against the
+    // one it replaces, on this sweep's fabric.
+    void logChange(const LoadedPolicy& previous, const CompiledSweep& sweep);
     // Gives the fabric the partitions this sweep's PKey setup will make.
     void predictPartitions(Fabric& fabric);
     void reloadPolicy();

@@ -42,6 +42,7 @@ class CompiledSweep {
     const VlArbTable& vlarb(uint32_t index) const { return tables().vlarbs[index]; }
 
     const Fabric& fabric() const { return compilation_->fabric(); }
+    const BoundPolicy& bound() const { return compilation_->bound(); }
     const FabricTables& tables() const { return compilation_->tables(); }
     size_t overriddenPorts() const { return overrides_.size(); }
     // Whether some overridden port needs its own SL2VL tables (the SL2VL hook turns off OpenSM's

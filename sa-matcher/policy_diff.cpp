@@ -173,6 +173,23 @@ std::vector<DiffRegion> joinRegions(std::vector<DiffRegion> regions) {
 
 }  // namespace
 
+std::string describeAnswer(const Policy& policy, const PathAnswer& a) {
+    if (!a.ok()) return "rejected: " + std::string(rejectionText(a.rejection));
+    const QosLevel& level = policy.levels[a.match.level];
+    std::string out =
+        "level '" + level.name + "', SL " + std::to_string(a.sl) + ", PKey " + hex(a.pkey, 4);
+    if (a.mtuLimit) out += ", mtu-limit " + std::to_string(*a.mtuLimit);
+    if (a.rateLimit) out += ", rate-limit " + std::to_string(*a.rateLimit);
+    if (a.packetLife) out += ", packet-life " + std::to_string(*a.packetLife);
+    if (!level.pkeys.empty()) out += ", level pkeys " + level.pkeys.str(true);
+    return out;
+}
+
+std::string describeValues(const FieldValues& values, bool hexValues) {
+    if (values.any) return "any";
+    return RangeSet::build(values.ranges).str(hexValues);
+}
+
 bool answersDiffer(const Policy& before, const PathAnswer& a, const Policy& after,
                    const PathAnswer& b) {
     if (!a.ok() && !b.ok()) return false;
@@ -182,7 +199,8 @@ bool answersDiffer(const Policy& before, const PathAnswer& a, const Policy& afte
            before.levels[a.match.level].pkeys != after.levels[b.match.level].pkeys;
 }
 
-std::vector<DiffRegion> diffRequests(const BoundPolicy& before, const BoundPolicy& after) {
+std::optional<std::vector<DiffRegion>> diffRequests(const BoundPolicy& before,
+                                                    const BoundPolicy& after, uint64_t maxCells) {
     const Fabric& fabric = *before.fabric;
     if (after.fabric->ports.size() != fabric.ports.size())
         throw std::logic_error("diffRequests: the policies are bound to different fabrics");
@@ -203,6 +221,9 @@ std::vector<DiffRegion> diffRequests(const BoundPolicy& before, const BoundPolic
     qosClasses.finish();
     pkeys.finish();
     const Classes classes = membershipClasses(before, after, pkeyTables);
+    const double cells = static_cast<double>(classes.members.size()) * classes.members.size() *
+                         serviceIds.count() * qosClasses.count() * pkeys.count();
+    if (cells > static_cast<double>(maxCells)) return std::nullopt;
 
     // The changed cells, by the pair of answers they change between: (source class,
     // destination class, ServiceID, QoS class) -> the PKey intervals.

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,8 +45,16 @@ bool answersDiffer(const Policy& before, const PathAnswer& a, const Policy& afte
 // The regions whose answers change, exact up to two limits of the region form: a field whose
 // absence changes the answer while some of its values do not is reported as `any`, and the
 // loopback paths of a region's ports go with it. Both policies must be bound to one fabric
-// (the same ports in the same order).
-std::vector<DiffRegion> diffRequests(const BoundPolicy& before, const BoundPolicy& after);
+// (the same ports in the same order). nullopt when the request space has more than maxCells
+// cells (membership classes squared times field intervals).
+std::optional<std::vector<DiffRegion>> diffRequests(const BoundPolicy& before,
+                                                    const BoundPolicy& after,
+                                                    uint64_t maxCells = UINT64_MAX);
+
+// For people: an answer ("level 'gold', SL 3, PKey 0x8001, mtu-limit 4" or "rejected: why"),
+// and a field's values ("any", or "0x10-0x1f, 0x30").
+std::string describeAnswer(const Policy& policy, const PathAnswer& answer);
+std::string describeValues(const FieldValues& values, bool hex);
 
 // A fabric to compare two policies on when there is no topology, as ibnetdiscover would write
 // it: a CA port for each elementary interval of the GUIDs the policies' groups name and for each

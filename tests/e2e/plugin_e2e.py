@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -167,8 +168,11 @@ def sa_answers_equal_query(work):
     partitions = os.path.join(ROOT, "samples/fabrics/qos-lab.partitions.conf")
     policy = os.path.join(work, "qos-lab-policy.conf")
     rng = random.Random(5)
+    previous = os.path.join(work, "qos-lab-previous.conf")
     with simfabric.SimFabric(os.path.join(ROOT, "samples/fabrics/qos-lab.net")) as fabric:
         for i, name in enumerate(pathrecords.QOS_LAB_POLICIES):
+            if i > 0:
+                shutil.copy(policy, previous)
             shutil.copy(os.path.join(ROOT, "samples/policies", name), policy)
             if i == 0:
                 osm = fabric.start_opensm(plugin_options(policy, partition_config_file=partitions), guid, host,
@@ -178,6 +182,21 @@ def sa_answers_equal_query(work):
             if not check(osm.count("IBQOS-0010") == i + 1, f"{name} is in force (version {i + 1})"):
                 continue
             topo = topology(fabric, host)
+            if i > 0:
+                # The reload summary says what `ibqos diff` says offline.
+                summaries = [line for line in osm.log().splitlines() if "IBQOS-0017" in line]
+                check(len(summaries) == i, f"{name}: one reload summary (IBQOS-0017) per new version")
+                if summaries:
+                    print("     " + name + ": " + summaries[-1].split("IBQOS-0017: ")[-1])
+                d = subprocess.run([IBQOS, "diff", previous, policy, "--topology", topo, "--partitions", partitions,
+                                    "--sm", guid, "--json"], capture_output=True, text=True, timeout=120)
+                offline = json.loads(d.stdout)
+                m = re.search(r"(\d+) regions of requests change answer .* (\d+) ports change tables",
+                              summaries[-1] if summaries else "")
+                check(m is not None and (int(m.group(1)) > 0) == bool(offline["regions"])
+                      and int(m.group(2)) == len(offline["ports"]),
+                      f"{name}: the reload summary agrees with ibqos diff ({summaries[-1:]} against "
+                      f"{len(offline['regions'])} regions, {len(offline['ports'])} ports)")
             topo_model = pathrecords.Topology(open(topo).read())
             requests = pathrecords.random_requests(rng, sorted(topo_model.endpoints), 120)
             theirs = pathrecords.ask_sa(fabric, host, requests)
