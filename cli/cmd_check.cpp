@@ -14,7 +14,8 @@ const char* const checkFooter =
     R"(Reads an OpenSM QoS policy file (qos-policy.conf, with the ibqos extensions) and reports every
 problem in it, each as FILE:LINE:COL: error|warning: [CODE] message with the source line.
 With a topology it also checks the policy against that fabric: names and GUIDs that match no
-port, IPoIB partitions, and whether the tables it asks for can work.
+port, IPoIB partitions, whether the tables it asks for can work, and the rules, levels and
+groups no request of that fabric reaches.
 
 Exit status: 0 no errors (warnings allowed), 1 the policy has errors, 2 usage or I/O error.
 The diagnostic codes are listed in docs/diagnostics.md and in ibqos(1).)";
@@ -29,7 +30,7 @@ int check(const CheckOptions& o) {
     Inputs inputs;
     Diagnostics diagnostics;
     Policy policy = loadPolicy(inputs.load(o.policy), diagnostics);
-    compileForFabric(policy, o.fabric, inputs, diagnostics);
+    compileForFabric(policy, o.fabric, inputs, diagnostics, CompileStage::Reachability);
     return emitDiagnostics(diagnostics, inputs, o.json);
 }
 

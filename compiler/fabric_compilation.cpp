@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "compiler/reachability.hpp"
 #include "compiler/realizability.hpp"
 
 namespace ibqos {
@@ -34,6 +35,9 @@ std::unique_ptr<FabricCompilation> FabricCompilation::compile(const Policy& poli
     start = std::chrono::steady_clock::now();
     checkRealizability(c->bound_, c->tables_, diagnostics);
     c->timings_.realizability = secondsSince(start);
+    // What no request reaches says little about a policy with errors (dropped references).
+    if (upTo == CompileStage::Realizability || diagnostics.hasErrors()) return c;
+    checkReachability(c->bound_, diagnostics);
     return c;
 }
 

@@ -16,8 +16,8 @@
 namespace ibqos {
 
 // How far a compilation goes: binding only (all the SA's answers need), every port's tables,
-// or the realizability checks too.
-enum class CompileStage : uint8_t { Bind, Tables, Realizability };
+// the realizability checks too, or also what no request of the fabric reaches (ibqos check).
+enum class CompileStage : uint8_t { Bind, Tables, Realizability, Reachability };
 
 class FabricCompilation {
   public:

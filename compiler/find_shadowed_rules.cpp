@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Pass 4: match rules no request can reach, because the rules before them together match every
-// request they do, on every fabric the policy could meet.
+// request they do, on every fabric the policy could meet; and, on one fabric (checkReachability),
+// the rules, levels and groups no request of that fabric reaches.
 //
 // Without a fabric, a port has one GUID, one node type and one NodeDescription/port, any
 // partitions and PKeys, and may be the SM's own. Group selectors are positive, so a rule is
@@ -13,9 +14,11 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "compiler/passes.hpp"
+#include "compiler/reachability.hpp"
 #include "fabric/node_type.hpp"
 
 namespace ibqos::passes {
@@ -51,11 +54,20 @@ struct Cuts {
     // The starts of the intervals inside set (set's ends must be cuts).
     std::vector<uint64_t> inside(const RangeSet& set) const {
         std::vector<uint64_t> out;
-        for (const Range& r : set.ranges()) {
-            for (size_t i = find(r.lo); i < starts.size() && starts[i] <= r.hi; ++i)
-                out.push_back(starts[i]);
-        }
+        eachInside(set, [&](size_t i) { out.push_back(starts[i]); });
         return out;
+    }
+    // Calls f with the index of each interval inside set.
+    template <typename F>
+    void eachInside(const RangeSet& set, F&& f) const {
+        for (const Range& r : set.ranges()) {
+            for (size_t i = find(r.lo); i < starts.size() && starts[i] <= r.hi; ++i) f(i);
+        }
+    }
+    size_t countInside(const RangeSet& set) const {
+        size_t n = 0;
+        for (const Range& r : set.ranges()) n += find(r.hi) - find(r.lo) + 1;
+        return n;
     }
 };
 
@@ -86,14 +98,6 @@ bool holds(const PortGroup& g, const Witness& w) {
         }
     }
     return w.pkey && g.pkeys.contains(*w.pkey);
-}
-
-bool sideHolds(const Policy& policy, const std::vector<uint32_t>& groups, const Witness& w) {
-    if (groups.empty()) return true;
-    for (uint32_t g : groups) {
-        if (holds(policy.groups[g], w)) return true;
-    }
-    return false;
 }
 
 // Whether two groups can hold one port on some fabric.
@@ -140,12 +144,11 @@ class RuleIndex {
                     index.unnamed.push_back(i);
                     continue;
                 }
-                std::vector<uint64_t> inside = index.cuts.inside(set);
-                if (inside.size() > WideRule) {
+                if (index.cuts.countInside(set) > WideRule) {
                     index.wide.push_back(i);
                     continue;
                 }
-                for (uint64_t start : inside) index.byInterval[index.cuts.find(start)].push_back(i);
+                index.cuts.eachInside(set, [&](size_t k) { index.byInterval[k].push_back(i); });
             }
             if (r.sources.empty()) anySource_.push_back(i);
             if (r.destinations.empty()) anyDestination_.push_back(i);
@@ -161,7 +164,10 @@ class RuleIndex {
     // Every earlier rule that can match a request rule j matches, from the most selective of
     // j's fields and groups; nullopt when there are too many to judge.
     std::optional<std::vector<uint32_t>> candidates(uint32_t j) {
-        const MatchRule& rule = policy_.rules[j];
+        return candidates(policy_.rules[j], j);
+    }
+    // The same for a rule that would stand at position j (j == rules.size(): after all).
+    std::optional<std::vector<uint32_t>> candidates(const MatchRule& rule, uint32_t j) {
         std::vector<const std::vector<uint32_t>*> best;
         size_t bestCount = SIZE_MAX;
         auto consider = [&](std::vector<const std::vector<uint32_t>*> lists) {
@@ -177,8 +183,7 @@ class RuleIndex {
             if (set.empty()) continue;
             Field& index = fields_[f];
             std::vector<const std::vector<uint32_t>*> lists{&index.unnamed, &index.wide};
-            for (uint64_t start : index.cuts.inside(set))
-                lists.push_back(&index.byInterval[index.cuts.find(start)]);
+            index.cuts.eachInside(set, [&](size_t k) { lists.push_back(&index.byInterval[k]); });
             consider(std::move(lists));
         }
         // The groups are the costlier index (a node-type group meets every group): only when
@@ -347,16 +352,82 @@ std::vector<Witness> witnesses(const Policy& policy, const std::vector<uint32_t>
     return out;
 }
 
-Verdict judge(const Policy& policy, uint32_t j,
-              const std::optional<std::vector<uint32_t>>& overlapping) {
+// The ports of a fabric by what they are in: one entry per distinct set of groups.
+struct FabricPorts {
+    std::vector<std::vector<uint32_t>> memberships;  // sorted group indices
+};
+
+FabricPorts fabricPorts(const BoundPolicy& bound) {
+    const Fabric& fabric = *bound.fabric;
+    std::vector<std::vector<uint32_t>> of(fabric.ports.size());
+    for (uint32_t g = 0; g < bound.groups.size(); ++g) {
+        for (uint32_t p : bound.groups[g].all(fabric)) of[p].push_back(g);
+    }
+    std::set<std::vector<uint32_t>> distinct;
+    for (uint32_t p : fabric.endpoints()) distinct.insert(std::move(of[p]));
+    return {{distinct.begin(), distinct.end()}};
+}
+
+bool meets(const std::vector<uint32_t>& sortedGroups, const std::vector<uint32_t>& side) {
+    if (side.empty()) return true;
+    for (uint32_t g : side) {
+        if (std::binary_search(sortedGroups.begin(), sortedGroups.end(), g)) return true;
+    }
+    return false;
+}
+
+// Whether requests matching `rule` can escape the `overlapping` earlier rules: on every fabric
+// (ports == nullptr: minimal witness ports), or on the ports of one fabric.
+Verdict judge(const Policy& policy, const MatchRule& rule,
+              const std::optional<std::vector<uint32_t>>& overlapping, const FabricPorts* ports) {
     Verdict v;
+    // Which groups each witness of a side is in (the side's own and the earlier rules').
+    std::vector<std::vector<uint32_t>> sources, destinations;
+    if (ports) {
+        for (const auto& m : ports->memberships) {
+            if (meets(m, rule.sources)) sources.push_back(m);
+            if (meets(m, rule.destinations)) destinations.push_back(m);
+        }
+        if (sources.empty() || destinations.empty()) {
+            v.dead = true;  // no port pair of the fabric
+            return v;
+        }
+    }
     if (overlapping && overlapping->empty()) return v;
+    // A quick way out for most rules: a request without the fields the rule does not name, with
+    // the lowest value of each it names, that no earlier rule's fields let through.
+    auto selects = [&](const std::vector<uint32_t>& side) {
+        if (ports || side.empty()) return true;
+        for (uint32_t g : side) {
+            const PortGroup& x = policy.groups[g];
+            if (x.nodeTypes || x.self || !x.guids.empty() || !x.portNames.empty() ||
+                !x.partitions.empty() || !x.pkeys.empty())
+                return true;
+        }
+        return false;
+    };
+    if (!selects(rule.sources) || !selects(rule.destinations)) {
+        v.dead = true;  // its groups hold no port on any fabric
+        return v;
+    }
+    auto probeEscapes = [&](const std::vector<uint32_t>& earlier) {
+        for (uint32_t i : earlier) {
+            bool lets = true;
+            for (size_t f = 0; f < 3 && lets; ++f) {
+                const RangeSet& theirs = RuleIndex::field(policy.rules[i], f);
+                const RangeSet& mine = RuleIndex::field(rule, f);
+                lets = theirs.empty() || (!mine.empty() && theirs.contains(mine.lowest()));
+            }
+            if (lets) return false;
+        }
+        return true;
+    };
+    if (overlapping && probeEscapes(*overlapping)) return v;
     if (!overlapping || overlapping->size() > MaxCandidates) {
         v.decided = false;
         return v;
     }
     const std::vector<uint32_t>& earlier = *overlapping;
-    const MatchRule& rule = policy.rules[j];
 
     // Cuts from rule j and the earlier rules only: other rules cannot tell its requests apart.
     Cuts guids, groupPkeys, fields[3];
@@ -365,18 +436,23 @@ Verdict judge(const Policy& policy, uint32_t j,
     fields[0].max = UINT64_MAX;
     fields[1].max = 4095;
     fields[2].max = 0x7fff;
-    RangeSet namedGuids;
+    // The witness ports' GUIDs and PKeys (on a fabric, its ports are the witnesses).
+    std::vector<Range> named;
     auto addGroups = [&](const MatchRule& r) {
         for (const auto* side : {&r.sources, &r.destinations}) {
             for (uint32_t g : *side) {
                 guids.add(policy.groups[g].guids);
-                namedGuids.add(policy.groups[g].guids);
+                const auto& ranges = policy.groups[g].guids.ranges();
+                named.insert(named.end(), ranges.begin(), ranges.end());
                 groupPkeys.add(policy.groups[g].pkeys);
             }
         }
     };
-    addGroups(rule);
-    for (uint32_t i : earlier) addGroups(policy.rules[i]);
+    if (!ports) {
+        addGroups(rule);
+        for (uint32_t i : earlier) addGroups(policy.rules[i]);
+    }
+    const RangeSet namedGuids = RangeSet::build(std::move(named));
     for (size_t f = 0; f < 3; ++f) {
         fields[f].add(RuleIndex::field(rule, f));
         for (uint32_t i : earlier) fields[f].add(RuleIndex::field(policy.rules[i], f));
@@ -396,9 +472,30 @@ Verdict judge(const Policy& policy, uint32_t j,
             for (uint64_t s : fields[f].inside(set)) values[f].push_back(s);
         }
     }
-    std::vector<Witness> sources = witnesses(policy, rule.sources, guids, namedGuids, groupPkeys);
-    std::vector<Witness> destinations =
-        witnesses(policy, rule.destinations, guids, namedGuids, groupPkeys);
+    if (!ports) {
+        std::vector<uint32_t> relevant;
+        auto addSides = [&](const MatchRule& r) {
+            relevant.insert(relevant.end(), r.sources.begin(), r.sources.end());
+            relevant.insert(relevant.end(), r.destinations.begin(), r.destinations.end());
+        };
+        addSides(rule);
+        for (uint32_t i : earlier) addSides(policy.rules[i]);
+        std::sort(relevant.begin(), relevant.end());
+        relevant.erase(std::unique(relevant.begin(), relevant.end()), relevant.end());
+        auto memberships = [&](const std::vector<uint32_t>& side) {
+            std::vector<std::vector<uint32_t>> out;
+            for (const Witness& w : witnesses(policy, side, guids, namedGuids, groupPkeys)) {
+                std::vector<uint32_t> in;
+                for (uint32_t g : relevant) {
+                    if (holds(policy.groups[g], w)) in.push_back(g);
+                }
+                out.push_back(std::move(in));
+            }
+            return out;
+        };
+        sources = memberships(rule.sources);
+        destinations = memberships(rule.destinations);
+    }
 
     const size_t words = (earlier.size() + 63) / 64;
     uint64_t work = static_cast<uint64_t>(words) * sources.size() * destinations.size();
@@ -417,12 +514,11 @@ Verdict judge(const Policy& policy, uint32_t j,
         }
         return b;
     };
-    auto sideBits = [&](const std::vector<Witness>& ws, bool source) {
+    auto sideBits = [&](const std::vector<std::vector<uint32_t>>& ws, bool source) {
         std::vector<Bits> out;
-        for (const Witness& w : ws) {
-            out.push_back(bitsFor([&](const MatchRule& r) {
-                return sideHolds(policy, source ? r.sources : r.destinations, w);
-            }));
+        for (const auto& m : ws) {
+            out.push_back(bitsFor(
+                [&](const MatchRule& r) { return meets(m, source ? r.sources : r.destinations); }));
         }
         return out;
     };
@@ -484,7 +580,7 @@ void findShadowedRules(const Reporter& report, const Policy& policy) {
     const auto& rules = policy.rules;
     RuleIndex index(policy);
     for (uint32_t j = 1; j < rules.size(); ++j) {
-        Verdict v = judge(policy, j, index.candidates(j));
+        Verdict v = judge(policy, rules[j], index.candidates(j), nullptr);
         const std::string what = rules[j].fromUlps ? "this qos-ulps line" : "this match rule";
         if (!v.decided) {
             report.note("reachability-undecided", rules[j].location,
@@ -493,6 +589,12 @@ void findShadowedRules(const Reporter& report, const Policy& policy) {
             continue;
         }
         if (!v.dead) continue;
+        if (v.coveredBy.empty()) {
+            report.warning(
+                "shadowed-rule", rules[j].location,
+                what + " can never match: its source or destination groups hold no port");
+            continue;
+        }
         std::string by;
         bool ulpsAfterRules = rules[j].fromUlps;
         for (size_t k = 0; k < v.coveredBy.size(); ++k) {
@@ -510,3 +612,82 @@ void findShadowedRules(const Reporter& report, const Policy& policy) {
 }
 
 }  // namespace ibqos::passes
+
+namespace ibqos {
+
+void checkReachability(const BoundPolicy& bound, Diagnostics& diagnostics) {
+    using namespace passes;
+    const Policy& policy = *bound.policy;
+    const FabricPorts ports = fabricPorts(bound);
+    RuleIndex index(policy);
+    std::vector<char> levelReached(policy.levels.size());
+    std::vector<char> groupUsed(policy.groups.size());
+    auto warn = [&](const char* code, SourceLocation where, std::string message) {
+        diagnostics.warning(code, policy.file, where, std::move(message));
+    };
+    for (uint32_t j = 0; j < policy.rules.size(); ++j) {
+        const MatchRule& rule = policy.rules[j];
+        for (const auto* side : {&rule.sources, &rule.destinations}) {
+            for (uint32_t g : *side) groupUsed[g] = 1;
+        }
+        auto candidates = index.candidates(j);
+        Verdict here = judge(policy, rule, candidates, &ports);
+        if (!here.decided || !here.dead) {
+            levelReached[rule.level] = 1;
+            continue;
+        }
+        const std::string what = rule.fromUlps ? "this qos-ulps line" : "this match rule";
+        if (here.coveredBy.empty()) {
+            warn("unreachable-rule", rule.location,
+                 what + " matches no port pair of " + bound.fabric->source +
+                     ": its source or destination groups hold no port there");
+        } else if (!judge(policy, rule, candidates, nullptr).dead) {
+            // (A rule dead on every fabric already has its shadowed-rule warning.)
+            std::string by;
+            for (size_t k = 0; k < here.coveredBy.size(); ++k) {
+                by += (k == 0                           ? ""
+                       : k + 1 == here.coveredBy.size() ? " and "
+                                                        : ", ") +
+                      std::string("line ") +
+                      std::to_string(policy.rules[here.coveredBy[k]].location.line);
+            }
+            warn("unreachable-rule", rule.location,
+                 what + " can never match on " + bound.fabric->source + ": the rules before it (" +
+                     by + ") match every request it does there");
+        }
+    }
+    // The default level: is there a request no rule matches?
+    MatchRule everything;
+    auto all = index.candidates(everything, static_cast<uint32_t>(policy.rules.size()));
+    Verdict fallThrough = judge(policy, everything, all, &ports);
+    if ((!fallThrough.decided || !fallThrough.dead) && policy.hasDefaultLevel)
+        levelReached[policy.defaultLevel] = 1;
+    for (uint32_t l = 0; l < policy.levels.size(); ++l) {
+        const QosLevel& level = policy.levels[l];
+        if (levelReached[l] || level.generated) continue;
+        warn("unreachable-level", level.location,
+             "no request can get level '" + level.name + "' on " + bound.fabric->source +
+                 (l == policy.defaultLevel ? ": the rules match every request"
+                                           : ": no rule that can match leads to it"));
+    }
+    auto use = [&](const std::vector<uint32_t>& groups) {
+        for (uint32_t g : groups) groupUsed[g] = 1;
+    };
+    for (const VlArbScope& scope : policy.vlarbScopes) {
+        use(scope.groups);
+        use(scope.across);
+    }
+    for (const Sl2VlScope& scope : policy.sl2vlScopes) {
+        use(scope.groups);
+        use(scope.acrossFrom);
+        use(scope.acrossTo);
+    }
+    for (uint32_t g = 0; g < policy.groups.size(); ++g) {
+        const PortGroup& group = policy.groups[g];
+        if (groupUsed[g] || group.origin != GroupOrigin::Written) continue;
+        warn("unused-group", group.location,
+             "port-group '" + group.name + "' is used by no rule or qos-setup scope");
+    }
+}
+
+}  // namespace ibqos

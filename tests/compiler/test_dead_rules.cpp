@@ -11,6 +11,9 @@
 #include <set>
 #include <string>
 
+#include "compiler/fabric_compilation.hpp"
+#include "fabric/partitions.hpp"
+#include "fabric/topology.hpp"
 #include "tests/policy_text.hpp"
 
 using namespace ibqos;
@@ -242,4 +245,143 @@ TEST_CASE("shadowed-rule verdicts equal brute force over every small fabric",
     // The random policies exercise both verdicts.
     CHECK(dead >= 20);
     CHECK(alive >= 100);
+}
+
+namespace {
+
+// A random small policy for the qos-lab fabric: its GUIDs, names and partitions.
+std::string randomLabPolicy(std::mt19937& rng) {
+    auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+    const char* const names[] = {"node-01 HCA-1/P1", "storage-01 HCA-1/P2", "leaf-01/P3",
+                                 "gw-01/P1"};
+    const char* const partitions[] = {"compute", "storage", "lab", "mgmt"};
+    std::string text = "port-groups\n";
+    const int groups = 2 + pick(4);
+    for (int g = 0; g < groups; ++g) {
+        text += " port-group\n  name: g" + std::to_string(g) + "\n";
+        for (int s = 1 + pick(2); s > 0; --s) {
+            switch (pick(5)) {
+                case 0:
+                    text += std::string("  node-type: ") +
+                            (const char*[]){"CA", "SWITCH", "ROUTER", "SELF"}[pick(4)] + "\n";
+                    break;
+                case 1: {
+                    int lo = 0x100000 + pick(17);
+                    text += "  port-guid: " + std::to_string(lo) + "-" +
+                            std::to_string(lo + pick(4)) + "\n";
+                    break;
+                }
+                case 2:
+                    text += std::string("  port-name: ") + names[pick(4)] + "\n";
+                    break;
+                case 3:
+                    text += std::string("  partition: ") + partitions[pick(4)] + "\n";
+                    break;
+                default:
+                    text += std::string("  pkey: ") +
+                            (const char*[]){"0x100", "0x1", "0x7001", "0x2"}[pick(4)] + "\n";
+            }
+        }
+        text += " end-port-group\n";
+    }
+    text +=
+        "end-port-groups\nqos-levels\n qos-level\n  name: default\n  sl: 0\n end-qos-level\n"
+        " qos-level\n  name: gold\n  sl: 1\n end-qos-level\n qos-level\n  name: silver\n"
+        "  sl: 2\n end-qos-level\nend-qos-levels\nqos-match-rules\n";
+    for (int r = 1 + pick(6); r > 0; --r) {
+        text += " qos-match-rule\n";
+        if (pick(3)) text += "  source: g" + std::to_string(pick(groups)) + "\n";
+        if (pick(3)) text += "  destination: g" + std::to_string(pick(groups)) + "\n";
+        if (pick(3) == 0) {
+            int lo = 1 + pick(4);
+            text +=
+                "  qos-class: " + std::to_string(lo) + "-" + std::to_string(lo + pick(3)) + "\n";
+        }
+        text += std::string("  qos-level-name: ") + (pick(2) ? "gold" : "silver") +
+                "\n end-qos-match-rule\n";
+    }
+    return text + "end-qos-match-rules\n";
+}
+
+}  // namespace
+
+TEST_CASE("unreachable-rule, unreachable-level and unused-group equal brute force on a fabric",
+          "[compiler][shadowing]") {
+    const std::string root = IBQOS_SOURCE_ROOT "/samples/fabrics/";
+    SourceFile topology("qos-lab.ibnetdiscover",
+                        ibqos::test::slurp(root + "qos-lab.ibnetdiscover"));
+    SourceFile partitions("qos-lab.partitions.conf",
+                          ibqos::test::slurp(root + "qos-lab.partitions.conf"));
+    Diagnostics fabricDiagnostics;
+    Fabric fabric = readTopology(topology, fabricDiagnostics);
+    std::string error;
+    fabric.smPort = fabric.findEndpoint("0x100001", error);
+    readPartitions(&partitions, fabric, fabricDiagnostics);
+    REQUIRE_FALSE(fabricDiagnostics.hasErrors());
+
+    std::mt19937 rng(7);
+    int unreachable = 0, reachable = 0, levelsUnreached = 0;
+    for (int round = 0; round < 150; ++round) {
+        Compiled c(randomLabPolicy(rng));
+        REQUIRE(c.codes().empty());
+        const Policy& p = c.policy;
+        Diagnostics d;
+        auto compiled =
+            FabricCompilation::compile(p, fabric, OpenSmConf{}, d, CompileStage::Reachability);
+        std::set<uint32_t> warnedRules, warnedLevels;
+        for (const Diagnostic& x : d.all()) {
+            if (x.code == "unreachable-rule") warnedRules.insert(x.location.line);
+            if (x.code == "unreachable-level") warnedLevels.insert(x.location.line);
+        }
+        // Brute force: every endpoint pair, every QoS class the rules tell apart or none; the
+        // first rule that matches decides.
+        const BoundPolicy& bound = compiled->bound();
+        std::vector<char> decides(p.rules.size()), gets(p.levels.size());
+        for (uint32_t s : fabric.endpoints())
+            for (uint32_t t : fabric.endpoints())
+                for (int qos = -1; qos <= 8; ++qos) {
+                    uint32_t level = p.defaultLevel;
+                    for (uint32_t i = 0; i < p.rules.size(); ++i) {
+                        const MatchRule& r = p.rules[i];
+                        auto side = [&](const std::vector<uint32_t>& groups, uint32_t port) {
+                            if (groups.empty()) return true;
+                            for (uint32_t g : groups)
+                                if (bound.groups[g].contains(fabric, port)) return true;
+                            return false;
+                        };
+                        bool qosOk =
+                            r.qosClasses.empty() ||
+                            (qos >= 0 && r.qosClasses.contains(static_cast<uint64_t>(qos)));
+                        if (side(r.sources, s) && side(r.destinations, t) && qosOk) {
+                            decides[i] = 1;
+                            level = r.level;
+                            break;
+                        }
+                    }
+                    gets[level] = 1;
+                }
+        // A rule hidden on every fabric has its shadowed-rule warning instead.
+        std::set<uint32_t> shadowed;
+        for (const Diagnostic& x : c.diagnostics.all())
+            if (x.code == "shadowed-rule") shadowed.insert(x.location.line);
+        INFO("round " << round << "\n" << c.source.text());
+        for (uint32_t i = 0; i < p.rules.size(); ++i) {
+            uint32_t line = p.rules[i].location.line;
+            INFO("rule at line " << line);
+            if (shadowed.count(line)) {
+                CHECK_FALSE(decides[i]);
+                continue;
+            }
+            CHECK(warnedRules.count(line) == (decides[i] ? 0u : 1u));
+            (decides[i] ? reachable : unreachable) += 1;
+        }
+        for (uint32_t l = 0; l < p.levels.size(); ++l) {
+            INFO("level " << p.levels[l].name);
+            CHECK(warnedLevels.count(p.levels[l].location.line) == (gets[l] ? 0u : 1u));
+            levelsUnreached += !gets[l];
+        }
+    }
+    CHECK(unreachable >= 20);
+    CHECK(reachable >= 100);
+    CHECK(levelsUnreached >= 20);
 }
