@@ -97,6 +97,7 @@ Json portsJson(const Fabric& fabric, const std::vector<uint32_t>& ports, bool wi
     std::vector<std::string> names;
     for (const BoundPolicy* bound : {&after, &before}) {
         for (size_t g = 0; g < bound->groups.size(); ++g) {
+            if (bound->policy->groups[g].origin != GroupOrigin::Written) continue;  // qos-ulps'
             const std::string& name = bound->policy->groups[g].name;
             bool holds = false;
             for (uint32_t p : ports) holds = holds || bound->groups[g].contains(fabric, p);
