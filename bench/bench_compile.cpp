@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Benchmark: topology read + bind + every port's tables for a 50,667-endpoint fat tree and a
 // policy with 1,000 port groups and qos-setup scopes.
-//   ibqos-bench-compile [--groups N] [--json]
+//   ibqos-bench-compile [--groups N] [--json] [--benchmark_... flags]
 #include <cstdio>
 #include <cstring>
 #include <string>
 
-#include "bench/bench_util.hpp"
+#include "bench/harness.hpp"
 #include "bench/synthetic.hpp"
 #include "compiler/bind.hpp"
 #include "compiler/compile_policy.hpp"
@@ -87,18 +87,12 @@ std::string policyFor(const bench::FatTree& tree, unsigned groups) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    bool json = false;
     unsigned groups = 1000;
-    for (int i = 1; i < argc; ++i) {
-        if (!std::strcmp(argv[i], "--json")) {
-            json = true;
-        } else if (!std::strcmp(argv[i], "--groups") && i + 1 < argc) {
-            groups = static_cast<unsigned>(std::stoul(argv[++i]));
-        } else {
-            std::fprintf(stderr, "usage: ibqos-bench-compile [--groups N] [--json]\n");
-            return std::strcmp(argv[i], "--help") ? 2 : 0;
-        }
-    }
+    bench::Program program("ibqos-bench-compile",
+                           "topology read + bind + tables, synthetic fat tree (one core).");
+    program.options().add_option("--groups", groups, "port groups (default 1000)");
+    if (auto status = program.parse(argc, argv)) return *status;
+
     bench::FatTree tree;
     SourceFile topology("fat-tree.topo", tree.ibnetdiscover());
     SourceFile policyText("policy.conf", policyFor(tree, groups));
@@ -109,52 +103,72 @@ int main(int argc, char** argv) {
                      compileDiagnostics.all()[0].message.c_str());
         return 1;
     }
+    for (const char* name : {"read_topology", "bind", "tables", "realizability_checks"})
+        bench::counterUnit(name, "s");
+    for (const char* name : {"distinct_sl2vl_tables", "distinct_vlarb_tables"})
+        bench::counterUnit(name, "tables");
+    bench::counterUnit("peak_rss", "MB", 1e-6);
+    bench::counterUnit("peak_rss_added", "MB", 1e-6);
 
-    bench::resetPeakRss();
-    uint64_t baseline = bench::peakRss();
-    Diagnostics d;
-    auto t0 = std::chrono::steady_clock::now();
-    Fabric fabric = readTopology(topology, d);
-    readPartitions(nullptr, fabric, d);
-    OpenSmConf conf;
-    negotiateOperVls(fabric, conf.maxOpVls);
-    double readSeconds = bench::secondsSince(t0);
-    auto compiled = FabricCompilation::compile(policy, std::move(fabric), conf, d);
-    const FabricCompilation::Timings& times = compiled->timings();
-    double bindSeconds = times.bind, tableSeconds = times.tables;
-    double total = readSeconds + bindSeconds + tableSeconds, checkSeconds = times.realizability;
-    uint64_t peak = bench::peakRss();
-    const FabricTables& tables = compiled->tables();
-    for (const Diagnostic& x : d.all()) {
-        if (x.severity == Severity::Error)
-            std::fprintf(stderr, "error: [%s] %s\n", x.code.c_str(), x.message.c_str());
-    }
-    if (d.hasErrors()) return 1;
-    size_t pairs = 0;
-    for (const PortTables& t : tables.ports) {
-        const FabricNode& n = compiled->fabric().nodeOf(t.port);
-        pairs += n.type == NodeType::Switch ? n.portCount + 1u : 1u;
-    }
-
-    bench::Report report(json);
-    report.header("topology read + bind + tables, synthetic fat tree (one core)");
-    std::vector<std::pair<std::string, std::string>> params{
-        {"endpoints", std::to_string(compiled->fabric().endpoints().size())},
-        {"ports_with_tables", std::to_string(tables.ports.size())},
-        {"sl2vl_pairs", std::to_string(pairs)},
-        {"groups", std::to_string(policy.groups.size())},
-        {"topology_mb", std::to_string(topology.text().size() / 1e6)}};
-    report.add({"read_topology", readSeconds, "s", params});
-    report.add({"bind", bindSeconds, "s", params});
-    report.add({"tables", tableSeconds, "s", params});
-    report.add({"read_bind_tables", total, "s", params});
-    report.add({"realizability_checks", checkSeconds, "s", params});
-    report.add(
-        {"distinct_sl2vl_tables", static_cast<double>(tables.sl2vls.size()), "tables", params});
-    report.add(
-        {"distinct_vlarb_tables", static_cast<double>(tables.vlarbs.size()), "tables", params});
-    report.add({"peak_rss", static_cast<double>(peak) / 1e6, "MB", params});
-    report.add({"peak_rss_added", static_cast<double>(peak - std::min(peak, baseline)) / 1e6, "MB",
-                params});
-    return 0;
+    // The benchmark's time is topology read + bind + tables; each stage is a counter. Memory
+    // is that of the process's first compilation: later ones reuse the heap it left.
+    double peak = -1, added = -1;
+    benchmark::RegisterBenchmark(
+        "read_bind_tables",
+        [&](benchmark::State& state) {
+            double read = 0, bind = 0, tables = 0, checks = 0;
+            Json params;
+            for (auto _ : state) {
+                bench::resetPeakRss();
+                const double baseline = static_cast<double>(bench::peakRss());
+                Diagnostics d;
+                auto t0 = std::chrono::steady_clock::now();
+                Fabric fabric = readTopology(topology, d);
+                readPartitions(nullptr, fabric, d);
+                OpenSmConf conf;
+                negotiateOperVls(fabric, conf.maxOpVls);
+                const double readSeconds =
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                auto compiled = FabricCompilation::compile(policy, std::move(fabric), conf, d);
+                const FabricCompilation::Timings& t = compiled->timings();
+                state.SetIterationTime(readSeconds + t.bind + t.tables);
+                if (d.hasErrors()) {
+                    state.SkipWithError(("error: " + d.all()[0].message).c_str());
+                    return;
+                }
+                read += readSeconds;
+                bind += t.bind;
+                tables += t.tables;
+                checks += t.realizability;
+                if (peak < 0) {
+                    peak = static_cast<double>(bench::peakRss());
+                    added = peak - baseline;
+                }
+                size_t pairs = 0;
+                for (const PortTables& pt : compiled->tables().ports) {
+                    const FabricNode& n = compiled->fabric().nodeOf(pt.port);
+                    pairs += n.type == NodeType::Switch ? n.portCount + 1u : 1u;
+                }
+                state.counters["distinct_sl2vl_tables"] =
+                    static_cast<double>(compiled->tables().sl2vls.size());
+                state.counters["distinct_vlarb_tables"] =
+                    static_cast<double>(compiled->tables().vlarbs.size());
+                params = {{"endpoints", compiled->fabric().endpoints().size()},
+                          {"ports_with_tables", compiled->tables().ports.size()},
+                          {"sl2vl_pairs", pairs},
+                          {"groups", policy.groups.size()},
+                          {"topology_mb", static_cast<double>(topology.text().size()) / 1e6}};
+            }
+            const double n = static_cast<double>(state.iterations());
+            state.counters["read_topology"] = read / n;
+            state.counters["bind"] = bind / n;
+            state.counters["tables"] = tables / n;
+            state.counters["realizability_checks"] = checks / n;
+            state.counters["peak_rss"] = peak;
+            state.counters["peak_rss_added"] = added;
+            bench::setParams(state, params);
+        })
+        ->UseManualTime()
+        ->Unit(benchmark::kSecond);
+    return program.run();
 }

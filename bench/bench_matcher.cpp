@@ -3,6 +3,7 @@
 // straightforward implementation of OpenSM's own algorithm (rules scanned in order, group
 // membership by hash-set lookup), at 10 to 10,000 rules.
 //   ibqos-bench-matcher [--rules 10,100,1000,10000] [--requests N] [--seed S] [--json]
+//                       [--benchmark_... flags]
 //
 // The workload (issue 4): the synthetic fat tree of bench/synthetic.hpp, 48,000 hosts under
 // 2,000 36-port leaves (24 hosts and 12 uplinks each) and 667 spines, so 50,667 endpoints,
@@ -13,6 +14,9 @@
 // ServiceID 90 %, a QoS class 70 % and a PKey 70 % of the time.
 #include <malloc.h>
 
+#include <map>
+#include <memory>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,7 +26,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "bench/bench_util.hpp"
+#include "bench/harness.hpp"
 #include "bench/synthetic.hpp"
 #include "common/source.hpp"
 #include "compiler/fabric_compilation.hpp"
@@ -36,7 +40,6 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr unsigned Groups = 200, RandomMembers = 8;
-constexpr unsigned BatchSize = 16;  // matches per timer reading
 
 // The synthetic fat tree of the other benchmarks, read into a Fabric.
 struct Workload {
@@ -203,56 +206,66 @@ class Baseline {
 
 size_t heapInUse() { return mallinfo2().uordblks; }
 
-struct Timing {
-    double matchesPerSecond = 0;
-    double medianNs = 0;
-    double p99Ns = 0;
-    double defaultShare = 0;
+// One policy size: the policy bound to the fabric, its requests, and both matchers, checked to
+// agree on every answer before either is timed. Built once, when its first benchmark runs.
+struct Case {
+    Policy policy;
+    std::unique_ptr<FabricCompilation> compiled;
+    std::vector<PathQuery> requests;
+    std::unique_ptr<Classifier> classifier;
+    std::unique_ptr<Baseline> baseline;
+    double classifierBuildMs = 0, baselineBuildMs = 0;
+    double classifierHeap = 0, baselineHeap = 0;
+    double classifierRate = 0;  // matches per second, once measured
 };
 
-// Runs `match` over the requests in batches of BatchSize timed together (a timer reading
-// costs as much as a match), for `rounds` rounds of `seconds` each (and at least `minimum`
-// matches a round). Other work on the machine can only slow a round down, so the figures are
-// those of the round with the lowest median.
-template <typename Match>
-Timing measure(const std::vector<PathQuery>& requests, unsigned rounds, double seconds,
-               size_t minimum, Match match) {
-    Timing best;
-    best.medianNs = 1e300;
-    uint64_t sink = 0;
-    size_t done = 0;
-    for (unsigned round = 0; round < rounds; ++round) {
-        std::vector<double> batchNs;
-        size_t matches = 0, toDefault = 0;
+class Cases {
+  public:
+    Cases(size_t requests, uint64_t seed) : requests_(requests), seed_(seed) {}
+
+    Case& get(unsigned rules) {
+        auto& slot = cases_[rules];
+        if (slot) return *slot;
+        if (!workload_) workload_ = std::make_unique<Workload>();
+        const Workload& w = *workload_;
+        slot = std::make_unique<Case>();
+        Case& c = *slot;
+        std::mt19937_64 rng(seed_ + rules);
+        c.policy = buildPolicy(w.tree, rules, rng);
+        Diagnostics diagnostics;
+        c.compiled =
+            FabricCompilation::compile(c.policy, w.fabric, {}, diagnostics, CompileStage::Bind);
+        c.requests = buildRequests(w, requests_, rng);
+        auto ms = [](Clock::time_point since) {
+            return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
+        };
+        size_t heap = heapInUse();
         auto start = Clock::now();
-        double elapsed = 0;
-        while (elapsed < seconds || matches < minimum) {
-            const PathQuery* batch = requests.data() + done % requests.size();
-            auto t0 = Clock::now();
-            for (unsigned i = 0; i < BatchSize; ++i) {
-                QosMatch m = match(batch[i]);
-                sink += m.level;
-                toDefault += m.rule == NoRule;
+        c.classifier = std::make_unique<Classifier>(c.compiled->bound());
+        c.classifierBuildMs = ms(start);
+        c.classifierHeap = static_cast<double>(heapInUse() - heap);
+        heap = heapInUse();
+        start = Clock::now();
+        c.baseline = std::make_unique<Baseline>(c.policy, c.compiled->bound());
+        c.baselineBuildMs = ms(start);
+        c.baselineHeap = static_cast<double>(heapInUse() - heap);
+        size_t checked = std::min<size_t>(c.requests.size(), rules >= 10000 ? 2000 : 20000);
+        for (size_t i = 0; i < checked; ++i) {
+            if (c.classifier->match(c.requests[i]) != c.baseline->match(w.fabric, c.requests[i])) {
+                std::fprintf(stderr, "request %zu: the classifier and the baseline disagree\n", i);
+                std::exit(1);
             }
-            auto t1 = Clock::now();
-            batchNs.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() /
-                              BatchSize);
-            done += BatchSize;
-            matches += BatchSize;
-            elapsed = std::chrono::duration<double>(t1 - start).count();
         }
-        std::sort(batchNs.begin(), batchNs.end());
-        double median = batchNs[batchNs.size() / 2];
-        if (median < best.medianNs) {
-            best.medianNs = median;
-            best.p99Ns = batchNs[batchNs.size() * 99 / 100];
-            best.matchesPerSecond = static_cast<double>(matches) / elapsed;
-            best.defaultShare = static_cast<double>(toDefault) / static_cast<double>(matches);
-        }
+        return c;
     }
-    if (sink == UINT64_MAX) std::puts("");  // keeps the work observable
-    return best;
-}
+    const Workload& workload() const { return *workload_; }
+
+  private:
+    size_t requests_;
+    uint64_t seed_;
+    std::unique_ptr<Workload> workload_;
+    std::map<unsigned, std::unique_ptr<Case>> cases_;
+};
 
 }  // namespace
 
@@ -260,96 +273,84 @@ int main(int argc, char** argv) {
     std::vector<unsigned> sizes{10, 100, 1000, 10000};
     size_t requestCount = 1 << 16;
     uint64_t seed = 4;
-    bool json = false;
-    for (int i = 1; i < argc; ++i) {
-        std::string a = argv[i];
-        auto next = [&] { return std::string(bench::optionValue(argc, argv, i)); };
-        if (a == "--rules") {
-            sizes.clear();
-            std::string list = next();
-            for (size_t p = 0; p < list.size();) {
-                size_t comma = list.find(',', p);
-                sizes.push_back(static_cast<unsigned>(std::stoul(list.substr(p, comma - p))));
-                p = comma == std::string::npos ? list.size() : comma + 1;
-            }
-        } else if (a == "--requests") {
-            requestCount = std::stoull(next());
-            requestCount = std::max<size_t>(BatchSize, requestCount - requestCount % BatchSize);
-        } else if (a == "--seed") {
-            seed = std::stoull(next());
-        } else if (a == "--json") {
-            json = true;
-        } else {
-            std::fprintf(stderr,
-                         "usage: ibqos-bench-matcher [--rules 10,100,1000,10000] [--requests N] "
-                         "[--seed S] [--json]\n");
-            return a == "--help" ? 0 : 2;
-        }
-    }
+    bench::Program program("ibqos-bench-matcher",
+                           "PathRecord matching on a 50,667-port fabric: the compiled classifier "
+                           "against OpenSM's rule scan (one core).");
+    CLI::App& o = program.options();
+    o.add_option("--rules", sizes, "rule counts (default 10,100,1000,10000)")->delimiter(',');
+    o.add_option("--requests", requestCount, "distinct requests cycled through (default 65536)")
+        ->check(CLI::PositiveNumber);
+    o.add_option("--seed", seed, "the workload's seed (default 4)");
+    if (auto status = program.parse(argc, argv)) return *status;
 
-    auto fabricStart = Clock::now();
-    Workload w;
-    bench::Report report(json);
-    report.header("PathRecord matching: compiled classifier vs OpenSM's rule scan (one core)");
-    report.add({"fabric_endpoints",
-                static_cast<double>(w.fabric.endpoints().size()),
-                "ports",
-                {{"build_s", std::to_string(bench::secondsSince(fabricStart))}}});
+    Cases cases(requestCount, seed);
+    for (const char* name : {"classifier_matches_per_s", "baseline_matches_per_s"})
+        bench::counterUnit(name, "1/s");
+    for (const char* name : {"classifier_build_time", "baseline_build_time"})
+        bench::counterUnit(name, "ms");
+    for (const char* name : {"classifier_memory", "classifier_heap", "baseline_heap"})
+        bench::counterUnit(name, "MB", 1e-6);
+    bench::counterUnit("classifier_port_classes", "classes");
+    bench::counterUnit("default_level_share", "%", 100);
+    bench::counterUnit("speedup", "x");
 
+    // The time of one match, in ns, is each benchmark's figure: "classifier" and "baseline".
     for (unsigned rules : sizes) {
-        std::mt19937_64 rng(seed + rules);
-        Policy policy = buildPolicy(w.tree, rules, rng);
-        Diagnostics diagnostics;
-        auto compiled =
-            FabricCompilation::compile(policy, w.fabric, {}, diagnostics, CompileStage::Bind);
-        const BoundPolicy& bound = compiled->bound();
-        std::vector<PathQuery> requests = buildRequests(w, requestCount, rng);
-        std::vector<std::pair<std::string, std::string>> params{
-            {"rules", std::to_string(rules)},
-            {"ports", std::to_string(w.fabric.endpoints().size())}};
-
-        size_t heapBefore = heapInUse();
-        auto buildStart = Clock::now();
-        Classifier classifier(bound);
-        double buildSeconds = bench::secondsSince(buildStart);
-        size_t classifierHeap = heapInUse() - heapBefore;
-
-        heapBefore = heapInUse();
-        auto baselineStart = Clock::now();
-        Baseline baseline(policy, bound);
-        double baselineBuildSeconds = bench::secondsSince(baselineStart);
-        size_t baselineHeap = heapInUse() - heapBefore;
-
-        // Both must give every answer alike before either is timed.
-        size_t checked = std::min<size_t>(requests.size(), rules >= 10000 ? 2000 : 20000);
-        for (size_t i = 0; i < checked; ++i) {
-            if (classifier.match(requests[i]) != baseline.match(w.fabric, requests[i])) {
-                std::fprintf(stderr, "request %zu: the classifier and the baseline disagree\n", i);
-                return 1;
-            }
-        }
-
-        Timing c = measure(requests, 10, 0.25, requests.size(),
-                           [&](const PathQuery& q) { return classifier.match(q); });
-        Timing b = measure(requests, 10, 0.25, 0,
-                           [&](const PathQuery& q) { return baseline.match(w.fabric, q); });
-
-        report.add({"classifier_matches_per_s", c.matchesPerSecond, "1/s", params});
-        report.add({"classifier_median_ns", c.medianNs, "ns", params});
-        report.add({"classifier_p99_ns", c.p99Ns, "ns", params});
-        report.add({"classifier_build_time", buildSeconds * 1e3, "ms", params});
-        report.add({"classifier_memory", static_cast<double>(classifier.memoryBytes()) / 1e6, "MB",
-                    params});
-        report.add({"classifier_heap", static_cast<double>(classifierHeap) / 1e6, "MB", params});
-        report.add({"classifier_port_classes", static_cast<double>(classifier.membershipClasses()),
-                    "classes", params});
-        report.add({"baseline_matches_per_s", b.matchesPerSecond, "1/s", params});
-        report.add({"baseline_median_ns", b.medianNs, "ns", params});
-        report.add({"baseline_p99_ns", b.p99Ns, "ns", params});
-        report.add({"baseline_build_time", baselineBuildSeconds * 1e3, "ms", params});
-        report.add({"baseline_heap", static_cast<double>(baselineHeap) / 1e6, "MB", params});
-        report.add({"speedup", c.matchesPerSecond / b.matchesPerSecond, "x", params});
-        report.add({"default_level_share", c.defaultShare * 100, "%", params});
+        benchmark::RegisterBenchmark(
+            "classifier",
+            [&cases, rules](benchmark::State& state) {
+                Case& c = cases.get(rules);
+                size_t i = 0, toDefault = 0;
+                auto start = Clock::now();
+                for (auto _ : state) {
+                    QosMatch m = c.classifier->match(c.requests[i]);
+                    toDefault += m.rule == NoRule;
+                    benchmark::DoNotOptimize(m);
+                    i = i + 1 == c.requests.size() ? 0 : i + 1;
+                }
+                const double n = static_cast<double>(state.iterations());
+                c.classifierRate = n / std::chrono::duration<double>(Clock::now() - start).count();
+                state.counters["classifier_matches_per_s"] =
+                    benchmark::Counter(n, benchmark::Counter::kIsRate);
+                state.counters["classifier_build_time"] = c.classifierBuildMs;
+                state.counters["classifier_memory"] =
+                    static_cast<double>(c.classifier->memoryBytes());
+                state.counters["classifier_heap"] = c.classifierHeap;
+                state.counters["classifier_port_classes"] =
+                    static_cast<double>(c.classifier->membershipClasses());
+                state.counters["default_level_share"] = static_cast<double>(toDefault) / n;
+                bench::setParams(state, {{"ports", cases.workload().fabric.endpoints().size()}});
+            })
+            ->Arg(rules)
+            ->ArgName("rules")
+            ->UseRealTime()
+            ->MinTime(0.5);
+        benchmark::RegisterBenchmark(
+            "baseline",
+            [&cases, rules](benchmark::State& state) {
+                Case& c = cases.get(rules);
+                const Fabric& fabric = cases.workload().fabric;
+                size_t i = 0;
+                auto start = Clock::now();
+                for (auto _ : state) {
+                    QosMatch m = c.baseline->match(fabric, c.requests[i]);
+                    benchmark::DoNotOptimize(m);
+                    i = i + 1 == c.requests.size() ? 0 : i + 1;
+                }
+                const double n = static_cast<double>(state.iterations());
+                const double rate = n / std::chrono::duration<double>(Clock::now() - start).count();
+                state.counters["baseline_matches_per_s"] =
+                    benchmark::Counter(n, benchmark::Counter::kIsRate);
+                state.counters["baseline_build_time"] = c.baselineBuildMs;
+                state.counters["baseline_heap"] = c.baselineHeap;
+                // Against the classifier's rate measured the same way (its benchmark runs first).
+                if (c.classifierRate > 0) state.counters["speedup"] = c.classifierRate / rate;
+                bench::setParams(state, {{"ports", fabric.endpoints().size()}});
+            })
+            ->Arg(rules)
+            ->ArgName("rules")
+            ->UseRealTime()
+            ->MinTime(0.5);
     }
-    return 0;
+    return program.run();
 }

@@ -1,15 +1,20 @@
 // SPDX-License-Identifier: MIT
-// Benchmark: parse+check throughput and peak memory on a generated policy of 1,000,000+ lines.
-//   ibqos-bench-parse [--lines N] [--groups G] [--rules R] [--json] [--keep FILE]
+// Benchmark: parse+check throughput and peak memory on generated policies of 1,000,000 lines,
+// a group-heavy and a rule-heavy shape.
+//   ibqos-bench-parse [--shape group-heavy|rule-heavy|both|custom] [--lines N] [--groups G]
+//                     [--levels L] [--rules R] [--keep FILE] [--json] [--benchmark_... flags]
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <string>
+#include <vector>
 
-#include "bench/bench_util.hpp"
+#include "bench/harness.hpp"
 #include "common/text.hpp"
 #include "compiler/compile_policy.hpp"
 
@@ -106,96 +111,122 @@ std::string generate(const Shape& shape) {
     return out + tail;
 }
 
-int measure(const std::string& path, bool json) {
-    bench::resetPeakRss();
-    uint64_t before = bench::peakRss();
-    auto start = std::chrono::steady_clock::now();
-    std::string error;
-    auto source = SourceFile::load(path, error);
-    if (!source) {
-        std::fprintf(stderr, "%s\n", error.c_str());
-        return 2;
-    }
-    double loadSeconds = bench::secondsSince(start);
-    auto parseStart = std::chrono::steady_clock::now();
-    Diagnostics diagnostics;
-    Policy policy = loadPolicy(*source, diagnostics);
-    double parseSeconds = bench::secondsSince(parseStart);
-    uint64_t peak = bench::peakRss();
-    double mb = static_cast<double>(source->text().size()) / 1e6;
-    if (diagnostics.hasErrors()) {
-        std::fprintf(stderr, "the generated policy has %zu errors: %s\n", diagnostics.errorCount(),
-                     diagnostics.all()[0].message.c_str());
-        return 1;
-    }
-    bench::Report report(json);
-    report.header("parse+check of a generated policy (one core)");
-    std::vector<std::pair<std::string, std::string>> params{
-        {"file_mb", std::to_string(mb)},
-        {"lines", std::to_string(source->lineCount())},
-        {"groups", std::to_string(policy.groups.size())},
-        {"rules", std::to_string(policy.rules.size())}};
-    report.add({"parse_check_throughput", mb / parseSeconds, "MB/s", params});
-    report.add({"parse_check_time", parseSeconds, "s", params});
-    report.add({"load_time", loadSeconds, "s", params});
-    report.add({"peak_rss", static_cast<double>(peak) / 1e6, "MB", params});
-    report.add({"peak_rss_over_file_size",
-                static_cast<double>(peak - std::min(before, peak)) / (mb * 1e6), "x", params});
-    return 0;
+// The measuring child: parses the file once an iteration, reports the time and the memory.
+void registerMeasure(const std::string& path, const std::string& shape) {
+    bench::counterUnit("parse_check_throughput", "MB/s");
+    bench::counterUnit("load_time", "s");
+    bench::counterUnit("peak_rss", "MB", 1e-6);
+    bench::counterUnit("peak_rss_over_file_size", "x");
+    benchmark::RegisterBenchmark(
+        "parse_check_time",
+        [path, shape](benchmark::State& state) {
+            // Memory is that of the process's first parse: later ones reuse the heap it left.
+            static double peak = 0, added = 0;
+            double parseSeconds = 0, loadSeconds = 0, mb = 0;
+            size_t lines = 0, groups = 0, rules = 0;
+            for (auto _ : state) {
+                bench::resetPeakRss();
+                const double before = static_cast<double>(bench::peakRss());
+                auto start = std::chrono::steady_clock::now();
+                std::string error;
+                auto source = SourceFile::load(path, error);
+                if (!source) {
+                    state.SkipWithError(error.c_str());
+                    return;
+                }
+                auto parseStart = std::chrono::steady_clock::now();
+                Diagnostics diagnostics;
+                Policy policy = loadPolicy(*source, diagnostics);
+                const double seconds =
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - parseStart)
+                        .count();
+                state.SetIterationTime(seconds);
+                if (diagnostics.hasErrors()) {
+                    state.SkipWithError(
+                        ("the generated policy has errors: " + diagnostics.all()[0].message)
+                            .c_str());
+                    return;
+                }
+                parseSeconds += seconds;
+                loadSeconds += std::chrono::duration<double>(parseStart - start).count();
+                mb = static_cast<double>(source->text().size()) / 1e6;
+                if (peak == 0) {
+                    peak = static_cast<double>(bench::peakRss());
+                    added = peak - before;
+                }
+                lines = source->lineCount();
+                groups = policy.groups.size();
+                rules = policy.rules.size();
+            }
+            const double n = static_cast<double>(state.iterations());
+            state.counters["parse_check_throughput"] = mb * n / parseSeconds;
+            state.counters["load_time"] = loadSeconds / n;
+            state.counters["peak_rss"] = peak;
+            state.counters["peak_rss_over_file_size"] = added / (mb * 1e6);
+            bench::setParams(state, {{"shape", shape},
+                                     {"file_mb", mb},
+                                     {"lines", lines},
+                                     {"groups", groups},
+                                     {"rules", rules}});
+        })
+        ->Iterations(1)
+        ->UseManualTime()
+        ->Unit(benchmark::kSecond);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    Shape shape;
-    bool json = false;
-    std::string keep, measurePath;
+    // The flags the measuring child gets too (Google Benchmark's and --json).
+    std::vector<std::string> forwarded;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
-        auto next = [&]() -> std::string {
-            if (i + 1 >= argc) {
-                std::fprintf(stderr, "%s needs a value\n", a.c_str());
-                std::exit(2);
-            }
-            return argv[++i];
-        };
-        if (a == "--lines")
-            shape.lines = std::stoull(next());
-        else if (a == "--groups")
-            shape.groups = static_cast<unsigned>(std::stoul(next()));
-        else if (a == "--levels")
-            shape.levels = static_cast<unsigned>(std::stoul(next()));
-        else if (a == "--rules")
-            shape.rules = static_cast<unsigned>(std::stoul(next()));
-        else if (a == "--json")
-            json = true;
-        else if (a == "--keep")
-            keep = next();
-        else if (a == "--measure")
-            measurePath = next();  // internal: the measuring child
-        else {
-            std::fprintf(
-                stderr,
-                "usage: ibqos-bench-parse [--lines N] [--groups G] [--levels L] [--rules R] "
-                "[--keep FILE] [--json]\n");
-            return a == "--help" ? 0 : 2;
-        }
+        if (a.rfind("--benchmark_", 0) == 0 || a == "--json") forwarded.push_back(a);
     }
-    if (!measurePath.empty()) return measure(measurePath, json);
+    Shape custom;
+    std::string shapeName = "both", keep, measurePath;
+    bench::Program program("ibqos-bench-parse",
+                           "parse+check of generated policies of 1,000,000 lines (one core): the "
+                           "group-heavy shape (4,000 groups of GUID lists and ranges, 4,000 rules) "
+                           "and the rule-heavy one (120,000 rules over 2,000 groups).");
+    CLI::App& o = program.options();
+    o.add_option("--shape", shapeName, "group-heavy, rule-heavy, both (default) or custom")
+        ->check(CLI::IsMember({"group-heavy", "rule-heavy", "both", "custom"}));
+    o.add_option("--lines", custom.lines, "custom: lines of the file (default 1,000,000)");
+    o.add_option("--groups", custom.groups, "custom: port groups (default 4000)");
+    o.add_option("--levels", custom.levels, "custom: levels (default 4000)");
+    o.add_option("--rules", custom.rules, "custom: match rules (default 4000)");
+    o.add_option("--keep", keep, "keep the generated file (custom or one shape) there");
+    o.add_option("--measure", measurePath, "(internal) measure this file")->group("");
+    o.add_option("--shape-name", shapeName, "(internal)")->group("");
+    if (auto status = program.parse(argc, argv)) return *status;
+    if (!measurePath.empty()) {
+        registerMeasure(measurePath, shapeName);
+        return program.run();
+    }
 
-    // Generate in this process, measure in a fresh one so its peak memory is its own.
-    std::string text = generate(shape);
-    std::string path =
-        keep.empty() ? "/tmp/ibqos-bench-parse-" + std::to_string(getpid()) + ".conf" : keep;
-    {
-        std::ofstream out(path, std::ios::binary);
-        out << text;
+    std::vector<std::pair<std::string, Shape>> shapes;
+    if (shapeName == "group-heavy" || shapeName == "both") shapes.push_back({"group-heavy", {}});
+    if (shapeName == "rule-heavy" || shapeName == "both")
+        shapes.push_back({"rule-heavy", {1'000'000, 2000, 16, 120000}});
+    if (shapeName == "custom") shapes.push_back({"custom", custom});
+    int status = 0;
+    for (const auto& [name, shape] : shapes) {
+        // Generate in this process, measure in a fresh one so its peak memory is its own.
+        std::string text = generate(shape);
+        std::string path = !keep.empty() && shapes.size() == 1
+                               ? keep
+                               : "/tmp/ibqos-bench-parse-" + std::to_string(getpid()) + ".conf";
+        {
+            std::ofstream out(path, std::ios::binary);
+            out << text;
+        }
+        std::string command =
+            "'" + std::string(argv[0]) + "' --measure '" + path + "' --shape-name " + name;
+        for (const std::string& f : forwarded) command += " '" + f + "'";
+        int s = std::system(command.c_str());
+        if (path != keep) std::remove(path.c_str());
+        if (!WIFEXITED(s) || WEXITSTATUS(s) != 0) status = WIFEXITED(s) ? WEXITSTATUS(s) : 2;
     }
-    text.clear();
-    text.shrink_to_fit();
-    std::string command =
-        std::string("'") + argv[0] + "' --measure '" + path + "'" + (json ? " --json" : "");
-    int status = std::system(command.c_str());
-    if (keep.empty()) std::remove(path.c_str());
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 2;
+    return status;
 }

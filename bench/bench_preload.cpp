@@ -3,7 +3,7 @@
 // over the recording stand-in, with an agent listening. The program runs itself three times:
 // without the library, with it and the simulated backend, with it and the mlx5 backend on the
 // emulated device.
-//   ibqos-bench-preload [--qps N] [--json]
+//   ibqos-bench-preload [--qps N] [--json] [--benchmark_... flags]
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "bench/bench_util.hpp"
+#include "bench/harness.hpp"
 #include "host-sched/agent/policy_plan.hpp"
 #include "host-sched/plan/plan_file.hpp"
 #include "tests/host-sched/verbs_standin.hpp"
@@ -28,6 +28,10 @@
 using namespace ibqos;
 
 namespace {
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 // The measuring child: N QPs through INIT, then RTR (timed), then destroy (timed). The policy
 // is samples/policies/host-sched.conf: SLs 0-3 are on leaves, three of them under a node.
@@ -73,13 +77,13 @@ int measure(unsigned qps) {
     // The first RTR of a process loads the policy and builds the tree: measured apart.
     auto start = std::chrono::steady_clock::now();
     rtr(list[0], 3);
-    double first = bench::secondsSince(start);
+    double first = secondsSince(start);
     start = std::chrono::steady_clock::now();
     for (unsigned i = 1; i <= qps; ++i) rtr(list[i], static_cast<uint8_t>(i % 4));
-    double each = bench::secondsSince(start) / qps;
+    double each = secondsSince(start) / qps;
     start = std::chrono::steady_clock::now();
     for (unsigned i = 1; i <= qps; ++i) ibv_destroy_qp(list[i]);
-    double destroy = bench::secondsSince(start) / qps;
+    double destroy = secondsSince(start) / qps;
     ibv_destroy_qp(list[0]);
     std::fprintf(stderr, "first=%.9f rtr=%.9f destroy=%.9f\n", first, each, destroy);
     if (listener >= 0) {
@@ -124,22 +128,20 @@ std::map<std::string, double> runChild(const char* self, unsigned qps,
 }  // namespace
 
 int main(int argc, char** argv) {
-    unsigned qps = 20000;
-    bool json = false;
-    for (int i = 1; i < argc; ++i) {
-        std::string a = argv[i];
-        if (a == "--measure" && i + 1 < argc)
+    for (int i = 1; i + 1 < argc; ++i) {
+        if (std::string(argv[i]) == "--measure")
             return measure(static_cast<unsigned>(std::atoi(argv[i + 1])));
-        if (a == "--qps" && i + 1 < argc) {
-            qps = static_cast<unsigned>(std::atoi(argv[++i]));
-        } else if (a == "--json") {
-            json = true;
-        } else {
-            std::fprintf(stderr, "usage: ibqos-bench-preload [--qps N] [--json]\n");
-            return a == "--help" ? 0 : 2;
-        }
     }
-    if (qps == 0) qps = 1;
+    unsigned qps = 20000;
+    bench::Program program("ibqos-bench-preload",
+                           "libibqos_preload.so: added cost per call (recording stand-in below, "
+                           "agent listening).");
+    program.options()
+        .add_option("--qps", qps, "QPs per run (default 20000)")
+        ->check(CLI::PositiveNumber);
+    program.options().add_option("--measure", qps, "(internal) the measuring child")->group("");
+    if (auto status = program.parse(argc, argv)) return *status;
+
     std::string dir = "/tmp/ibqos-bench-preload-" + std::to_string(getpid());
     mkdir(dir.c_str(), 0700);
     std::string socketPath = dir + "/agent.sock";
@@ -153,28 +155,46 @@ int main(int argc, char** argv) {
     std::ofstream(planPath) << host::planFileText(*plan, SAMPLE_POLICY);
     // The output goes to stderr of the child (stdout carries the stand-in's record).
     setenv("STANDIN_QUIET", "1", 1);
-    std::map<std::string, double> base = runChild(argv[0], qps, {{"LD_PRELOAD", ""}});
-    std::map<std::string, std::string> preload{
-        {"LD_PRELOAD", PRELOAD_LIB}, {"IBQOS_PLAN", planPath}, {"IBQOS_AGENT_SOCKET", socketPath}};
-    preload["IBQOS_SCHED_BACKEND"] = "simulated";
-    std::map<std::string, double> simulated = runChild(argv[0], qps, preload);
-    preload["IBQOS_SCHED_BACKEND"] = "mlx5";
-    std::map<std::string, double> mlx5 = runChild(argv[0], qps, preload);
+    for (const char* name : {"rtr_without_preload", "rtr_added_simulated_backend",
+                             "rtr_added_mlx5_backend", "destroy_added_mlx5_backend"})
+        bench::counterUnit(name, "ns", 1e9);
+    bench::counterUnit("first_rtr_mlx5_backend", "us", 1e6);
+
+    // Each run is three processes: without the library, with it and the simulated backend, with
+    // it and the mlx5 backend; the figures are their differences per call.
+    const char* self = argv[0];
+    benchmark::RegisterBenchmark(
+        "preload",
+        [&](benchmark::State& state) {
+            std::map<std::string, double> base, simulated, mlx5;
+            for (auto _ : state) {
+                base = runChild(self, qps, {{"LD_PRELOAD", ""}});
+                std::map<std::string, std::string> preload{{"LD_PRELOAD", PRELOAD_LIB},
+                                                           {"IBQOS_PLAN", planPath},
+                                                           {"IBQOS_AGENT_SOCKET", socketPath}};
+                preload["IBQOS_SCHED_BACKEND"] = "simulated";
+                simulated = runChild(self, qps, preload);
+                preload["IBQOS_SCHED_BACKEND"] = "mlx5";
+                mlx5 = runChild(self, qps, preload);
+                if (base.size() != 3 || simulated.size() != 3 || mlx5.size() != 3) {
+                    state.SkipWithError("a measuring child failed");
+                    return;
+                }
+            }
+            state.counters["no_time"] = 1;  // the processes' own time says nothing
+            state.counters["rtr_without_preload"] = base["rtr"];
+            state.counters["rtr_added_simulated_backend"] = simulated["rtr"] - base["rtr"];
+            state.counters["rtr_added_mlx5_backend"] = mlx5["rtr"] - base["rtr"];
+            state.counters["destroy_added_mlx5_backend"] = mlx5["destroy"] - base["destroy"];
+            state.counters["first_rtr_mlx5_backend"] = mlx5["first"];
+            bench::setParams(state, {{"qps", qps}});
+        })
+        ->Iterations(1)
+        ->UseRealTime()
+        ->Unit(benchmark::kSecond);
+    int status = program.run();
     unlink(socketPath.c_str());
     unlink(planPath.c_str());
     rmdir(dir.c_str());
-    if (base.size() != 3 || simulated.size() != 3 || mlx5.size() != 3) return 1;
-
-    bench::Report report(json);
-    report.header(
-        "libibqos_preload.so: added cost per call (recording stand-in below, agent listening)");
-    std::vector<std::pair<std::string, std::string>> params{{"qps", std::to_string(qps)}};
-    report.add({"rtr_without_preload", base["rtr"] * 1e9, "ns", params});
-    report.add(
-        {"rtr_added_simulated_backend", (simulated["rtr"] - base["rtr"]) * 1e9, "ns", params});
-    report.add({"rtr_added_mlx5_backend", (mlx5["rtr"] - base["rtr"]) * 1e9, "ns", params});
-    report.add(
-        {"destroy_added_mlx5_backend", (mlx5["destroy"] - base["destroy"]) * 1e9, "ns", params});
-    report.add({"first_rtr_mlx5_backend", mlx5["first"] * 1e6, "us", params});
-    return 0;
+    return status;
 }

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Benchmark: the simulated scheduler's time to compute the rates of every leaf of a tree.
-//   ibqos-bench-sched [--leaves N] [--nodes N] [--repeat N] [--json]
+//   ibqos-bench-sched [--leaves N] [--nodes N] [--json] [--benchmark_repetitions=N ...]
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
 
-#include "bench/bench_util.hpp"
+#include "bench/harness.hpp"
 #include "compiler/compile_policy.hpp"
 #include "host-sched/sched/sched_simulated.hpp"
 
@@ -40,29 +40,13 @@ std::string generate(unsigned leaves, unsigned nodes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    unsigned leaves = 1000, nodes = 10, repeat = 1000;
-    bool json = false;
-    for (int i = 1; i < argc; ++i) {
-        std::string a = argv[i];
-        auto next = [&] {
-            return static_cast<unsigned>(
-                std::strtoul(bench::optionValue(argc, argv, i), nullptr, 10));
-        };
-        if (a == "--leaves")
-            leaves = next();
-        else if (a == "--nodes")
-            nodes = next();
-        else if (a == "--repeat")
-            repeat = std::max(1u, next());
-        else if (a == "--json")
-            json = true;
-        else {
-            std::fprintf(
-                stderr,
-                "usage: ibqos-bench-sched [--leaves N] [--nodes N] [--repeat N] [--json]\n");
-            return a == "--help" ? 0 : 2;
-        }
-    }
+    unsigned leaves = 1000, nodes = 10;
+    bench::Program program("ibqos-bench-sched",
+                           "The simulated scheduler: long-run rates of every leaf (one core).");
+    program.options().add_option("--leaves", leaves, "leaves of the tree (default 1000)");
+    program.options().add_option("--nodes", nodes, "inner nodes (default 10)");
+    if (auto status = program.parse(argc, argv)) return *status;
+
     SourceFile source("bench.conf", generate(leaves, nodes));
     Diagnostics diagnostics;
     Policy policy = loadPolicy(source, diagnostics);
@@ -71,7 +55,7 @@ int main(int argc, char** argv) {
                      diagnostics.all()[0].message.c_str());
         return 1;
     }
-    host::HostPlan plan = host::HostPlan::fromPolicy(policy.hostSched);
+    const host::HostPlan plan = host::HostPlan::fromPolicy(policy.hostSched);
 
     // Half the leaves ask for a random rate, the others always have traffic.
     std::mt19937 rng(7);
@@ -79,21 +63,15 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < demand.size(); ++i) {
         if (plan.elements()[i].leaf && rng() % 2) demand[i] = static_cast<double>(rng() % 2000);
     }
-    std::vector<double> times;
-    double checksum = 0;
-    for (unsigned r = 0; r < repeat; ++r) {
-        auto start = std::chrono::steady_clock::now();
-        std::vector<double> rates = host::simulateRates(plan, 400000, demand);
-        times.push_back(bench::secondsSince(start) * 1e6);
-        checksum += rates.back();
-    }
-    if (checksum < 0) std::printf("impossible\n");
-    bench::Report report(json);
-    report.header("simulated scheduler: long-run rates of every leaf (one core)");
-    std::vector<std::pair<std::string, std::string>> params{{"leaves", std::to_string(leaves)},
-                                                            {"nodes", std::to_string(nodes)},
-                                                            {"repeat", std::to_string(repeat)}};
-    report.add({"sched_rates_median", bench::percentile(times, 0.5), "us", params});
-    report.add({"sched_rates_p99", bench::percentile(times, 0.99), "us", params});
-    return 0;
+    benchmark::RegisterBenchmark("sched_rates",
+                                 [&](benchmark::State& state) {
+                                     for (auto _ : state) {
+                                         auto rates = host::simulateRates(plan, 400000, demand);
+                                         benchmark::DoNotOptimize(rates.data());
+                                     }
+                                 })
+        ->Args({leaves, nodes})
+        ->ArgNames({"leaves", "nodes"})
+        ->Unit(benchmark::kMicrosecond);
+    return program.run();
 }

@@ -2,11 +2,12 @@
 // Benchmark: the OpenSM plugin's work per heavy sweep on a synthetic 50,667-endpoint subnet model
 // (bind, tables, the plain policy for OpenSM's SA, class options, per-port overrides), and the
 // QoS MADs OpenSM sends for it with and without the plugin's per-port hooks.
-//   ibqos-bench-sweep [--json]
+//   ibqos-bench-sweep [--json] [--benchmark_... flags]
 #include <cstring>
+#include <memory>
 #include <string>
 
-#include "bench/bench_util.hpp"
+#include "bench/harness.hpp"
 #include "bench/synthetic.hpp"
 #include "compiler/compile_policy.hpp"
 #include "fabric/partitions.hpp"
@@ -17,11 +18,9 @@
 using namespace ibqos;
 
 int main(int argc, char** argv) {
-    bool json = argc > 1 && !std::strcmp(argv[1], "--json");
-    if (argc > 1 && !json) {
-        std::fprintf(stderr, "usage: ibqos-bench-sweep [--json]\n");
-        return std::strcmp(argv[1], "--help") ? 2 : 0;
-    }
+    bench::Program program("ibqos-bench-sweep",
+                           "The plugin's work per heavy sweep, synthetic subnet model (one core).");
+    if (auto status = program.parse(argc, argv)) return *status;
     bench::FatTree tree;
     SourceFile topology("fat-tree.topo", tree.ibnetdiscover());
     Diagnostics d;
@@ -64,41 +63,43 @@ int main(int argc, char** argv) {
     }
 
     OpenSmConf conf;
-    bench::resetPeakRss();
-    uint64_t baseline = bench::peakRss();
-    // A few rounds; the median is what a sweep costs.
-    std::vector<double> times;
-    std::unique_ptr<osm::CompiledSweep> sweep;
-    for (int round = 0; round < 5; ++round) {
-        Diagnostics sweepDiagnostics;
-        auto start = std::chrono::steady_clock::now();
-        sweep = osm::CompiledSweep::compile(policy, fabric, conf, sweepDiagnostics);
-        times.push_back(bench::secondsSince(start));
-    }
-    std::sort(times.begin(), times.end());
-    uint64_t peak = bench::peakRss();
-    osm::QosMadCount stockOptimized =
-        osm::countFullProgramming(sweep->fabric(), sweep->tables(), false, true);
-    osm::QosMadCount hooked =
-        osm::countFullProgramming(sweep->fabric(), sweep->tables(), sweep->needsSl2VlHook(), true);
-    osm::QosMadCount plain =
-        osm::countFullProgramming(sweep->fabric(), sweep->tables(), false, false);
-
-    bench::Report report(json);
-    report.header("plugin work per heavy sweep, synthetic subnet model (one core)");
-    std::vector<std::pair<std::string, std::string>> params{
-        {"endpoints", std::to_string(sweep->fabric().endpoints().size())},
-        {"ports_with_tables", std::to_string(sweep->tables().ports.size())},
-        {"rules", std::to_string(policy.rules.size())}};
-    report.add({"sweep_compile_median", times[times.size() / 2] * 1000, "ms", params});
-    report.add({"generated_policy_size", sweep->policyText().size() / 1e3, "kB", params});
-    report.add(
-        {"ports_through_hooks", static_cast<double>(sweep->overriddenPorts()), "ports", params});
-    report.add({"peak_rss_added", (peak - std::min(peak, baseline)) / 1e6, "MB", params});
-    report.add({"qos_mads_stock_optimized_sl2vl", static_cast<double>(stockOptimized.total()),
-                "MADs", params});
-    report.add({"qos_mads_with_plugin_hooks", static_cast<double>(hooked.total()), "MADs", params});
-    report.add({"qos_mads_switches_without_optimized_sl2vl", static_cast<double>(plain.total()),
-                "MADs", params});
-    return 0;
+    bench::counterUnit("generated_policy_size", "kB", 1e-3);
+    bench::counterUnit("ports_through_hooks", "ports");
+    bench::counterUnit("peak_rss_added", "MB", 1e-6);
+    for (const char* name : {"qos_mads_stock_optimized_sl2vl", "qos_mads_with_plugin_hooks",
+                             "qos_mads_switches_without_optimized_sl2vl"})
+        bench::counterUnit(name, "MADs");
+    // The benchmark's time is one sweep's compilation. Memory is that of the process's first
+    // one: later ones reuse the heap it left.
+    double added = -1;
+    benchmark::RegisterBenchmark(
+        "sweep_compile",
+        [&](benchmark::State& state) {
+            std::unique_ptr<osm::CompiledSweep> sweep;
+            for (auto _ : state) {
+                bench::resetPeakRss();
+                const double baseline = static_cast<double>(bench::peakRss());
+                Diagnostics sweepDiagnostics;
+                sweep = osm::CompiledSweep::compile(policy, fabric, conf, sweepDiagnostics);
+                if (added < 0) added = static_cast<double>(bench::peakRss()) - baseline;
+            }
+            auto mads = [&](bool hooks, bool optimized) {
+                return static_cast<double>(
+                    osm::countFullProgramming(sweep->fabric(), sweep->tables(), hooks, optimized)
+                        .total());
+            };
+            state.counters["generated_policy_size"] =
+                static_cast<double>(sweep->policyText().size());
+            state.counters["ports_through_hooks"] = static_cast<double>(sweep->overriddenPorts());
+            state.counters["peak_rss_added"] = added;
+            state.counters["qos_mads_stock_optimized_sl2vl"] = mads(false, true);
+            state.counters["qos_mads_with_plugin_hooks"] = mads(sweep->needsSl2VlHook(), true);
+            state.counters["qos_mads_switches_without_optimized_sl2vl"] = mads(false, false);
+            bench::setParams(state, {{"endpoints", sweep->fabric().endpoints().size()},
+                                     {"ports_with_tables", sweep->tables().ports.size()},
+                                     {"rules", policy.rules.size()}});
+        })
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+    return program.run();
 }

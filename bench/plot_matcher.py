@@ -11,8 +11,8 @@ import sys
 
 WIDTH, HEIGHT = 640, 400
 LEFT, RIGHT, TOP, BOTTOM = 72, 150, 40, 56
-SERIES = [("classifier_median_ns", "ibqos classifier", "#1f77b4"),
-          ("baseline_median_ns", "OpenSM rule scan", "#d62728")]
+SERIES = [("classifier", "ibqos classifier", "#1f77b4"),
+          ("baseline", "OpenSM rule scan", "#d62728")]
 
 
 def read_points(lines):

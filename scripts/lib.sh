@@ -12,7 +12,7 @@ IBQOS_FABRIC_PACKAGES="opensm libopensm-dev ibsim-utils libumad2sim0 infiniband-
 IBQOS_BUILD_PACKAGES="$IBQOS_BUILD_PACKAGES libibumad-dev libibverbs-dev ibverbs-providers"
 
 # Kept libraries instead of hand-written parts.
-IBQOS_BUILD_PACKAGES="$IBQOS_BUILD_PACKAGES nlohmann-json3-dev libcli11-dev libsystemd-dev"
+IBQOS_BUILD_PACKAGES="$IBQOS_BUILD_PACKAGES nlohmann-json3-dev libcli11-dev libsystemd-dev libbenchmark-dev"
 
 # The Debian packages (tests/packaging): the tools, and every build dependency of debian/control.
 IBQOS_PACKAGING_PACKAGES="build-essential dpkg-dev debhelper lintian $IBQOS_BUILD_PACKAGES libopensm-dev libibmad-dev libibnetdisc-dev"

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: MIT
+// The benchmark programs' harness: Google Benchmark's runs, CLI11's options, and the JSON-lines
+// reporter over the library's results.
+#include "bench/harness.hpp"
+
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <utility>
+
+namespace ibqos::bench {
+
+namespace {
+
+std::map<std::string, std::pair<std::string, double>>& units() {
+    static std::map<std::string, std::pair<std::string, double>> u;
+    return u;
+}
+
+std::string timeUnit(benchmark::TimeUnit unit) {
+    switch (unit) {
+        case benchmark::kNanosecond:
+            return "ns";
+        case benchmark::kMicrosecond:
+            return "us";
+        case benchmark::kMillisecond:
+            return "ms";
+        case benchmark::kSecond:
+            return "s";
+    }
+    return "ns";
+}
+
+// "rules:1000/ports:50667" -> {"rules": 1000, "ports": 50667}
+Json argsJson(const std::string& args) {
+    Json out = Json::object();
+    size_t p = 0;
+    while (p < args.size()) {
+        size_t slash = args.find('/', p);
+        std::string part =
+            args.substr(p, slash == std::string::npos ? std::string::npos : slash - p);
+        size_t colon = part.find(':');
+        if (colon != std::string::npos) {
+            std::string value = part.substr(colon + 1);
+            char* end = nullptr;
+            long long n = std::strtoll(value.c_str(), &end, 10);
+            out[part.substr(0, colon)] = end && *end == 0 ? Json(n) : Json(value);
+        }
+        p = slash == std::string::npos ? args.size() : slash + 1;
+    }
+    return out;
+}
+
+// One JSON object per figure and line.
+class JsonLinesReporter : public benchmark::BenchmarkReporter {
+  public:
+    bool ReportContext(const Context&) override { return true; }
+
+    void ReportRuns(const std::vector<Run>& runs) override {
+        for (const Run& run : runs) {
+            if (run.error_occurred) {
+                std::cerr << run.benchmark_name() << ": " << run.error_message << "\n";
+                continue;
+            }
+            Json params = argsJson(run.run_name.args);
+            if (!run.report_label.empty() && run.report_label[0] == '{') {
+                Json label = Json::parse(run.report_label, nullptr, false);
+                if (label.is_object()) params.update(label);
+            }
+            const std::string suffix = run.aggregate_name.empty() ? "" : "_" + run.aggregate_name;
+            // A cv aggregate is a ratio, whatever the figure's unit.
+            const bool ratio = run.aggregate_unit == benchmark::StatisticUnit::kPercentage;
+            if (!run.counters.count("no_time")) {
+                emit(run.run_name.function_name + suffix,
+                     ratio ? run.real_accumulated_time : run.GetAdjustedRealTime(),
+                     ratio ? "ratio" : timeUnit(run.time_unit), params);
+            }
+            for (const auto& [name, counter] : run.counters) {
+                if (name == "no_time") continue;
+                auto it = units().find(name);
+                double scale = it == units().end() || ratio ? 1 : it->second.second;
+                std::string unit = ratio ? "ratio" : it == units().end() ? "" : it->second.first;
+                emit(name + suffix, counter.value * scale, unit, params);
+            }
+        }
+    }
+
+  private:
+    static void emit(const std::string& name, double value, const std::string& unit,
+                     const Json& params) {
+        Json line = {{"name", name}, {"value", value}, {"unit", unit}};
+        for (const auto& [key, v] : params.items()) line[key] = v;
+        std::cout << dumpJson(line) << "\n" << std::flush;
+    }
+};
+
+}  // namespace
+
+void counterUnit(const std::string& counter, const std::string& unit, double scale) {
+    units()[counter] = {unit, scale};
+}
+
+void setParams(benchmark::State& state, const Json& params) { state.SetLabel(dumpJson(params)); }
+
+Program::Program(const std::string& name, const std::string& description)
+    : app_(description, name) {
+    app_.add_flag("--json", json_, "print one JSON object per figure and line");
+    app_.footer(
+        "Google Benchmark's options (--benchmark_filter, --benchmark_repetitions, "
+        "--benchmark_min_time, ...) are taken first; see --benchmark_help... or its "
+        "documentation.");
+}
+
+std::optional<int> Program::parse(int argc, char** argv) {
+    benchmark::Initialize(&argc, argv);
+    try {
+        app_.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app_.exit(e);
+    }
+    return std::nullopt;
+}
+
+int Program::run() {
+    if (json_) {
+        JsonLinesReporter reporter;
+        benchmark::RunSpecifiedBenchmarks(&reporter);
+    } else {
+        benchmark::RunSpecifiedBenchmarks();
+    }
+    benchmark::Shutdown();
+    return 0;
+}
+
+uint64_t peakRss() {
+    std::ifstream status("/proc/self/status");
+    std::string key;
+    while (status >> key) {
+        if (key == "VmHWM:") {
+            uint64_t kb = 0;
+            status >> kb;
+            return kb * 1024;
+        }
+        std::getline(status, key);
+    }
+    return 0;
+}
+
+void resetPeakRss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+
+}  // namespace ibqos::bench

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+// What every benchmark program shares. Google Benchmark runs, repeats and times the
+// measurements (its --benchmark_* flags work: --benchmark_repetitions=N adds mean, median,
+// stddev and cv figures); CLI11 reads the program's own options. Without --json the library's
+// table is printed; with --json one JSON object per figure and line: "name", "value", "unit" and
+// the parameters (a benchmark's arguments, and the JSON object of its label).
+//
+// Figures: a benchmark's time per iteration is named after it, in its time unit; each of its
+// counters is a figure of its own, in the unit given to counterUnit() (value x scale).
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+
+#include "common/json.hpp"
+
+namespace ibqos::bench {
+
+// How a counter is reported: its value times scale, in unit. A counter left out is reported
+// as it is, without a unit.
+void counterUnit(const std::string& counter, const std::string& unit, double scale = 1);
+
+// Parameters a benchmark's figures carry besides its arguments.
+void setParams(benchmark::State& state, const Json& params);
+
+class Program {
+  public:
+    Program(const std::string& name, const std::string& description);
+    CLI::App& options() { return app_; }
+    // Takes Google Benchmark's flags, then the program's options. Returns an exit status when
+    // the program should stop now (--help, a usage error).
+    std::optional<int> parse(int argc, char** argv);
+    bool json() const { return json_; }
+    // Runs every registered benchmark and prints the figures. Returns the exit status.
+    int run();
+
+  private:
+    CLI::App app_;
+    bool json_ = false;
+};
+
+// Peak resident memory of this process so far, in bytes (VmHWM), and a reset of that peak so
+// that a later reading measures only what follows (Linux clear_refs).
+uint64_t peakRss();
+void resetPeakRss();
+
+}  // namespace ibqos::bench
