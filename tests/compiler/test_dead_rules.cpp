@@ -74,62 +74,77 @@ std::vector<Port> allPorts() {
     return out;
 }
 
-// A random small policy: groups over the selectors above, rules over a few field values.
-std::string randomPolicy(std::mt19937& rng) {
-    auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+// What random policies name: GUID ranges from base (span wide), port names, partitions and
+// PKeys, and whether rules name ServiceIDs and PKeys besides QoS classes.
+struct Universe {
+    int guidBase, guidSpan;
+    std::vector<std::string> names, partitions, pkeys;
+    bool allFields;
+};
+
+// A random small policy over a universe: groups of one or two selectors, rules over them.
+std::string randomPolicy(std::mt19937& rng, const Universe& u) {
+    auto pick = [&](size_t n) { return static_cast<int>(rng() % n); };
+    auto any = [&](const std::vector<std::string>& list) { return list[pick(list.size())]; };
     std::string text = "port-groups\n";
-    const int groups = 2 + pick(3);
+    const int groups = 2 + pick(4);
     for (int g = 0; g < groups; ++g) {
         text += " port-group\n  name: g" + std::to_string(g) + "\n";
-        int selectors = 1 + pick(2);
-        for (int s = 0; s < selectors; ++s) {
+        for (int s = 1 + pick(2); s > 0; --s) {
+            const int lo = u.guidBase + pick(static_cast<size_t>(u.guidSpan));
             switch (pick(6)) {
                 case 0:
-                    text += std::string("  node-type: ") +
-                            (const char*[]){"CA", "SWITCH", "ROUTER", "SELF"}[pick(4)] + "\n";
+                    text += "  node-type: " + any({"CA", "SWITCH", "ROUTER", "SELF"}) + "\n";
                     break;
-                case 1: {
-                    int lo = 0x10 + pick(5);
+                case 1:
                     text += "  port-guid: " + std::to_string(lo) + "-" +
-                            std::to_string(lo + pick(3)) + "\n";
+                            std::to_string(lo + pick(4)) + "\n";
                     break;
-                }
                 case 2:
-                    text += std::string("  port-name: ") + Names[pick(2)] + "/P1\n";
+                    text += "  port-name: " + any(u.names) + "\n";
                     break;
                 case 3:
-                    text += std::string("  partition: ") + Partitions[pick(2)] + "\n";
+                    text += "  partition: " + any(u.partitions) + "\n";
                     break;
                 case 4:
-                    text += "  pkey: " + std::to_string(1 + pick(3)) + "\n";
+                    text += "  pkey: " + any(u.pkeys) + "\n";
                     break;
                 default:
-                    text += "  port-guid: " + std::to_string(0x10 + pick(5)) + "\n";
+                    text += "  port-guid: " + std::to_string(lo) + "\n";
             }
         }
         text += " end-port-group\n";
     }
     text +=
         "end-port-groups\nqos-levels\n qos-level\n  name: default\n  sl: 0\n end-qos-level\n"
-        " qos-level\n  name: gold\n  sl: 1\n end-qos-level\nend-qos-levels\nqos-match-rules\n";
-    const int rules = 2 + pick(5);
-    for (int r = 0; r < rules; ++r) {
+        " qos-level\n  name: gold\n  sl: 1\n end-qos-level\n qos-level\n  name: silver\n"
+        "  sl: 2\n end-qos-level\nend-qos-levels\nqos-match-rules\n";
+    auto range = [&](int base, size_t span) {
+        int lo = base + pick(span);
+        return std::to_string(lo) + "-" + std::to_string(lo + pick(3));
+    };
+    for (int r = 2 + pick(5); r > 0; --r) {
         text += " qos-match-rule\n";
-        if (pick(2)) text += "  source: g" + std::to_string(pick(groups)) + "\n";
-        if (pick(3) == 0)
+        if (pick(3)) text += "  source: g" + std::to_string(pick(groups)) + "\n";
+        if (pick(4) == 0)
             text += "  source: g" + std::to_string(pick(groups)) + "\n";  // a second list line
-        if (pick(2)) text += "  destination: g" + std::to_string(pick(groups)) + "\n";
-        auto range = [&](int base, int span) {
-            int lo = base + pick(span);
-            return std::to_string(lo) + "-" + std::to_string(lo + pick(3));
-        };
+        if (pick(3)) text += "  destination: g" + std::to_string(pick(groups)) + "\n";
         if (pick(2)) text += "  qos-class: " + range(1, 4) + "\n";
-        if (pick(3) == 0) text += "  service-id: " + range(1, 4) + "\n";
-        if (pick(3) == 0) text += "  pkey: " + range(1, 3) + "\n";
-        text += "  qos-level-name: gold\n end-qos-match-rule\n";
+        if (u.allFields && pick(3) == 0) text += "  service-id: " + range(1, 4) + "\n";
+        if (u.allFields && pick(3) == 0) text += "  pkey: " + range(1, 3) + "\n";
+        text += "  qos-level-name: " + any({"gold", "silver"}) + "\n end-qos-match-rule\n";
     }
     return text + "end-qos-match-rules\n";
 }
+
+const Universe Small{0x10, 5, {"n1/P1", "n2/P1"}, {"p1", "p2"}, {"1", "2", "3"}, true};
+// The qos-lab fabric's own GUIDs, names and partitions.
+const Universe Lab{0x100000,
+                   17,
+                   {"node-01 HCA-1/P1", "storage-01 HCA-1/P2", "leaf-01/P3", "gw-01/P1"},
+                   {"compute", "storage", "lab", "mgmt"},
+                   {"0x100", "0x1", "0x7001", "0x2"},
+                   false};
 
 }  // namespace
 
@@ -190,7 +205,7 @@ TEST_CASE("shadowed-rule verdicts equal brute force over every small fabric",
     std::mt19937 rng(20261123);
     int dead = 0, alive = 0;
     for (int round = 0; round < 150; ++round) {
-        Compiled c(randomPolicy(rng));
+        Compiled c(randomPolicy(rng, Small));
         REQUIRE(c.codes().empty());
         const Policy& p = c.policy;
         std::set<uint32_t> warned;
@@ -247,64 +262,6 @@ TEST_CASE("shadowed-rule verdicts equal brute force over every small fabric",
     CHECK(alive >= 100);
 }
 
-namespace {
-
-// A random small policy for the qos-lab fabric: its GUIDs, names and partitions.
-std::string randomLabPolicy(std::mt19937& rng) {
-    auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
-    const char* const names[] = {"node-01 HCA-1/P1", "storage-01 HCA-1/P2", "leaf-01/P3",
-                                 "gw-01/P1"};
-    const char* const partitions[] = {"compute", "storage", "lab", "mgmt"};
-    std::string text = "port-groups\n";
-    const int groups = 2 + pick(4);
-    for (int g = 0; g < groups; ++g) {
-        text += " port-group\n  name: g" + std::to_string(g) + "\n";
-        for (int s = 1 + pick(2); s > 0; --s) {
-            switch (pick(5)) {
-                case 0:
-                    text += std::string("  node-type: ") +
-                            (const char*[]){"CA", "SWITCH", "ROUTER", "SELF"}[pick(4)] + "\n";
-                    break;
-                case 1: {
-                    int lo = 0x100000 + pick(17);
-                    text += "  port-guid: " + std::to_string(lo) + "-" +
-                            std::to_string(lo + pick(4)) + "\n";
-                    break;
-                }
-                case 2:
-                    text += std::string("  port-name: ") + names[pick(4)] + "\n";
-                    break;
-                case 3:
-                    text += std::string("  partition: ") + partitions[pick(4)] + "\n";
-                    break;
-                default:
-                    text += std::string("  pkey: ") +
-                            (const char*[]){"0x100", "0x1", "0x7001", "0x2"}[pick(4)] + "\n";
-            }
-        }
-        text += " end-port-group\n";
-    }
-    text +=
-        "end-port-groups\nqos-levels\n qos-level\n  name: default\n  sl: 0\n end-qos-level\n"
-        " qos-level\n  name: gold\n  sl: 1\n end-qos-level\n qos-level\n  name: silver\n"
-        "  sl: 2\n end-qos-level\nend-qos-levels\nqos-match-rules\n";
-    for (int r = 1 + pick(6); r > 0; --r) {
-        text += " qos-match-rule\n";
-        if (pick(3)) text += "  source: g" + std::to_string(pick(groups)) + "\n";
-        if (pick(3)) text += "  destination: g" + std::to_string(pick(groups)) + "\n";
-        if (pick(3) == 0) {
-            int lo = 1 + pick(4);
-            text +=
-                "  qos-class: " + std::to_string(lo) + "-" + std::to_string(lo + pick(3)) + "\n";
-        }
-        text += std::string("  qos-level-name: ") + (pick(2) ? "gold" : "silver") +
-                "\n end-qos-match-rule\n";
-    }
-    return text + "end-qos-match-rules\n";
-}
-
-}  // namespace
-
 TEST_CASE("unreachable-rule, unreachable-level and unused-group equal brute force on a fabric",
           "[compiler][shadowing]") {
     const std::string root = IBQOS_SOURCE_ROOT "/samples/fabrics/";
@@ -322,7 +279,7 @@ TEST_CASE("unreachable-rule, unreachable-level and unused-group equal brute forc
     std::mt19937 rng(7);
     int unreachable = 0, reachable = 0, levelsUnreached = 0;
     for (int round = 0; round < 150; ++round) {
-        Compiled c(randomLabPolicy(rng));
+        Compiled c(randomPolicy(rng, Lab));
         REQUIRE(c.codes().empty());
         const Policy& p = c.policy;
         Diagnostics d;
