@@ -100,16 +100,17 @@ bool holds(const PortGroup& g, const Witness& w) {
     return w.pkey && g.pkeys.contains(*w.pkey);
 }
 
+// Whether a group has a selector at all (one without holds no port on any fabric).
+bool selects(const PortGroup& g) {
+    return g.nodeTypes || g.self || !g.guids.empty() || !g.portNames.empty() ||
+           !g.partitions.empty() || !g.pkeys.empty();
+}
+
 // Whether two groups can hold one port on some fabric.
 bool mayMeet(const PortGroup& a, const PortGroup& b) {
-    auto selects = [](const PortGroup& g) {
-        return g.nodeTypes || g.self || !g.guids.empty() || !g.portNames.empty() ||
-               !g.partitions.empty() || !g.pkeys.empty();
-    };
     if (!selects(a) || !selects(b)) return false;
-    // A node-type or SELF selector meets any port of the other group in that type.
-    if (a.nodeTypes || b.nodeTypes || (a.self && b.self)) return true;
-    if (a.self || b.self) return true;  // the SM's port can have any GUID, name or partition
+    // A node type, or the SM's port, can go with any GUID, name or partition of the other.
+    if (a.nodeTypes || b.nodeTypes || a.self || b.self) return true;
     if (a.guids.intersects(b.guids) || a.pkeys.intersects(b.pkeys)) return true;
     // A port has one GUID but any name, partitions and PKeys besides.
     bool aGuidOnly = a.portNames.empty() && a.partitions.empty() && a.pkeys.empty();
@@ -396,17 +397,12 @@ Verdict judge(const Policy& policy, const MatchRule& rule,
     if (overlapping && overlapping->empty()) return v;
     // A quick way out for most rules: a request without the fields the rule does not name, with
     // the lowest value of each it names, that no earlier rule's fields let through.
-    auto selects = [&](const std::vector<uint32_t>& side) {
+    auto holdsPorts = [&](const std::vector<uint32_t>& side) {
         if (ports || side.empty()) return true;
-        for (uint32_t g : side) {
-            const PortGroup& x = policy.groups[g];
-            if (x.nodeTypes || x.self || !x.guids.empty() || !x.portNames.empty() ||
-                !x.partitions.empty() || !x.pkeys.empty())
-                return true;
-        }
-        return false;
+        return std::any_of(side.begin(), side.end(),
+                           [&](uint32_t g) { return selects(policy.groups[g]); });
     };
-    if (!selects(rule.sources) || !selects(rule.destinations)) {
+    if (!holdsPorts(rule.sources) || !holdsPorts(rule.destinations)) {
         v.dead = true;  // its groups hold no port on any fabric
         return v;
     }
