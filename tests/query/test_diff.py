@@ -201,6 +201,15 @@ def main():
         k = (p["guid"], p["port"])
         check(p["old"] == before[k] and p["new"] == after[k], f"tables: {k}: old/new are not compile's objects")
         check(p["sl2vl"] == (before[k]["sl2vl"] != after[k]["sl2vl"]), f"tables: {k}: sl2vl flag wrong")
+    # diff(1)'s convention: 2 for usage errors and for inputs with errors, reported as by check.
+    with tempfile.TemporaryDirectory(prefix="ibqos-diff-") as scratch:
+        bad = os.path.join(scratch, "bad.conf")
+        with open(bad, "w") as f:
+            f.write("qos-levels\n qos-level\n  name: x\n  sl: 99\n end-qos-level\nend-qos-levels\n")
+        p = ibqos("diff", bad, old_path, *FABRIC_ARGS)
+        check(p.returncode == 2 and "bad.conf:4:" in p.stderr, f"a policy with errors: exit {p.returncode}, {p.stderr[-200:]}")
+        p = ibqos("diff", old_path)
+        check(p.returncode == 2 and "NEW" in p.stderr, f"a missing NEW: exit {p.returncode}")
     check(cases >= args.pairs // 2, f"only {cases} usable generated policies")
     print(f"{cases} policies, {len(failures)} failures")
     return 1 if failures else 0
