@@ -5,6 +5,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <stdexcept>
 
 #include "cli/answer_json.hpp"
 #include "cli/commands.hpp"
@@ -136,6 +137,10 @@ int diff(const DiffOptions& o) {
     auto compiled =
         compileForFabric({&oldPolicy, &newPolicy}, fabricOptions, inputs, fabricDiagnostics,
                          witness ? CompileStage::Bind : CompileStage::Tables);
+    for (const Diagnostic& d : witnessDiagnostics.all()) {
+        if (d.severity == Severity::Error && (d.code == "topology" || d.code == "partitions"))
+            throw std::logic_error("the witness fabric cannot be read: " + d.message);
+    }
     const FabricCompilation* before = compiled[0].get();
     const FabricCompilation* after = compiled[1].get();
     if (diagnostics.hasErrors()) {

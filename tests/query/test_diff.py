@@ -166,6 +166,10 @@ def main():
                 f.write(noisy)
             d = ibqos("diff", old_path, noisy_path, *FABRIC_ARGS)
             check(d.returncode == 0, f"seed {seed}: comments and blank lines are a change: {d.stdout[:400]}")
+            # Without a topology (a witness fabric from the policies' selectors) too.
+            d = ibqos("diff", old_path, noisy_path, "--json")
+            check(d.returncode == 0 and json.loads(d.stdout)["equivalent"],
+                  f"seed {seed}: without a topology, comments and blank lines are a change: {d.stderr[-300:]}")
             # One level's SL moved.
             levels = list(re.finditer(r"(?im)^(\s*sl\s*:\s*)(\d+)", g.text))
             if levels:
@@ -182,6 +186,9 @@ def main():
             other_path = os.path.join(scratch, f"other-{seed}.conf")
             with open(other_path, "w") as f:
                 f.write(other.text)
+            d = ibqos("diff", old_path, other_path, "--json")
+            check(d.returncode in (0, 1) and json.loads(d.stdout or "{}").get("equivalent") == (d.returncode == 0),
+                  f"seed {seed}: diff without a topology: exit {d.returncode}: {d.stderr[-300:]}")
             if ibqos("check", other_path, *FABRIC_ARGS).returncode == 0:
                 compare(f"seed {seed} vs {seed + 10000}", old_path, other_path, g.text, other.text, rng, guids)
     # Tables: the ports listed are exactly those whose compiled tables differ.
