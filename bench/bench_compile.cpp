@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Benchmark: topology read + bind + every port's tables for a 50,667-endpoint fat tree and a
-// policy with 1,000 port groups and qos-setup scopes.
-//   ibqos-bench-compile [--groups N] [--json] [--benchmark_... flags]
+// policy with 1,000 port groups and qos-setup scopes; and all of `ibqos check --topology` on the
+// same fabric with a 10,000-rule policy.
+//   ibqos-bench-compile [--groups N] [--check-rules N] [--json] [--benchmark_... flags]
 #include <cstdio>
 #include <cstring>
+#include <random>
 #include <string>
 
 #include "bench/harness.hpp"
@@ -84,13 +86,59 @@ std::string policyFor(const bench::FatTree& tree, unsigned groups) {
     return p;
 }
 
+// What `ibqos check --topology` meets in a large site: 1,000 groups (a GUID range over a slice
+// of the hosts plus one random host), 10,000 rules (a quarter source only, a quarter
+// destination only, half both; half with a QoS-class range, half with a ServiceID range).
+std::string checkPolicyFor(const bench::FatTree& tree, unsigned rules) {
+    const unsigned groups = 1000, slice = tree.hosts / groups;
+    std::mt19937_64 rng(1);
+    std::string p = "port-groups\n";
+    char buf[512];
+    for (unsigned g = 0; g < groups; ++g) {
+        std::snprintf(buf, sizeof buf,
+                      "  port-group\n    name: g%u\n    port-guid: 0x%llx-0x%llx\n    port-guid: "
+                      "0x%llx\n  end-port-group\n",
+                      g, static_cast<unsigned long long>(tree.hostPortGuid(g * slice)),
+                      static_cast<unsigned long long>(tree.hostPortGuid(g * slice + slice - 1)),
+                      static_cast<unsigned long long>(
+                          tree.hostPortGuid(static_cast<unsigned>(rng() % tree.hosts))));
+        p += buf;
+    }
+    p +=
+        "end-port-groups\nqos-levels\n  qos-level\n    name: default\n    sl: 0\n  end-qos-level\n";
+    for (int l = 1; l < 16; ++l) {
+        std::snprintf(buf, sizeof buf, "  qos-level\n    name: l%d\n    sl: %d\n  end-qos-level\n",
+                      l, l);
+        p += buf;
+    }
+    p += "end-qos-levels\nqos-match-rules\n";
+    for (unsigned r = 0; r < rules; ++r) {
+        p += "  qos-match-rule\n";
+        if (r % 4 != 1) p += "    source: g" + std::to_string(rng() % groups) + "\n";
+        if (r % 4 != 0) p += "    destination: g" + std::to_string(rng() % groups) + "\n";
+        if (r % 2) {
+            unsigned q = static_cast<unsigned>(rng() % 4000);
+            p += "    qos-class: " + std::to_string(q) + "-" + std::to_string(q + 5) + "\n";
+        } else {
+            unsigned long long sid = 0x10000 + (rng() % 100000) * 16;
+            std::snprintf(buf, sizeof buf, "    service-id: 0x%llx-0x%llx\n", sid, sid + 15);
+            p += buf;
+        }
+        p += "    qos-level-name: l" + std::to_string(1 + r % 15) + "\n  end-qos-match-rule\n";
+    }
+    return p + "end-qos-match-rules\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     unsigned groups = 1000;
     bench::Program program("ibqos-bench-compile",
                            "topology read + bind + tables, synthetic fat tree (one core).");
+    unsigned checkRules = 10000;
     program.options().add_option("--groups", groups, "port groups (default 1000)");
+    program.options().add_option("--check-rules", checkRules,
+                                 "rules of check_with_topology's policy (default 10000)");
     if (auto status = program.parse(argc, argv)) return *status;
 
     bench::FatTree tree;
@@ -169,6 +217,30 @@ int main(int argc, char** argv) {
             bench::setParams(state, params);
         })
         ->UseManualTime()
+        ->Unit(benchmark::kSecond);
+
+    // ibqos check POLICY --topology FILE: parse, read, bind, tables, realizability, and what no
+    // request of the fabric reaches.
+    SourceFile checkPolicy("check.conf", checkPolicyFor(tree, checkRules));
+    benchmark::RegisterBenchmark(
+        "check_with_topology",
+        [&](benchmark::State& state) {
+            for (auto _ : state) {
+                Diagnostics d;
+                Policy p = loadPolicy(checkPolicy, d);
+                Fabric fabric = readTopology(topology, d);
+                readPartitions(nullptr, fabric, d);
+                auto compiled = FabricCompilation::compile(p, std::move(fabric), OpenSmConf{}, d,
+                                                           CompileStage::Reachability);
+                if (d.hasErrors()) {
+                    state.SkipWithError(("error: " + d.all()[0].message).c_str());
+                    return;
+                }
+                benchmark::DoNotOptimize(compiled.get());
+            }
+            bench::setParams(state, {{"ports", 50667}, {"rules", checkRules}, {"groups", 1000}});
+        })
+        ->UseRealTime()
         ->Unit(benchmark::kSecond);
     return program.run();
 }
