@@ -35,7 +35,7 @@ def svg(points, title):
     xs = sorted({r for series in points.values() for r in series})
     ys = [v for series in points.values() for v in series.values() if v > 0]
     if not xs or not ys:
-        raise SystemExit("plot_matcher: no classifier_median_ns/baseline_median_ns lines in the input")
+        raise SystemExit("plot_matcher: no classifier/baseline lines (with a rules parameter) in the input")
     x_dec, y_dec = decades(min(xs), max(xs)), decades(min(ys), max(ys))
     x0, x1, y0, y1 = x_dec[0], x_dec[-1], y_dec[0], y_dec[-1]
     if x0 == x1:
@@ -65,7 +65,7 @@ def svg(points, title):
     out.append(f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#333"/>')
     out.append(f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 14}" text-anchor="middle">rules in the policy</text>')
     out.append(f'<text transform="translate(18,{TOP + plot_h / 2}) rotate(-90)" text-anchor="middle">'
-               'median time per PathRecord match (ns)</text>')
+               'time per PathRecord match (ns)</text>')
     for i, (name, label, colour) in enumerate(SERIES):
         series = sorted(points[name].items())
         path = " ".join(f"{px(r):.1f},{py(v):.1f}" for r, v in series if v > 0)
