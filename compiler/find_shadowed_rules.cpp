@@ -31,45 +31,7 @@ constexpr uint64_t WorkBound = 1'000'000;  // witness requests x candidate words
 constexpr size_t GroupIndexFrom = 64;      // field candidates past which groups are tried
 constexpr size_t MaxCandidates = 1024;     // overlapping earlier rules a rule is judged against
 
-// Elementary intervals of a value domain: starts, each interval up to the next start.
-struct Cuts {
-    std::vector<uint64_t> starts{0};
-    uint64_t max = 0;
-
-    void add(const RangeSet& set) {
-        for (const Range& r : set.ranges()) {
-            starts.push_back(r.lo);
-            if (r.hi < max) starts.push_back(r.hi + 1);
-        }
-    }
-    void finish() {
-        std::sort(starts.begin(), starts.end());
-        starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
-    }
-    size_t find(uint64_t v) const {
-        return static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), v) -
-                                   starts.begin()) -
-               1;
-    }
-    // The starts of the intervals inside set (set's ends must be cuts).
-    std::vector<uint64_t> inside(const RangeSet& set) const {
-        std::vector<uint64_t> out;
-        eachInside(set, [&](size_t i) { out.push_back(starts[i]); });
-        return out;
-    }
-    // Calls f with the index of each interval inside set.
-    template <typename F>
-    void eachInside(const RangeSet& set, F&& f) const {
-        for (const Range& r : set.ranges()) {
-            for (size_t i = find(r.lo); i < starts.size() && starts[i] <= r.hi; ++i) f(i);
-        }
-    }
-    size_t countInside(const RangeSet& set) const {
-        size_t n = 0;
-        for (const Range& r : set.ranges()) n += find(r.hi) - find(r.lo) + 1;
-        return n;
-    }
-};
+using Cuts = ElementaryIntervals;
 
 // A port as the rules see it.
 struct Witness {
@@ -124,9 +86,9 @@ bool mayMeet(const PortGroup& a, const PortGroup& b) {
 class RuleIndex {
   public:
     explicit RuleIndex(const Policy& policy) : policy_(policy), meets_(policy.groups.size()) {
-        fields_[0].cuts.max = UINT64_MAX;
-        fields_[1].cuts.max = 4095;
-        fields_[2].cuts.max = 0x7fff;
+        fields_[0].cuts = Cuts(UINT64_MAX);
+        fields_[1].cuts = Cuts(4095);
+        fields_[2].cuts = Cuts(0x7fff);
         for (const MatchRule& r : policy.rules) {
             for (size_t f = 0; f < 3; ++f) fields_[f].cuts.add(field(r, f));
         }
@@ -426,12 +388,8 @@ Verdict judge(const Policy& policy, const MatchRule& rule,
     const std::vector<uint32_t>& earlier = *overlapping;
 
     // Cuts from rule j and the earlier rules only: other rules cannot tell its requests apart.
-    Cuts guids, groupPkeys, fields[3];
-    guids.max = UINT64_MAX;
-    groupPkeys.max = 0x7fff;
-    fields[0].max = UINT64_MAX;
-    fields[1].max = 4095;
-    fields[2].max = 0x7fff;
+    Cuts guids(UINT64_MAX), groupPkeys(0x7fff);
+    Cuts fields[3] = {Cuts(UINT64_MAX), Cuts(4095), Cuts(0x7fff)};
     // The witness ports' GUIDs and PKeys (on a fabric, its ports are the witnesses).
     std::vector<Range> named;
     auto addGroups = [&](const MatchRule& r) {

@@ -2,6 +2,7 @@
 // RangeSet: a set of 64-bit values held as sorted, merged closed ranges.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -44,6 +45,53 @@ class RangeSet {
 
   private:
     std::vector<Range> ranges_;
+};
+
+// The elementary intervals of a value domain [0, max] cut at every range end added: interval i
+// runs from starts[i] to starts[i+1]-1 (the last one up to max). Inside one interval, nothing
+// the added ranges say can tell two values apart. Used by the analyses that walk a policy's
+// request space (dead rules, ibqos diff).
+struct ElementaryIntervals {
+    std::vector<uint64_t> starts{0};
+    uint64_t max = 0;
+
+    explicit ElementaryIntervals(uint64_t domainMax = 0) : max(domainMax) {}
+    void add(uint64_t lo, uint64_t hi) {
+        starts.push_back(lo);
+        if (hi < max) starts.push_back(hi + 1);
+    }
+    void add(const RangeSet& set) {
+        for (const Range& r : set.ranges()) add(r.lo, r.hi);
+    }
+    // Sorts the cuts: call once every range is added, before any lookup.
+    void finish() {
+        std::sort(starts.begin(), starts.end());
+        starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+    }
+    size_t find(uint64_t v) const {
+        return static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), v) -
+                                   starts.begin()) -
+               1;
+    }
+    uint64_t last(size_t i) const { return i + 1 < starts.size() ? starts[i + 1] - 1 : max; }
+    // Calls f with the index of each interval inside set (set's ends must have been added).
+    template <typename F>
+    void eachInside(const RangeSet& set, F&& f) const {
+        for (const Range& r : set.ranges()) {
+            for (size_t i = find(r.lo); i < starts.size() && starts[i] <= r.hi; ++i) f(i);
+        }
+    }
+    size_t countInside(const RangeSet& set) const {
+        size_t n = 0;
+        for (const Range& r : set.ranges()) n += find(r.hi) - find(r.lo) + 1;
+        return n;
+    }
+    // The first value of each interval inside set.
+    std::vector<uint64_t> inside(const RangeSet& set) const {
+        std::vector<uint64_t> out;
+        eachInside(set, [&](size_t i) { out.push_back(starts[i]); });
+        return out;
+    }
 };
 
 }  // namespace ibqos

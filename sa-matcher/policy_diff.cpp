@@ -18,23 +18,12 @@ namespace {
 
 constexpr uint16_t FullMember = 0x8000;
 
-// The elementary intervals of one field: starts[i] .. starts[i+1]-1 (the last up to max), and
-// one more index, starts.size(), for a request without the field.
-struct Cuts {
-    std::vector<uint64_t> starts{0};
-    uint64_t max = 0;
-
-    void add(uint64_t lo, uint64_t hi) {
-        starts.push_back(lo);
-        if (hi < max) starts.push_back(hi + 1);
-    }
-    void finish() {
-        std::sort(starts.begin(), starts.end());
-        starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
-    }
+// The elementary intervals of one field, and one more index, starts.size(), for a request
+// without the field.
+struct Cuts : ElementaryIntervals {
+    using ElementaryIntervals::ElementaryIntervals;
     size_t absent() const { return starts.size(); }
     size_t count() const { return starts.size() + 1; }
-    uint64_t last(size_t i) const { return i + 1 < starts.size() ? starts[i + 1] - 1 : max; }
 
     // The values of a set of interval indices (sorted), adjacent intervals joined.
     FieldValues values(const std::vector<uint32_t>& intervals) const {
@@ -209,10 +198,7 @@ std::optional<std::vector<DiffRegion>> diffRequests(const BoundPolicy& before,
     const PkeyTables pkeyTables(fabric);
     const Classifier oldClassifier(before), newClassifier(after);
 
-    Cuts serviceIds, qosClasses, pkeys;
-    serviceIds.max = UINT64_MAX;
-    qosClasses.max = 4095;
-    pkeys.max = 0xffff;
+    Cuts serviceIds(UINT64_MAX), qosClasses(4095), pkeys(0xffff);
     addRuleCuts(oldPolicy, serviceIds, qosClasses, pkeys);
     addRuleCuts(newPolicy, serviceIds, qosClasses, pkeys);
     for (const Partition& p : fabric.partitions)
@@ -366,12 +352,11 @@ std::string witnessTopology(const Policy& before, const Policy& after) {
         uint32_t port;  // the CA port number the witness is
     };
     RangeSet named;  // every GUID a group names
-    Cuts guids;
-    guids.max = UINT64_MAX;
+    Cuts guids(UINT64_MAX);
     std::vector<std::pair<std::string, uint32_t>> names;
     for (const Policy* policy : {&before, &after}) {
         for (const PortGroup& g : policy->groups) {
-            for (const Range& r : g.guids.ranges()) guids.add(r.lo, r.hi);
+            guids.add(g.guids);
             named.add(g.guids);
             for (const PortNameRef& n : g.portNames) {
                 // ibnetdiscover quotes descriptions; one holding a quote has no witness.
