@@ -29,7 +29,8 @@ if not simfabric.available():
     sys.exit("ibsim, OpenSM or libumad2sim is not installed")
 build = os.path.abspath(args.build)
 policy = os.path.join(root, "samples", "policies", "host-sched.conf")
-scratch = tempfile.mkdtemp(prefix="ibqos-bench-resolve-")
+scratch_dir = tempfile.TemporaryDirectory(prefix="ibqos-bench-resolve-")  # removed at exit
+scratch = scratch_dir.name
 plain = os.path.join(scratch, "qos-policy.conf")
 with open(policy) as f, open(plain, "w") as out:
     out.write(re.sub(r"^host-sched\s*\n.*?^end-host-sched\s*\n", "", f.read(), flags=re.S | re.M))
