@@ -60,10 +60,10 @@ Json rangesJson(const FieldValues& values) {
 }
 
 // The query object of an answer, with "rule" the list of every rule deciding the region.
-Json answerJson(const Policy& policy, const PathAnswer& answer,
+Json answerJson(const Policy& policy, const AnswerWriter& writer, const PathAnswer& answer,
                 const std::vector<uint32_t>& rules) {
     std::string text;
-    AnswerWriter(policy).write(text, answer);
+    writer.write(text, answer);
     Json out = Json::parse(text);
     Json list = Json::array();
     for (uint32_t r : rules) {
@@ -167,18 +167,20 @@ int diff(const DiffOptions& o) {
     const bool equivalent = regions.empty() && ports.empty();
 
     if (o.json) {
+        const AnswerWriter oldWriter(oldPolicy), newWriter(newPolicy);
         Json regionList = Json::array();
         for (const DiffRegion& r : regions) {
-            regionList.push_back({{"sources", portsJson(fabric, r.sources, witness, before->bound(),
-                                                        after->bound())},
-                                  {"destinations", portsJson(fabric, r.destinations, witness,
-                                                             before->bound(), after->bound())},
-                                  {"service_ids", rangesJson(r.serviceIds)},
-                                  {"qos_classes", rangesJson(r.qosClasses)},
-                                  {"pkeys", rangesJson(r.pkeys)},
-                                  {"port_pairs", witness ? Json(nullptr) : Json(r.portPairs)},
-                                  {"old", answerJson(oldPolicy, r.before, r.beforeRules)},
-                                  {"new", answerJson(newPolicy, r.after, r.afterRules)}});
+            regionList.push_back(
+                {{"sources",
+                  portsJson(fabric, r.sources, witness, before->bound(), after->bound())},
+                 {"destinations",
+                  portsJson(fabric, r.destinations, witness, before->bound(), after->bound())},
+                 {"service_ids", rangesJson(r.serviceIds)},
+                 {"qos_classes", rangesJson(r.qosClasses)},
+                 {"pkeys", rangesJson(r.pkeys)},
+                 {"port_pairs", witness ? Json(nullptr) : Json(r.portPairs)},
+                 {"old", answerJson(oldPolicy, oldWriter, r.before, r.beforeRules)},
+                 {"new", answerJson(newPolicy, newWriter, r.after, r.afterRules)}});
         }
         Json portList = Json::array();
         for (PortChange& p : ports) {
