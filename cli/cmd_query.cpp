@@ -2,7 +2,6 @@
 // ibqos query: the QoS level, SL, limits and PKey the SA answers for a path, and why.
 #include <cctype>
 #include <cerrno>
-#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
