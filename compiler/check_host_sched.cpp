@@ -13,6 +13,19 @@ void checkHostSched(const Reporter& report, Policy& policy) {
     HostSched& host = policy.hostSched;
     if (!host.present) return;
 
+    // A program takes the first sl-enforcement block that names it: one for every program
+    // hides the blocks after it.
+    for (size_t i = 1; i < host.enforcement.size(); ++i) {
+        const SlEnforcement& first = host.enforcement[i - 1];
+        if (!first.programs.empty() || !first.exceptPrograms.empty()) continue;
+        for (size_t j = i; j < host.enforcement.size(); ++j) {
+            report.warning("unused-enforcement", host.enforcement[j].location,
+                           "no program reaches this sl-enforcement block: the one at line " +
+                               std::to_string(first.location.line) + " applies to every program");
+        }
+        break;
+    }
+
     // Every SL goes to at most one leaf.
     for (uint32_t i = 0; i < host.leaves.size(); ++i) {
         const SchedLeaf& leaf = host.leaves[i];

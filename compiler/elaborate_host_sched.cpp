@@ -91,4 +91,60 @@ void Elaborator::schedElement(const ast::Block& b) {
     }
 }
 
+// Executable names as the preload library compares them: one word, no directory.
+void Elaborator::programNames(const ast::TextList& list, std::vector<std::string>& out) {
+    for (const ast::Text& t : list) {
+        std::string n = name(t);
+        if (n.empty()) continue;
+        if (n.find_first_of("/, \t") != std::string::npos) {
+            error("value-range", at(t),
+                  "'" + n + "' is not an executable name (no directory, blank or comma)");
+            continue;
+        }
+        out.push_back(std::move(n));
+    }
+}
+
+void Elaborator::slEnforcement(const ast::Block& b) {
+    if (!policy_.hostSched.present) {
+        policy_.hostSched.present = true;
+        policy_.hostSched.location = at(b.open);
+    }
+    SlEnforcement e;
+    e.location = at(b.open);
+    std::bitset<64> seen;
+    for (const ast::Item& item : b.items) {
+        auto* f = boost::get<ast::Field>(&item);
+        if (!f) continue;
+        switch (f->key) {
+            case Key::Mode:
+                if (auto* t = single<ast::Text>(*f, seen, b.kind)) {
+                    if (auto mode = slModeFromName(t->value)) {
+                        e.mode = *mode;
+                    } else {
+                        error("value-range", at(*t),
+                              "mode is respect, audit or enforce, not '" + t->value + "'");
+                    }
+                }
+                break;
+            case Key::Programs:
+                if (auto* l = value<ast::TextList>(*f)) programNames(*l, e.programs);
+                break;
+            case Key::ExceptPrograms:
+                if (auto* l = value<ast::TextList>(*f)) programNames(*l, e.exceptPrograms);
+                break;
+            case Key::ResolveTimeout:
+                if (auto* n = single<ast::Number>(*f, seen, b.kind)) {
+                    if (auto v = bounded(*n, 1, 1000, "resolve-timeout (milliseconds)"))
+                        e.resolveTimeoutMs = static_cast<uint32_t>(*v);
+                }
+                break;
+            default:
+                break;
+        }
+    }
+    requireField(b, seen, Key::Mode);
+    policy_.hostSched.enforcement.push_back(std::move(e));
+}
+
 }  // namespace ibqos::passes

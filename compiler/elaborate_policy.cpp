@@ -49,6 +49,11 @@ void Elaborator::block(ast::Block& b) {
             schedElement(b);
             inExtension_ = false;
             return;
+        case BlockKind::SlEnforcement:
+            inExtension_ = true;
+            slEnforcement(b);
+            inExtension_ = false;
+            return;
     }
 }
 

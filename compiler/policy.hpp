@@ -152,12 +152,38 @@ struct SchedLeaf : SchedElement {
     std::string pccAlgorithm;
 };
 
+// What a host's preload library does with the SL an application put in its address vector
+// (extension): use it, report it when the SA would answer another, or replace it.
+// Ordered from the loosest to the strictest.
+enum class SlMode : uint8_t { Respect, Audit, Enforce };
+
+inline const char* slModeName(SlMode mode) {
+    return mode == SlMode::Enforce ? "enforce" : mode == SlMode::Audit ? "audit" : "respect";
+}
+// The mode a name says (any case), or nullopt.
+inline std::optional<SlMode> slModeFromName(std::string_view name) {
+    for (SlMode m : {SlMode::Respect, SlMode::Audit, SlMode::Enforce}) {
+        if (sameName(name, slModeName(m))) return m;
+    }
+    return std::nullopt;
+}
+
+// An sl-enforcement block: the mode of the programs it names.
+struct SlEnforcement {
+    SourceLocation location;
+    SlMode mode = SlMode::Respect;
+    std::vector<std::string> programs;        // executable names; empty: every program
+    std::vector<std::string> exceptPrograms;  // names it does not apply to
+    uint32_t resolveTimeoutMs = 5;            // how long a QP's RTR waits for the SA's answer
+};
+
 // The host-sched section: the tree every host builds and which SL goes to which leaf.
 struct HostSched {
     bool present = false;
     SourceLocation location;
     std::vector<SchedElement> nodes;
     std::vector<SchedLeaf> leaves;
+    std::vector<SlEnforcement> enforcement;  // in file order: a program takes the first that names it
     std::array<int16_t, 16> leafOfSl{-1, -1, -1, -1, -1, -1, -1, -1,
                                      -1, -1, -1, -1, -1, -1, -1, -1};
 };

@@ -108,6 +108,10 @@ enum class Key : uint8_t {
     MaxAvgBw,
     PccSlot,
     PccAlgorithm,
+    Mode,
+    Programs,
+    ExceptPrograms,
+    ResolveTimeout,
 };
 
 struct Value : x3::variant<NoValue, Text, TextList, Number, RangeList, NumberList, PairList,
@@ -165,6 +169,7 @@ enum class BlockKind : uint8_t {
     HostSched,
     SchedNode,
     SchedLeaf,
+    SlEnforcement,
 };
 
 // The opening keyword line of a block; located even when the block is never closed.

@@ -36,6 +36,7 @@ BlockRule<Kind::QosUlps> const qos_ulps = ast::openKeyword(Kind::QosUlps);
 BlockRule<Kind::HostSched> const host_sched = ast::openKeyword(Kind::HostSched);
 BlockRule<Kind::SchedNode> const sched_node = ast::openKeyword(Kind::SchedNode);
 BlockRule<Kind::SchedLeaf> const sched_leaf = ast::openKeyword(Kind::SchedLeaf);
+BlockRule<Kind::SlEnforcement> const sl_enforcement = ast::openKeyword(Kind::SlEnforcement);
 
 struct policy_class;
 x3::rule<policy_class, std::vector<ast::Block>> const policy = "a policy";
@@ -47,6 +48,7 @@ BOOST_SPIRIT_DECLARE(BlockRule<Kind::PortGroups>, BlockRule<Kind::PortGroup>,
                      BlockRule<Kind::QosLevel>, BlockRule<Kind::QosMatchRules>,
                      BlockRule<Kind::QosMatchRule>, BlockRule<Kind::QosUlps>,
                      BlockRule<Kind::HostSched>, BlockRule<Kind::SchedNode>,
-                     BlockRule<Kind::SchedLeaf>, decltype(policy))
+                     BlockRule<Kind::SchedLeaf>, BlockRule<Kind::SlEnforcement>,
+                     decltype(policy))
 
 }  // namespace ibqos::grammar

@@ -13,8 +13,10 @@ using values::field;
 IBQOS_BLOCK_LINES(hosts, BlockKind::HostSched)
 IBQOS_BLOCK_LINES(node, BlockKind::SchedNode)
 IBQOS_BLOCK_LINES(leaf, BlockKind::SchedLeaf)
+IBQOS_BLOCK_LINES(enforcement, BlockKind::SlEnforcement)
 IBQOS_FIELD_LINE(node)
 IBQOS_FIELD_LINE(leaf)
+IBQOS_FIELD_LINE(enforcement)
 
 auto const node_field_def =
     (field(Key::Name, values::text) | field(Key::Use, values::description) |
@@ -28,7 +30,12 @@ auto const leaf_field_def =
      field(Key::PccSlot, values::number) | field(Key::PccAlgorithm, values::text)) >
     values::end_line;
 
-BOOST_SPIRIT_DEFINE(node_field, leaf_field)
+auto const enforcement_field_def =
+    (field(Key::Use, values::description) | field(Key::Mode, values::text) |
+     field(Key::Programs, values::text_list) | field(Key::ExceptPrograms, values::text_list) |
+     field(Key::ResolveTimeout, values::number)) > values::end_line;
+
+BOOST_SPIRIT_DEFINE(node_field, leaf_field, enforcement_field)
 
 }  // namespace
 
@@ -36,12 +43,16 @@ auto const sched_node_def = block<BlockKind::SchedNode>(node_open, node_field, n
 
 auto const sched_leaf_def = block<BlockKind::SchedLeaf>(leaf_open, leaf_field, leaf_close);
 
-auto const host_sched_def =
-    block<BlockKind::HostSched>(hosts_open, sched_node | sched_leaf, hosts_close);
+auto const sl_enforcement_def =
+    block<BlockKind::SlEnforcement>(enforcement_open, enforcement_field, enforcement_close);
 
-BOOST_SPIRIT_DEFINE(sched_node, sched_leaf, host_sched)
+auto const host_sched_def = block<BlockKind::HostSched>(
+    hosts_open, sched_node | sched_leaf | sl_enforcement, hosts_close);
+
+BOOST_SPIRIT_DEFINE(sched_node, sched_leaf, sl_enforcement, host_sched)
 BOOST_SPIRIT_INSTANTIATE(BlockRule<BlockKind::SchedNode>, Iterator, Context)
 BOOST_SPIRIT_INSTANTIATE(BlockRule<BlockKind::SchedLeaf>, Iterator, Context)
+BOOST_SPIRIT_INSTANTIATE(BlockRule<BlockKind::SlEnforcement>, Iterator, Context)
 BOOST_SPIRIT_INSTANTIATE(BlockRule<BlockKind::HostSched>, Iterator, Context)
 
 }  // namespace ibqos::grammar

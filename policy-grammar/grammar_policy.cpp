@@ -14,7 +14,7 @@ auto const section = port_groups | qos_setup | qos_levels | qos_match_rules | qo
 // there, so that one missing line does not turn the whole block into errors.
 auto const orphan = OrphanBlock{} >>
                     (port_group | qos_level | qos_match_rule | vlarb_tables | sl2vl_tables |
-                     vlarb_scope | sl2vl_scope | sched_node | sched_leaf);
+                     vlarb_scope | sl2vl_scope | sched_node | sched_leaf | sl_enforcement);
 
 }  // namespace
 

@@ -20,9 +20,10 @@ inline constexpr const char* keyNames[] = {
     "to",         "sl2vl-table", "vlarb-high",    "vlarb-low",      "vl-high-limit", "bandwidth",
     "sl",         "mtu-limit",   "rate-limit",    "packet-life",    "path-bits",     "qos-class",
     "source",     "destination", "service-id",    "qos-level-name", "parent",        "bw-share",
-    "max-avg-bw", "pcc-slot",    "pcc-algorithm",
+    "max-avg-bw", "pcc-slot",    "pcc-algorithm", "mode",           "programs",      "except-programs",
+    "resolve-timeout",
 };
-static_assert(std::size(keyNames) == static_cast<size_t>(Key::PccAlgorithm) + 1);
+static_assert(std::size(keyNames) == static_cast<size_t>(Key::ResolveTimeout) + 1);
 
 // What a block's body takes: fields, or the blocks nested in it.
 namespace body {
@@ -41,13 +42,15 @@ inline constexpr Key matchRule[] = {K::Use,       K::QosClass, K::Source,      K
 inline constexpr Key schedNode[] = {K::Name, K::Use, K::Parent, K::BwShare, K::MaxAvgBw};
 inline constexpr Key schedLeaf[] = {K::Name,    K::Use,      K::Parent,  K::Sl,
                                     K::BwShare, K::MaxAvgBw, K::PccSlot, K::PccAlgorithm};
+inline constexpr Key slEnforcement[] = {K::Use, K::Mode, K::Programs, K::ExceptPrograms,
+                                        K::ResolveTimeout};
 inline constexpr BlockKind portGroups[] = {B::PortGroup};
 inline constexpr BlockKind qosSetup[] = {B::VlArbTables, B::Sl2VlTables};
 inline constexpr BlockKind vlarbTables[] = {B::VlArbScope};
 inline constexpr BlockKind sl2vlTables[] = {B::Sl2VlScope};
 inline constexpr BlockKind qosLevels[] = {B::QosLevel};
 inline constexpr BlockKind matchRules[] = {B::QosMatchRule};
-inline constexpr BlockKind hostSched[] = {B::SchedNode, B::SchedLeaf};
+inline constexpr BlockKind hostSched[] = {B::SchedNode, B::SchedLeaf, B::SlEnforcement};
 }  // namespace body
 
 struct BlockWords {
@@ -75,8 +78,9 @@ inline constexpr BlockWords blockWords[] = {
     {"host-sched", "end-host-sched", {}, {}, body::hostSched},
     {"sched-node", "end-sched-node", BlockKind::HostSched, body::schedNode, {}},
     {"sched-leaf", "end-sched-leaf", BlockKind::HostSched, body::schedLeaf, {}},
+    {"sl-enforcement", "end-sl-enforcement", BlockKind::HostSched, body::slEnforcement, {}},
 };
-static_assert(std::size(blockWords) == static_cast<size_t>(BlockKind::SchedLeaf) + 1);
+static_assert(std::size(blockWords) == static_cast<size_t>(BlockKind::SlEnforcement) + 1);
 
 constexpr const BlockWords& wordsOf(BlockKind kind) {
     return blockWords[static_cast<size_t>(kind)];

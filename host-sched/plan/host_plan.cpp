@@ -50,12 +50,14 @@ HostPlan HostPlan::fromPolicy(const HostSched& host) {
         }
         plan.elements_.push_back(std::move(e));
     }
-    return fromElements(std::move(plan.elements_));
+    return fromElements(std::move(plan.elements_), host.enforcement);
 }
 
-HostPlan HostPlan::fromElements(std::vector<PlanElement> elements) {
+HostPlan HostPlan::fromElements(std::vector<PlanElement> elements,
+                                std::vector<SlEnforcement> enforcement) {
     HostPlan plan;
     plan.elements_ = std::move(elements);
+    plan.enforcement_ = std::move(enforcement);
     std::map<uint32_t, size_t> slotIndex;
     for (size_t index = 0; index < plan.elements_.size(); ++index) {
         const PlanElement& e = plan.elements_[index];
@@ -77,6 +79,20 @@ HostPlan HostPlan::fromElements(std::vector<PlanElement> elements) {
 std::optional<size_t> HostPlan::leafForSl(uint8_t sl) const {
     if (sl >= 16 || leafOfSl_[sl] < 0) return std::nullopt;
     return static_cast<size_t>(leafOfSl_[sl]);
+}
+
+const SlEnforcement* HostPlan::enforcementFor(
+    std::initializer_list<std::string_view> names) const {
+    auto named = [&names](const std::vector<std::string>& list) {
+        for (std::string_view n : names) {
+            if (!n.empty() && std::find(list.begin(), list.end(), n) != list.end()) return true;
+        }
+        return false;
+    };
+    for (const SlEnforcement& e : enforcement_) {
+        if ((e.programs.empty() || named(e.programs)) && !named(e.exceptPrograms)) return &e;
+    }
+    return nullptr;
 }
 
 std::optional<size_t> HostPlan::find(std::string_view name) const {

@@ -5,6 +5,7 @@
 #include <array>
 #include <bitset>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,11 +40,17 @@ class HostPlan {
     // Builds the plan of a checked policy (call only when it has no errors).
     static HostPlan fromPolicy(const HostSched& hostSched);
     // A plan of elements in creation order (every node after its parent, leaves last), as
-    // fromPolicy() orders them and a plan file (plan_file.hpp) holds them.
-    static HostPlan fromElements(std::vector<PlanElement> elements);
+    // fromPolicy() orders them and a plan file (plan_file.hpp) holds them,
+    // and the sl-enforcement blocks in file order.
+    static HostPlan fromElements(std::vector<PlanElement> elements,
+                                 std::vector<SlEnforcement> enforcement = {});
 
     const std::vector<PlanElement>& elements() const { return elements_; }
     const std::vector<PlanSlot>& slots() const { return slots_; }
+    const std::vector<SlEnforcement>& enforcement() const { return enforcement_; }
+    // The first sl-enforcement block that applies to a program known by these names (the
+    // executable's file name, argv[0]'s): nullptr when none does (the mode is respect).
+    const SlEnforcement* enforcementFor(std::initializer_list<std::string_view> names) const;
     bool empty() const { return elements_.empty(); }
     // The leaf a QP on this SL attaches to, or nullopt (the device's default scheduling).
     std::optional<size_t> leafForSl(uint8_t sl) const;
@@ -57,6 +64,7 @@ class HostPlan {
     std::array<int32_t, 16> leafOfSl_{-1, -1, -1, -1, -1, -1, -1, -1,
                                       -1, -1, -1, -1, -1, -1, -1, -1};
     std::vector<PlanSlot> slots_;
+    std::vector<SlEnforcement> enforcement_;
 };
 
 }  // namespace ibqos::host

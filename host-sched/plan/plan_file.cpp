@@ -33,6 +33,24 @@ std::vector<std::string_view> split(std::string_view line, size_t count) {
     return out;
 }
 
+// A list of program names as one field: joined by commas, "-" when empty.
+std::string programsField(const std::vector<std::string>& names) {
+    std::string out;
+    for (const std::string& n : names) out += (out.empty() ? "" : ",") + n;
+    return out.empty() ? "-" : out;
+}
+
+std::vector<std::string> programsOf(std::string_view field) {
+    std::vector<std::string> out;
+    if (field == "-") return out;
+    while (!field.empty()) {
+        size_t comma = field.find(',');
+        if (comma != 0) out.emplace_back(field.substr(0, comma));
+        field.remove_prefix(comma == std::string_view::npos ? field.size() : comma + 1);
+    }
+    return out;
+}
+
 }  // namespace
 
 std::string planFileText(const HostPlan& plan, std::string_view fromPolicy) {
@@ -45,12 +63,18 @@ std::string planFileText(const HostPlan& plan, std::string_view fromPolicy) {
                optionalText(e.pccSlot) + " " + (e.pccAlgorithm.empty() ? "-" : e.pccAlgorithm) +
                " " + e.name + "\n";
     }
+    for (const SlEnforcement& e : plan.enforcement()) {
+        out += std::string("enforce ") + slModeName(e.mode) + " " +
+               std::to_string(e.resolveTimeoutMs) + " " + programsField(e.programs) + " " +
+               programsField(e.exceptPrograms) + "\n";
+    }
     return out;
 }
 
 std::optional<HostPlan> parsePlanText(std::string_view text, const std::string& name,
                                       std::string& error) {
     std::vector<PlanElement> elements;
+    std::vector<SlEnforcement> enforcement;
     bool header = false;
     size_t lineNumber = 0;
     auto fail = [&](const std::string& why) {
@@ -67,6 +91,20 @@ std::optional<HostPlan> parsePlanText(std::string_view text, const std::string& 
             if (line != Header)
                 return fail("not an ibqos host plan (expected '" + std::string(Header) + "')");
             header = true;
+            continue;
+        }
+        if (line.substr(0, 8) == "enforce ") {
+            auto f = split(line, 5);
+            auto timeout = f.size() == 6 ? parseNumber(f[2], 10) : std::nullopt;
+            auto mode = f.size() == 6 ? slModeFromName(f[1]) : std::nullopt;
+            if (!mode || !timeout || *timeout < 1 || *timeout > 1000 || !f[5].empty())
+                return fail("expected 'enforce MODE TIMEOUT-MS PROGRAMS EXCEPT-PROGRAMS'");
+            SlEnforcement e;
+            e.mode = *mode;
+            e.resolveTimeoutMs = static_cast<uint32_t>(*timeout);
+            e.programs = programsOf(f[3]);
+            e.exceptPrograms = programsOf(f[4]);
+            enforcement.push_back(std::move(e));
             continue;
         }
         auto f = split(line, 7);
@@ -102,7 +140,7 @@ std::optional<HostPlan> parsePlanText(std::string_view text, const std::string& 
         elements.push_back(std::move(e));
     }
     if (!header) return fail("an empty file");
-    return HostPlan::fromElements(std::move(elements));
+    return HostPlan::fromElements(std::move(elements), std::move(enforcement));
 }
 
 std::optional<HostPlan> readPlanFile(const std::string& path, std::string& error) {
