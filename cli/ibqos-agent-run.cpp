@@ -17,6 +17,7 @@
 #include "common/json.hpp"
 #include "host-sched/agent/agent_server.hpp"
 #include "host-sched/agent/policy_plan.hpp"
+#include "host-sched/agent/sa_path_source.hpp"
 #include "host-sched/pcc/pcc_mango.hpp"
 #include "host-sched/plan/plan_file.hpp"
 
@@ -36,18 +37,31 @@ library reads, when it starts and at every reload. Under systemd (Type=notify) i
 READY=1 once the socket serves, RELOADING=1 and READY=1 around a reload, STOPPING=1, and,
 when the unit sets WatchdogSec, WATCHDOG=1 from its serving loop at half that interval.
 
+SL enforcement (the policy's sl-enforcement blocks): the library asks the daemon for the SA's
+SL of each QP's path at RTR (and of each UD address handle). The daemon answers from a cache
+of PathRecord answers per (port, SLID, DLID, P_Key), bounded by --cache-size entries and
+--cache-lifetime seconds and emptied at SIGHUP; on a miss one of --sa-workers threads asks the
+SA (one question per path however many QPs wait for it; beyond 4096 paths waiting, questions
+are answered busy and the QPs keep their own SL, counted). Every SL replaced, every audit
+difference and every fallback is counted (ibqos-agent status) and audit differences are logged.
+
 Exit status: 0 stopped by a signal, 1 the policy has errors, 2 usage or I/O error.)";
 
 const char* const statusFooter =
     R"(Asks a running daemon for every QP it knows: process, device, QP number and type, SL, the
-leaf of that SL, whether the application's preload library attached it, and the PCC slot
-the daemon applied. --json prints {"qps": [{"pid", "device", "port", "qpn", "type", "sl",
-"leaf", "attached", "pcc_slot", "pcc_algorithm"}]}.
+leaf of that SL, whether the application's preload library attached it, the PCC slot the
+daemon applied, and what SL enforcement did: the mode, the SL the application chose, the SA's
+SL and the outcome (agrees, replaced, differs, no-answer, no-path, cm-path, ethernet,
+multicast, router, reply). Then the daemon's counters. --json prints {"qps": [{"pid",
+"device", "port", "dlid", "qpn", "type", "sl", "leaf", "attached", "pcc_slot",
+"pcc_algorithm", "mode", "app_sl", "sa_sl", "outcome"}], "counters": {"resolves", "cache_hits",
+"sa_queries", "sa_failed", "busy", "replaced", "differs", "no_answer", "invalidations"}}.
 
 Exit status: 0 success, 2 usage error or no daemon answering.)";
 
 struct RunOptions {
-    Value policy, socket, plan, intervalUs, threads;
+    Value policy, socket, plan, intervalUs, threads, saWorkers, cacheSize, cacheLifetime,
+        saTimeout;
     std::string pcc = "auto";
 };
 
@@ -90,6 +104,17 @@ int runDaemon(const RunOptions& o) {
     if (interval == 0 || threads == 0)
         throw UsageError{"--interval-us and --threads must be at least 1"};
 
+    host::ResolverOptions resolverOptions;
+    resolverOptions.workers = static_cast<unsigned>(numberOption("sa-workers", o.saWorkers, 4, 64));
+    resolverOptions.cacheSize = numberOption("cache-size", o.cacheSize, 65536, 1u << 24);
+    resolverOptions.lifetime =
+        std::chrono::seconds(numberOption("cache-lifetime", o.cacheLifetime, 60, 86400));
+    host::RetryPolicy retry;
+    retry.firstTimeout = std::chrono::milliseconds(numberOption("sa-timeout", o.saTimeout, 200, 60000));
+    retry.retries = 2;
+    if (resolverOptions.workers == 0 || resolverOptions.cacheSize == 0 || retry.firstTimeout.count() == 0)
+        throw UsageError{"--sa-workers, --cache-size and --sa-timeout must be at least 1"};
+
     int exitCode = ExitOk;
     auto plan = loadPlanOrReport(policyPath, false, exitCode);
     if (!plan) return exitCode;
@@ -115,6 +140,9 @@ int runDaemon(const RunOptions& o) {
     for (const auto& e : plan->elements()) leaves += e.leaf;
     size_t slots = plan->slots().size();
     host::AgentState state(std::move(*plan), opener, interval, threads, log);
+    host::SlResolver resolver([retry] { return host::makeSaPathSource(retry, log); },
+                              resolverOptions);
+    state.setResolver(&resolver);
     host::AgentServer server(state, socketPath);
     if (!server.listen(error)) {
         close(signalFd);
@@ -156,6 +184,7 @@ int runDaemon(const RunOptions& o) {
             state.replacePlan(std::move(*fresh));
             log("SIGHUP: policy " + policyPath + " reloaded");
         }
+        state.invalidatePaths();  // the SM may have a new policy too: ask the SA afresh
         notify("READY=1");
         return true;
     });
@@ -169,8 +198,14 @@ int showStatus(const StatusOptions& o) {
     std::string socketPath = o.socket.value_or(host::DefaultAgentSocket);
     auto timeout = std::chrono::milliseconds(numberOption("timeout", o.timeout, 2000, 600000));
     std::vector<host::AgentMessage> qps;
+    std::optional<host::Counters> counters;
     std::string error;
-    if (!host::requestAgentStatus(socketPath, timeout, qps, error)) throw IoError{error};
+    if (!host::requestAgentStatus(socketPath, timeout, qps, error, &counters))
+        throw IoError{error};
+    auto outcome = [](const host::AgentMessage& q) {
+        return q.outcome == host::SlOutcome::None ? std::string()
+                                                  : std::string(host::slOutcomeName(q.outcome));
+    };
     if (o.json) {
         Json list = Json::array();
         for (const host::AgentMessage& q : qps) {
@@ -183,27 +218,56 @@ int showStatus(const StatusOptions& o) {
                             {"leaf", jsonName(q.leaf)},
                             {"attached", q.attached},
                             {"pcc_slot", jsonOptional(q.slot)},
-                            {"pcc_algorithm", jsonName(q.algorithm)}});
+                            {"pcc_algorithm", jsonName(q.algorithm)},
+                            {"dlid", q.dlid ? Json(q.dlid) : Json(nullptr)},
+                            {"mode", q.mode ? Json(slModeName(*q.mode)) : Json(nullptr)},
+                            {"app_sl", jsonOptional(q.appSl)},
+                            {"sa_sl", jsonOptional(q.saSl)},
+                            {"outcome", jsonName(outcome(q))}});
         }
-        std::cout << dumpJson({{"qps", std::move(list)}}) << "\n";
+        Json out = {{"qps", std::move(list)}, {"counters", nullptr}};
+        if (counters) {
+            Json c = Json::object();
+            for (size_t i = 0; i < host::CounterCount; ++i) {
+                std::string name(host::counterName(static_cast<host::Counter>(i)));
+                for (char& ch : name) ch = ch == '-' ? '_' : ch;
+                c[name] = (*counters)[i];
+            }
+            out["counters"] = std::move(c);
+        }
+        std::cout << dumpJson(out) << "\n";
         return ExitOk;
     }
     char line[256];
-    std::snprintf(line, sizeof line, "%-8s %-10s %-9s %-5s %-3s %-16s %-8s %s\n", "pid", "device",
-                  "qpn", "type", "sl", "leaf", "attached", "pcc-slot");
+    std::snprintf(line, sizeof line, "%-8s %-10s %-9s %-5s %-3s %-16s %-8s %-12s %s\n", "pid",
+                  "device", "qpn", "type", "sl", "leaf", "attached", "pcc-slot", "enforcement");
     std::cout << line;
     for (const host::AgentMessage& q : qps) {
         char qpn[16];
         std::snprintf(qpn, sizeof qpn, "0x%06x", q.qpNum);
         std::string slot = q.slot ? std::to_string(*q.slot) + " " + q.algorithm : "-";
-        std::snprintf(line, sizeof line, "%-8u %-10s %-9s %-5s %-3s %-16s %-8s %s\n", q.pid,
+        std::string enforcement = q.mode ? slModeName(*q.mode) : "-";
+        if (!outcome(q).empty()) {
+            enforcement += ": " + outcome(q);
+            if (q.appSl && q.saSl && *q.appSl != *q.saSl)
+                enforcement += " (app SL " + std::to_string(*q.appSl) + ", SA SL " +
+                               std::to_string(*q.saSl) + ")";
+        }
+        std::snprintf(line, sizeof line, "%-8u %-10s %-9s %-5s %-3s %-16s %-8s %-12s %s\n", q.pid,
                       q.device.c_str(), qpn, std::string(host::qpTypeName(q.type)).c_str(),
                       q.sl ? std::to_string(*q.sl).c_str() : "-",
                       q.leaf.empty() ? "-" : q.leaf.c_str(), q.attached ? "yes" : "no",
-                      slot.c_str());
+                      slot.c_str(), enforcement.c_str());
         std::cout << line;
     }
     std::cout << qps.size() << (qps.size() == 1 ? " QP\n" : " QPs\n");
+    if (counters) {
+        std::cout << "enforcement:";
+        for (size_t i = 0; i < host::CounterCount; ++i)
+            std::cout << " " << host::counterName(static_cast<host::Counter>(i)) << " "
+                      << (*counters)[i];
+        std::cout << "\n";
+    }
     return ExitOk;
 }
 
@@ -227,6 +291,13 @@ void addRun(Program& program) {
     addValue(c, "--interval-us", o->intervalUs, "N",
              "the PCC engine's algorithm interval (default 10)");
     addValue(c, "--threads", o->threads, "N", "the PCC engine's threads (default 1)");
+    addValue(c, "--sa-workers", o->saWorkers, "N",
+             "SA queries in flight at most, for SL enforcement (default 4)");
+    addValue(c, "--sa-timeout", o->saTimeout, "MS",
+             "first attempt's timeout of an SA query, doubled for each of 2 retries (default 200)");
+    addValue(c, "--cache-size", o->cacheSize, "N", "SA answers kept at most (default 65536)");
+    addValue(c, "--cache-lifetime", o->cacheLifetime, "S",
+             "how long an SA answer is kept, in seconds (default 60)");
 }
 
 void addStatus(Program& program) {

@@ -98,24 +98,63 @@ struct KindSpec {
     std::vector<std::string_view> optional;
 };
 
-const std::array<KindSpec, 5>& kindSpecs() {
-    static const std::array<KindSpec, 5> specs{{
-        {MessageKind::Rtr,
-         "rtr",
-         {"pid", "dev", "qpn", "type", "sl", "leaf", "attached"},
-         {"port"}},
-        {MessageKind::Destroy, "destroy", {"pid", "dev", "qpn"}, {}},
-        {MessageKind::Status, "status", {}, {}},
-        {MessageKind::Qp,
-         "qp",
-         {"pid", "dev", "qpn", "type", "sl", "leaf", "attached", "slot", "algorithm"},
-         {"port"}},
-        {MessageKind::End, "end", {"count"}, {}},
-    }};
+constexpr std::array<std::string_view, CounterCount> CounterNames{
+    "resolves", "cache-hits", "sa-queries", "sa-failed",     "busy",
+    "replaced", "differs",    "no-answer",  "invalidations",
+};
+
+constexpr std::array<std::string_view, 11> OutcomeNames{
+    "none",   "agrees",   "replaced",  "differs", "no-answer", "no-path",
+    "cm-path", "ethernet", "multicast", "router",  "reply",
+};
+
+constexpr std::array<std::string_view, 4> AnswerNames{"found", "no-path", "busy", "failed"};
+
+template <typename Enum, size_t N>
+std::optional<Enum> named(const std::array<std::string_view, N>& names, std::string_view v) {
+    for (size_t i = 0; i < N; ++i) {
+        if (names[i] == v) return static_cast<Enum>(i);
+    }
+    return std::nullopt;
+}
+
+const std::array<KindSpec, 8>& kindSpecs() {
+    static const std::array<KindSpec, 8> specs = [] {
+        std::vector<std::string_view> enforcement{"mode", "app-sl", "sa-sl", "outcome"};
+        std::vector<std::string_view> qpOptional{"port", "dlid"};
+        qpOptional.insert(qpOptional.end(), enforcement.begin(), enforcement.end());
+        return std::array<KindSpec, 8>{{
+            {MessageKind::Rtr,
+             "rtr",
+             {"pid", "dev", "qpn", "type", "sl", "leaf", "attached"},
+             qpOptional},
+            {MessageKind::Destroy, "destroy", {"pid", "dev", "qpn"}, {}},
+            {MessageKind::Status, "status", {}, {}},
+            {MessageKind::Qp,
+             "qp",
+             {"pid", "dev", "qpn", "type", "sl", "leaf", "attached", "slot", "algorithm"},
+             qpOptional},
+            {MessageKind::End, "end", {"count"}, {CounterNames.begin(), CounterNames.end()}},
+            {MessageKind::Resolve, "resolve", {"id", "dev", "port", "slid", "dlid"}, {"pkey"}},
+            {MessageKind::Path, "path", {"id", "answer"}, {"sl"}},
+            {MessageKind::Ah,
+             "ah",
+             {"pid", "dev", "port", "dlid", "sl", "mode", "outcome"},
+             {"app-sl", "sa-sl"}},
+        }};
+    }();
     return specs;
 }
 
 }  // namespace
+
+std::string_view counterName(Counter counter) {
+    return CounterNames[static_cast<size_t>(counter)];
+}
+
+std::string_view slOutcomeName(SlOutcome outcome) {
+    return OutcomeNames[static_cast<size_t>(outcome)];
+}
 
 std::string_view messageKindName(MessageKind kind) {
     for (const KindSpec& s : kindSpecs()) {
@@ -134,26 +173,74 @@ std::string encodeAgentMessage(const AgentMessage& m) {
         out += '=';
         out += value;
     };
-    bool qpKeys = m.kind == MessageKind::Rtr || m.kind == MessageKind::Qp;
-    if (qpKeys || m.kind == MessageKind::Destroy) {
-        add("pid", std::to_string(m.pid));
-        add("dev", encodeValue(m.device));
-        if (qpKeys && m.port) add("port", std::to_string(m.port));
-        char qpn[16];
-        std::snprintf(qpn, sizeof qpn, "0x%06x", m.qpNum);
-        add("qpn", qpn);
+    auto hex16 = [](uint16_t v) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "0x%04x", v);
+        return std::string(buf);
+    };
+    auto sl = [](const std::optional<uint8_t>& v) { return v ? std::to_string(*v) : "-"; };
+    const bool qpKeys = m.kind == MessageKind::Rtr || m.kind == MessageKind::Qp;
+    switch (m.kind) {
+        case MessageKind::Rtr:
+        case MessageKind::Qp:
+        case MessageKind::Destroy: {
+            add("pid", std::to_string(m.pid));
+            add("dev", encodeValue(m.device));
+            if (qpKeys && m.port) add("port", std::to_string(m.port));
+            if (qpKeys && m.dlid) add("dlid", hex16(m.dlid));
+            char qpn[16];
+            std::snprintf(qpn, sizeof qpn, "0x%06x", m.qpNum);
+            add("qpn", qpn);
+            break;
+        }
+        case MessageKind::Ah:
+            add("pid", std::to_string(m.pid));
+            add("dev", encodeValue(m.device));
+            add("port", std::to_string(m.port));
+            add("dlid", hex16(m.dlid));
+            add("sl", sl(m.sl));
+            add("mode", slModeName(m.mode.value_or(SlMode::Respect)));
+            add("outcome", std::string(slOutcomeName(m.outcome)));
+            break;
+        case MessageKind::Resolve:
+            add("id", std::to_string(m.id));
+            add("dev", encodeValue(m.device));
+            add("port", std::to_string(m.port));
+            add("slid", hex16(m.slid));
+            add("dlid", hex16(m.dlid));
+            if (m.pkey) add("pkey", hex16(*m.pkey));
+            break;
+        case MessageKind::Path:
+            add("id", std::to_string(m.id));
+            add("answer", std::string(AnswerNames[static_cast<size_t>(m.answer)]));
+            if (m.sl) add("sl", sl(m.sl));
+            break;
+        case MessageKind::End:
+            add("count", std::to_string(m.count));
+            if (m.counters) {
+                for (size_t i = 0; i < CounterCount; ++i)
+                    add(CounterNames[i], std::to_string((*m.counters)[i]));
+            }
+            break;
+        case MessageKind::Status:
+            break;
     }
     if (qpKeys) {
         add("type", std::string(qpTypeName(m.type)));
-        add("sl", m.sl ? std::to_string(*m.sl) : "-");
+        add("sl", sl(m.sl));
         add("leaf", encodeValue(m.leaf));
         add("attached", m.attached ? "1" : "0");
+        if (m.mode) add("mode", slModeName(*m.mode));
+        if (m.outcome != SlOutcome::None) add("outcome", std::string(slOutcomeName(m.outcome)));
     }
     if (m.kind == MessageKind::Qp) {
         add("slot", m.slot ? std::to_string(*m.slot) : "-");
         add("algorithm", encodeValue(m.algorithm));
     }
-    if (m.kind == MessageKind::End) add("count", std::to_string(m.count));
+    if (qpKeys || m.kind == MessageKind::Ah) {
+        if (m.appSl) add("app-sl", sl(m.appSl));
+        if (m.saSl) add("sa-sl", sl(m.saSl));
+    }
     return out;
 }
 
@@ -254,11 +341,45 @@ std::optional<AgentMessage> parseAgentMessage(std::string_view bytes, MessageErr
             auto n = number(raw, 0xffffffff);
             if (!n) return fail(valueAt, "count must be a number");
             m.count = static_cast<uint32_t>(*n);
+        } else if (key == "mode") {
+            m.mode = slModeFromName(raw);
+            if (!m.mode || raw != slModeName(*m.mode))
+                return fail(valueAt, "mode must be respect, audit or enforce");
+        } else if (key == "app-sl" || key == "sa-sl") {
+            auto n = number(raw, 15);
+            if (!n) return fail(valueAt, std::string(key) + " must be 0..15");
+            (key == "app-sl" ? m.appSl : m.saSl) = static_cast<uint8_t>(*n);
+        } else if (key == "outcome") {
+            auto o = named<SlOutcome>(OutcomeNames, raw);
+            if (!o || *o == SlOutcome::None) return fail(valueAt, "unknown outcome");
+            m.outcome = *o;
+        } else if (key == "id") {
+            auto n = number(raw, 0xffffffff);
+            if (!n) return fail(valueAt, "id must be a number");
+            m.id = static_cast<uint32_t>(*n);
+        } else if (key == "slid" || key == "dlid" || key == "pkey") {
+            auto n = number(raw, 0xffff);
+            if (!n || (key != "pkey" && *n == 0))
+                return fail(valueAt, std::string(key) + " must be a 16-bit number" +
+                                         (key != "pkey" ? " other than 0" : ""));
+            if (key == "pkey") m.pkey = static_cast<uint16_t>(*n);
+            else (key == "slid" ? m.slid : m.dlid) = static_cast<uint16_t>(*n);
+        } else if (key == "answer") {
+            auto a = named<PathAnswer>(AnswerNames, raw);
+            if (!a) return fail(valueAt, "answer must be found, no-path, busy or failed");
+            m.answer = *a;
+        } else if (auto c = named<Counter>(CounterNames, key)) {
+            auto n = number(raw, UINT64_MAX);
+            if (!n) return fail(valueAt, "a counter is a number");
+            if (!m.counters) m.counters.emplace();
+            (*m.counters)[static_cast<size_t>(*c)] = *n;
         }
     }
     for (auto k : spec->required) {
         if (!seen[k]) return fail(bytes.size(), "missing key '" + std::string(k) + "'");
     }
+    if (m.kind == MessageKind::Path && (m.answer == PathAnswer::Found) != m.sl.has_value())
+        return fail(bytes.size(), "a found path has an SL, and only a found path");
     return m;
 }
 

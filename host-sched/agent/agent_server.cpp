@@ -162,12 +162,14 @@ void AgentServer::drop(uint64_t id) {
 }
 
 void AgentServer::run(const std::vector<int>& eventFds, const std::function<bool(int)>& onEvent) {
-    const size_t first = 1 + eventFds.size();  // fds[first...] are the clients
+    const size_t answers = 1 + eventFds.size();  // the SA answers, then the clients
+    const size_t first = answers + 1;
     for (;;) {
         std::vector<pollfd> fds;
         std::vector<uint64_t> ids;
         fds.push_back({listenFd_, POLLIN, 0});
         for (int fd : eventFds) fds.push_back({fd, POLLIN, 0});
+        fds.push_back({state_.answersFd(), POLLIN, 0});  // a negative fd is skipped by poll
         for (auto& [id, client] : clients_) {
             short events = POLLIN;
             if (!client.outbox.empty()) events |= POLLOUT;
@@ -178,8 +180,16 @@ void AgentServer::run(const std::vector<int>& eventFds, const std::function<bool
             if (errno == EINTR) continue;
             return;
         }
-        for (size_t i = 1; i < first; ++i) {
+        for (size_t i = 1; i < answers; ++i) {
             if ((fds[i].revents & POLLIN) && !onEvent(fds[i].fd)) return;
+        }
+        if (fds[answers].revents & POLLIN) {
+            for (auto& [id, reply] : state_.answers()) {
+                auto it = clients_.find(id);
+                if (it == clients_.end()) continue;  // it left before its answer came
+                it->second.outbox.push_back(std::move(reply));
+                if (!flush(it->second)) drop(id);
+            }
         }
         for (size_t i = 0; i < ids.size(); ++i) {
             short revents = fds[first + i].revents;
@@ -197,7 +207,8 @@ void AgentServer::run(const std::vector<int>& eventFds, const std::function<bool
 }
 
 bool requestAgentStatus(const std::string& socketPath, std::chrono::milliseconds timeout,
-                        std::vector<AgentMessage>& qps, std::string& error) {
+                        std::vector<AgentMessage>& qps, std::string& error,
+                        std::optional<Counters>* counters) {
     sockaddr_un address;
     if (!makeAddress(socketPath, address, error)) return false;
     int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -237,6 +248,7 @@ bool requestAgentStatus(const std::string& socketPath, std::chrono::milliseconds
             break;
         }
         if (m->kind == MessageKind::End) {
+            if (counters) *counters = m->counters;
             if (m->count != qps.size()) {
                 error = "the agent announced " + std::to_string(m->count) + " QPs and sent " +
                         std::to_string(qps.size());

@@ -51,9 +51,11 @@ class AgentServer {
     std::map<uint64_t, Client> clients_;
 };
 
-// Asks a running agent for every QP it knows (the `status` exchange). Returns false with
-// error set when the agent cannot be reached or answers nonsense.
+// Asks a running agent for every QP it knows (the `status` exchange), and its enforcement
+// counters when it sends them. Returns false with error set when the agent cannot be reached
+// or answers nonsense.
 bool requestAgentStatus(const std::string& socketPath, std::chrono::milliseconds timeout,
-                        std::vector<AgentMessage>& qps, std::string& error);
+                        std::vector<AgentMessage>& qps, std::string& error,
+                        std::optional<Counters>* counters = nullptr);
 
 }  // namespace ibqos::host

@@ -2,6 +2,7 @@
 // AgentState: QPs reported by preloaded applications, their leaves and PCC slots.
 #include "host-sched/agent/agent_state.hpp"
 
+#include <fstream>
 #include <iterator>
 
 namespace ibqos::host {
@@ -10,6 +11,16 @@ namespace {
 
 constexpr size_t LoggedRejectsPerClient = 3;
 constexpr size_t MaxLoggedKeys = 4096;
+
+// What a process is called, for the log (its /proc comm), or "?".
+std::string programOf(uint32_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+    std::string name;
+    std::getline(in, name);
+    return name.empty() ? "?" : name;
+}
+
+uint64_t& counter(Counters& counters, Counter c) { return counters[static_cast<size_t>(c)]; }
 
 }  // namespace
 
@@ -112,6 +123,11 @@ void AgentState::track(uint64_t client, const AgentMessage& m) {
     qp.sl = m.sl;
     qp.clientLeaf = m.leaf;
     qp.attached = m.attached;
+    qp.dlid = m.dlid;
+    qp.mode = m.mode;
+    qp.appSl = m.appSl;
+    qp.saSl = m.saSl;
+    qp.outcome = m.outcome;
     applySlot(qp);
     std::string agentLeaf = leafName(qp);
     if (!sameName(agentLeaf, qp.clientLeaf)) {
@@ -143,6 +159,7 @@ std::vector<std::string> AgentState::handle(uint64_t client, const ClientCredent
             }
             if (m->kind == MessageKind::Rtr) {
                 track(client, *m);
+                noteOutcome(*m);
             } else if (auto it = qps_.find({m->device, m->qpNum});
                        it != qps_.end() && it->second.pid == m->pid) {
                 forget(it);
@@ -162,6 +179,11 @@ std::vector<std::string> AgentState::handle(uint64_t client, const ClientCredent
                 r.leaf = leafName(qp);
                 r.attached = qp.attached;
                 r.slot = qp.slot;
+                r.dlid = qp.dlid;
+                r.mode = qp.mode;
+                r.appSl = qp.appSl;
+                r.saSl = qp.saSl;
+                r.outcome = qp.outcome;
                 if (qp.slot) {
                     if (PccSlots* slots = slotsOf(qp.device)) {
                         if (const PccAlgorithm* a = slots->algorithmOf(*qp.slot))
@@ -173,16 +195,107 @@ std::vector<std::string> AgentState::handle(uint64_t client, const ClientCredent
             AgentMessage end;
             end.kind = MessageKind::End;
             end.count = static_cast<uint32_t>(qps_.size());
+            end.counters = counters();
             out.push_back(encodeAgentMessage(end));
             return out;
         }
+        case MessageKind::Resolve:
+            return resolve(client, *m);
+        case MessageKind::Ah:
+            if (peer.pid != 0 && m->pid != peer.pid) {
+                reject(client, "pid " + std::to_string(m->pid) + " is not the sender's (" +
+                                   std::to_string(peer.pid) + ")");
+                return {};
+            }
+            noteOutcome(*m);
+            return {};
         case MessageKind::Qp:
         case MessageKind::End:
+        case MessageKind::Path:
             reject(client, "'" + std::string(messageKindName(m->kind)) +
                                "' is sent by the agent, not to it");
             return {};
     }
     return {};
+}
+
+std::vector<std::string> AgentState::resolve(uint64_t client, const AgentMessage& m) {
+    ++counter(counters_, Counter::Resolves);
+    AgentMessage reply;
+    reply.kind = MessageKind::Path;
+    reply.id = m.id;
+    PathKey key{m.device, m.port, m.slid, m.dlid, m.pkey};
+    std::optional<PathReply> known;
+    if (!resolver_) {
+        known = PathReply{};
+    } else if ((known = resolver_->cached(key))) {
+        ++counter(counters_, Counter::CacheHits);
+    } else if (resolver_->ask(key, Waiter{client, m.id})) {
+        return {};  // answered when the SA is
+    } else {
+        ++counter(counters_, Counter::Busy);
+        logOnce("busy", "too many paths waiting for the SA: RTRs keep their own SL until the "
+                        "queue drains (counted as busy)");
+        known = PathReply{PathAnswer::Busy, std::nullopt};
+    }
+    reply.answer = known->answer;
+    reply.sl = known->sl;
+    return {encodeAgentMessage(reply)};
+}
+
+std::vector<std::pair<uint64_t, std::string>> AgentState::answers() {
+    std::vector<std::pair<uint64_t, std::string>> out;
+    if (!resolver_) return out;
+    for (const auto& [waiter, path] : resolver_->takeAnswers()) {
+        AgentMessage reply;
+        reply.kind = MessageKind::Path;
+        reply.id = waiter.id;
+        reply.answer = path.answer;
+        reply.sl = path.sl;
+        out.emplace_back(waiter.client, encodeAgentMessage(reply));
+    }
+    return out;
+}
+
+void AgentState::invalidatePaths() {
+    if (!resolver_) return;
+    resolver_->invalidate();
+    ++counter(counters_, Counter::Invalidations);
+}
+
+Counters AgentState::counters() const {
+    Counters c = counters_;
+    if (resolver_) {
+        c[static_cast<size_t>(Counter::SaQueries)] = resolver_->saQueries();
+        c[static_cast<size_t>(Counter::SaFailed)] = resolver_->saFailed();
+    }
+    return c;
+}
+
+void AgentState::noteOutcome(const AgentMessage& m) {
+    const char* what = m.kind == MessageKind::Ah ? "a UD address handle" : "QP";
+    std::string subject = "pid " + std::to_string(m.pid) + " (" + programOf(m.pid) + ") " + what +
+                          (m.kind == MessageKind::Ah ? "" : " " + std::to_string(m.qpNum)) +
+                          " on " + m.device + " to DLID " + std::to_string(m.dlid);
+    auto sl = [](const std::optional<uint8_t>& v) { return v ? std::to_string(*v) : "-"; };
+    switch (m.outcome) {
+        case SlOutcome::Replaced:
+            ++counter(counters_, Counter::Replaced);
+            break;
+        case SlOutcome::Differs:
+            ++counter(counters_, Counter::Differs);
+            log_("audit: " + subject + " uses SL " + sl(m.appSl) + "; the SA answers SL " +
+                 sl(m.saSl) + " for that path");
+            break;
+        case SlOutcome::NoAnswer:
+            ++counter(counters_, Counter::NoAnswer);
+            logOnce("no-answer:" + std::to_string(m.pid),
+                    subject + ": no SA answer in time, the application's SL " + sl(m.appSl) +
+                        " was kept (further ones of this process are counted, not logged)");
+            break;
+        default:
+            break;
+    }
 }
 
 void AgentState::clientGone(uint64_t client) {

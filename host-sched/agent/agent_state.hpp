@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "host-sched/agent/agent_protocol.hpp"
+#include "host-sched/agent/sl_resolver.hpp"
 #include "host-sched/pcc/pcc_slots.hpp"
 #include "host-sched/plan/host_plan.hpp"
 
@@ -30,6 +31,11 @@ struct TrackedQp {
     bool attached = false;         // whether its backend attached the QP
     std::optional<size_t> leaf;    // the agent's plan: leaf of the SL
     std::optional<uint32_t> slot;  // the PCC slot applied to the QP (nullopt: none, or failed)
+    uint16_t dlid = 0;             // 0: not reported
+    std::optional<SlMode> mode;    // the process's SL enforcement, as its library reported it
+    std::optional<uint8_t> appSl;  // the SL the application chose
+    std::optional<uint8_t> saSl;   // the SA's answer for the QP's path
+    SlOutcome outcome = SlOutcome::None;
 };
 
 // The peer of a connection, as the kernel reports it (SO_PEERCRED); pid 0 when unknown.
@@ -51,9 +57,19 @@ class AgentState {
                std::function<void(const std::string&)> log);
     ~AgentState();
 
+    // Answers resolve messages through this resolver (borrowed; it must outlive the state).
+    // Without one, every resolve is answered "failed" at once.
+    void setResolver(SlResolver* resolver) { resolver_ = resolver; }
     // Handles one datagram from a client; returns the datagrams to send back.
     std::vector<std::string> handle(uint64_t client, const ClientCredentials& peer,
                                     std::string_view bytes);
+    // The resolver's eventfd (-1 without one): when readable, answers() has replies to send.
+    int answersFd() const { return resolver_ ? resolver_->eventFd() : -1; }
+    // The path answers that came from the SA, as (client, datagram).
+    std::vector<std::pair<uint64_t, std::string>> answers();
+    // Forgets the cached SA answers (a new policy or fabric).
+    void invalidatePaths();
+    Counters counters() const;
     // A client closed its connection (or died): its QPs are gone with it.
     void clientGone(uint64_t client);
     // Installs a new plan (policy reload): slots re-registered, every QP re-applied.
@@ -72,6 +88,9 @@ class AgentState {
     using QpMap = std::map<Key, TrackedQp>;
 
     void track(uint64_t client, const AgentMessage& m);
+    std::vector<std::string> resolve(uint64_t client, const AgentMessage& m);
+    // Counts what a client's library did with an SL, and logs what an administrator must see.
+    void noteOutcome(const AgentMessage& m);
     // Drops a tracked QP and its place in a PCC slot; returns the next entry.
     QpMap::iterator forget(QpMap::iterator it);
     // The name of the plan's leaf for a QP ("" when its SL has none).
@@ -92,6 +111,8 @@ class AgentState {
     std::map<uint64_t, size_t> rejectedByClient_;
     std::set<std::string> logged_;
     size_t rejected_ = 0;
+    SlResolver* resolver_ = nullptr;
+    Counters counters_{};
 };
 
 }  // namespace ibqos::host

@@ -28,9 +28,11 @@ uint64_t randomTransactionIdSeed() {
 
 PathResult SaClient::query(SaQuery query) {
     const LocalPort& port = transport_.localPort();
-    // Sent by GID or by LID, the answer must come back with both of the port's own.
+    // Sent by GID or by LID, the answer must come back with both of the port's own. A SLID
+    // the query names (the base LID with path bits) is kept when it is one of the port's LIDs.
     query.sgid = port.gid;
-    query.slid = port.lid;
+    const uint32_t lids = 1u << port.lmc;
+    if (query.slid < port.lid || query.slid >= port.lid + lids) query.slid = port.lid;
     PathResult result;
     if (port.smLid == 0) {
         result.message = "port " + port.caName + "/" + std::to_string(port.port) +

@@ -76,7 +76,8 @@ class SaClient {
   public:
     SaClient(SaTransport& transport, RetryPolicy policy, uint64_t firstTransactionId);
 
-    // Fills the source (LID or GID) from the local port and asks for one path.
+    // Fills the source (LID or GID) from the local port and asks for one path. A query's SLID
+    // that is one of the port's LIDs (LMC) is kept; any other becomes the port's base LID.
     PathResult query(SaQuery query);
 
   private:

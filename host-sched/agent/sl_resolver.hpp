@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+// SlResolver: the SA's SL for the paths QPs are brought up on, cached and asked for in the
+// background, so that an RTR waits on the SA at most once per path.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "host-sched/agent/agent_protocol.hpp"
+
+namespace ibqos::host {
+
+// One path as a QP's RTR asks for it: the local port, the exact SLID (LID | path bits), the
+// exact DLID and the QP's P_Key.
+struct PathKey {
+    std::string device;
+    uint8_t port = 0;
+    uint16_t slid = 0;
+    uint16_t dlid = 0;
+    std::optional<uint16_t> pkey;
+    auto operator<=>(const PathKey&) const = default;
+};
+
+struct PathReply {
+    PathAnswer answer = PathAnswer::Failed;
+    std::optional<uint8_t> sl;
+};
+
+// Who waits for an answer: a client of the agent and the number of its question.
+struct Waiter {
+    uint64_t client = 0;
+    uint32_t id = 0;
+};
+
+struct ResolverOptions {
+    unsigned workers = 4;  // SA queries in flight at most (one per worker)
+    size_t cacheSize = 65536;
+    std::chrono::milliseconds lifetime{60000};
+    size_t maxPending = 4096;  // distinct paths waiting for a worker; beyond that: busy
+};
+
+// Asks the SA for one path; blocking. Each worker has its own (its own SA agents).
+using PathSource = std::function<PathReply(const PathKey&)>;
+
+class SlResolver {
+  public:
+    // makeSource is called once per worker, on that worker's thread.
+    SlResolver(std::function<PathSource()> makeSource, ResolverOptions options);
+    ~SlResolver();
+    SlResolver(const SlResolver&) = delete;
+    SlResolver& operator=(const SlResolver&) = delete;
+
+    // A cached answer younger than the lifetime.
+    std::optional<PathReply> cached(const PathKey& key);
+    // Queues a question; one already pending for the same path takes the waiter too. False
+    // when too many paths are pending (the caller answers busy).
+    bool ask(const PathKey& key, Waiter waiter);
+    // Readable when answers are ready.
+    int eventFd() const { return eventFd_; }
+    // The answers that came since the last call, with who waited for each.
+    std::vector<std::pair<Waiter, PathReply>> takeAnswers();
+    // Forgets every cached answer; answers to questions asked before are passed on but not kept.
+    void invalidate();
+
+    uint64_t saQueries() const;
+    uint64_t saFailed() const;
+    size_t cacheEntries() const;
+
+  private:
+    using Clock = std::chrono::steady_clock;
+    struct Entry {
+        PathReply reply;
+        Clock::time_point at;
+    };
+
+    void work(std::function<PathSource()> makeSource);
+
+    ResolverOptions options_;
+    int eventFd_ = -1;
+    mutable std::mutex mutex_;
+    std::condition_variable wake_;
+    bool stopping_ = false;
+    uint64_t generation_ = 0;
+    std::map<PathKey, Entry> cache_;
+    std::deque<PathKey> cacheOrder_;  // oldest first, for eviction
+    std::map<PathKey, std::vector<Waiter>> pending_;
+    std::deque<PathKey> queue_;  // pending paths no worker has taken yet
+    std::vector<std::pair<Waiter, PathReply>> answers_;
+    uint64_t saQueries_ = 0;
+    uint64_t saFailed_ = 0;
+    std::vector<std::thread> workers_;
+};
+
+}  // namespace ibqos::host
