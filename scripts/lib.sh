@@ -8,8 +8,9 @@ IBQOS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 IBQOS_BUILD_PACKAGES="g++ meson ninja-build pkg-config libboost-dev catch2 scdoc python3"
 IBQOS_FABRIC_PACKAGES="opensm libopensm-dev ibsim-utils libumad2sim0 infiniband-diags libibumad-dev libibmad-dev libibnetdisc-dev libibverbs-dev rdma-core"
 
-# host-sched builds against libibumad, libibverbs and libmlx5 (headers, pkg-config, libraries).
-IBQOS_BUILD_PACKAGES="$IBQOS_BUILD_PACKAGES libibumad-dev libibverbs-dev ibverbs-providers"
+# host-sched builds against libibumad, libibverbs and libmlx5 (headers, pkg-config, libraries),
+# and librdmacm's header (the preload library interposes its calls; it links none of them).
+IBQOS_BUILD_PACKAGES="$IBQOS_BUILD_PACKAGES libibumad-dev libibverbs-dev ibverbs-providers librdmacm-dev"
 
 # Kept libraries instead of hand-written parts.
 IBQOS_BUILD_PACKAGES="$IBQOS_BUILD_PACKAGES nlohmann-json3-dev libcli11-dev libsystemd-dev libbenchmark-dev"

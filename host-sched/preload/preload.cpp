@@ -7,12 +7,24 @@
 // references to ibv_modify_qp@IBVERBS_1.1 here, while the 1.0 compatibility ABI (a different
 // struct layout) is left alone. The next definition is found with dlvsym(RTLD_NEXT).
 //
-// Rules: the verbs call always goes through, with the arguments and result it had; every
-// failure of ours is logged once and changes nothing else; errno is the real call's; no
-// exception leaves this file; nothing runs until the first QP reaches RTR.
+// SL enforcement (the plan's sl-enforcement blocks, IBQOS_SL_ENFORCEMENT stricter only): at
+// RTR of an RC or UC QP, and in ibv_create_ah, the address vector's SL is compared with the
+// SA's answer for the exact path (the agent asks the SA and caches), and in enforce mode the
+// real call gets a copy of the caller's attributes with the SA's SL. Left alone: QPs and
+// vectors librdmacm made from a PathRecord (rdma_create_qp[_ex], rdma_init_qp_attr and UD
+// events of rdma_get_cm_event are interposed to know them), address handles made from a
+// received work completion, RoCE ports, multicast DLIDs and GRHs to another subnet.
+//
+// Rules: the verbs call always goes through, with the arguments and result it had (in enforce
+// mode, the SL the SA gave); every failure of ours is logged once and changes nothing else;
+// an answer that does not come in time leaves the application's SL; errno is the real call's;
+// no exception leaves this file; nothing runs until the first QP reaches RTR.
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <infiniband/verbs.h>
+#include <poll.h>
 #include <pthread.h>
+#include <rdma/rdma_cma.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -22,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,24 +44,49 @@
 
 #include "host-sched/agent/agent_protocol.hpp"
 #include "host-sched/plan/plan_file.hpp"
+#include "host-sched/preload/sl_decision.hpp"
 #include "host-sched/sched/mlx5_api.hpp"
 #include "host-sched/sched/sched_mlx5.hpp"
 #include "host-sched/sched/sched_simulated.hpp"
 
 namespace {
 
+using namespace ibqos;
 using namespace ibqos::host;
 
 using ModifyQpFn = int (*)(ibv_qp*, ibv_qp_attr*, int);
 using DestroyQpFn = int (*)(ibv_qp*);
 using CloseDeviceFn = int (*)(ibv_context*);
+using CreateAhFn = ibv_ah* (*)(ibv_pd*, ibv_ah_attr*);
+using CreateAhFromWcFn = ibv_ah* (*)(ibv_pd*, ibv_wc*, ibv_grh*, uint8_t);
+using QueryQpFn = int (*)(ibv_qp*, ibv_qp_attr*, int, ibv_qp_init_attr*);
+using QueryPortFn = int (*)(ibv_context*, uint8_t, ibv_port_attr*);  // the 1.1 (compat) layout
+using QueryPkeyFn = int (*)(ibv_context*, uint8_t, int, __be16*);
+using QueryGidFn = int (*)(ibv_context*, uint8_t, int, ibv_gid*);
+using CreateCmQpFn = int (*)(rdma_cm_id*, ibv_pd*, ibv_qp_init_attr*);
+using CreateCmQpExFn = int (*)(rdma_cm_id*, ibv_qp_init_attr_ex*);
+using InitQpAttrFn = int (*)(rdma_cm_id*, ibv_qp_attr*, int*);
+using GetCmEventFn = int (*)(rdma_event_channel*, rdma_cm_event**);
 
 template <typename Fn>
-Fn nextSymbol(const char* name) {
-    void* p = dlvsym(RTLD_NEXT, name, "IBVERBS_1.1");
+Fn nextSymbol(const char* name, const char* version = "IBVERBS_1.1") {
+    void* p = dlvsym(RTLD_NEXT, name, version);
     if (!p) p = dlsym(RTLD_NEXT, name);
     return reinterpret_cast<Fn>(p);
 }
+
+// How long the facts of a port (LID, LMC, link layer, P_Keys) are trusted: the SM may move LIDs.
+constexpr auto PortFactsLifetime = std::chrono::seconds(1);
+// Vectors librdmacm handed out for UD (dlid, sl), remembered at most.
+constexpr size_t MaxCmVectors = 4096;
+
+// Set while ibv_create_ah_from_wc runs: the address handle it makes answers a requester and
+// takes the SL the requester used.
+thread_local bool makingReplyAh = false;
+// The attributes rdma_init_qp_attr last filled on this thread for an RTR, as it filled them.
+thread_local const ibv_qp_attr* cmAttr = nullptr;
+thread_local uint16_t cmDlid = 0;
+thread_local uint8_t cmSl = 0;
 
 QpType qpTypeOf(const ibv_qp* qp) {
     switch (qp->qp_type) {
@@ -65,10 +103,9 @@ QpType qpTypeOf(const ibv_qp* qp) {
     }
 }
 
-std::string deviceOf(const ibv_qp* qp) {
-    if (!qp->context || !qp->context->device) return "unknown";
-    std::string name(qp->context->device->name,
-                     strnlen(qp->context->device->name, IBV_SYSFS_NAME_MAX));
+std::string deviceOf(const ibv_context* context) {
+    if (!context || !context->device) return "unknown";
+    std::string name(context->device->name, strnlen(context->device->name, IBV_SYSFS_NAME_MAX));
     return name.empty() ? "unknown" : name;
 }
 
@@ -81,6 +118,11 @@ struct QpRecord {
     std::optional<uint8_t> sl;
     std::optional<size_t> leaf;
     bool attached = false;
+    uint16_t dlid = 0;
+    std::optional<SlMode> mode;  // set once the library is configured
+    std::optional<uint8_t> appSl;
+    std::optional<uint8_t> saSl;
+    SlOutcome outcome = SlOutcome::None;
     bool atRtr = false;     // reached RTR: the agent hears of it
     bool reported = false;  // the agent heard of it on the current connection
 };
@@ -93,8 +135,12 @@ class Preload {
         return *preload;
     }
 
-    void beforeRtr(ibv_qp* qp, const ibv_qp_attr* attr, int mask);
+    // Returns the SL the real call must use instead of the application's (enforce mode).
+    std::optional<uint8_t> beforeRtr(ibv_qp* qp, const ibv_qp_attr* attr, int mask);
+    std::optional<uint8_t> beforeCreateAh(ibv_context* context, const ibv_ah_attr* attr);
     void afterRtr(ibv_qp* qp);
+    void cmQp(ibv_qp* qp);
+    void cmVector(const ibv_ah_attr& av);
     void beforeDestroy(ibv_qp* qp);
     void afterDestroy(ibv_qp* qp, int rc);
     void beforeClose(ibv_context* context);
@@ -109,7 +155,22 @@ class Preload {
     SchedBackend* treeOf(ibv_context* context);
     bool connectAgent();
     void send(QpRecord& record, MessageKind kind);
+    bool sendMessage(const AgentMessage& m);
     void logOnce(const std::string& key, const std::string& message);
+
+    // SL enforcement.
+    struct PortState {
+        std::chrono::steady_clock::time_point at;
+        PortFacts facts;
+        std::map<uint16_t, uint16_t> pkeys;  // index -> P_Key
+    };
+    PortState* portState(ibv_context* context, uint8_t port, const std::string& device);
+    std::optional<uint16_t> pkeyAt(ibv_context* context, PortState& port, uint8_t portNum,
+                                   uint16_t index);
+    // The decision for one vector; fromCm: librdmacm made it from a PathRecord.
+    SlDecision decide(ibv_context* context, const std::string& device, uint8_t port,
+                      const ibv_ah_attr& av, std::optional<uint16_t> pkey, bool fromCm);
+    std::optional<AgentMessage> askAgent(const AgentMessage& question);
 
     std::mutex mutex_;
     bool configured_ = false;
@@ -123,6 +184,13 @@ class Preload {
     int fd_ = -1;
     std::chrono::steady_clock::time_point nextConnect_{};
     std::set<std::string> logged_;
+    SlMode mode_ = SlMode::Respect;
+    std::chrono::milliseconds resolveTimeout_{5};
+    uint32_t nextQuestion_ = 0;
+    std::map<std::pair<ibv_context*, uint8_t>, PortState> ports_;
+    std::set<ibv_qp*> cmQps_;
+    std::set<std::pair<uint16_t, uint8_t>> cmVectors_;
+    std::deque<std::pair<uint16_t, uint8_t>> cmVectorOrder_;
 };
 
 Preload::Preload() { pthread_atfork(prepareFork, parentAfterFork, childAfterFork); }
@@ -134,6 +202,7 @@ void Preload::childAfterFork() {
     if (p.fd_ >= 0) close(p.fd_);
     p.fd_ = -1;
     p.qps_.clear();
+    p.cmQps_.clear();
     for (auto& [context, tree] : p.trees_) (void)tree.release();
     p.trees_.clear();
     p.nextConnect_ = {};
@@ -168,6 +237,135 @@ void Preload::configure() {
         mlx5Ready_ = loadMlx5Api(mlx5_, error);
         if (!mlx5Ready_) logOnce("mlx5", error + "; QPs are not attached to leaves");
     }
+
+    // The policy's mode for this program; the environment may only make it stricter.
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    std::string exeName = n > 0 ? std::string(exe, static_cast<size_t>(n)) : "";
+    exeName = exeName.substr(exeName.rfind('/') + 1);
+    if (plan_) {
+        if (const SlEnforcement* e =
+                plan_->enforcementFor({exeName, program_invocation_short_name})) {
+            mode_ = e->mode;
+            resolveTimeout_ = std::chrono::milliseconds(e->resolveTimeoutMs);
+        }
+    }
+    if (const char* env = std::getenv("IBQOS_SL_ENFORCEMENT"); env && *env) {
+        if (auto asked = slModeFromName(env)) {
+            mode_ = std::max(mode_, *asked);
+        } else {
+            logOnce("mode", std::string("IBQOS_SL_ENFORCEMENT='") + env +
+                                "' is not respect, audit or enforce; ignored");
+        }
+    }
+}
+
+Preload::PortState* Preload::portState(ibv_context* context, uint8_t port,
+                                       const std::string& device) {
+    static const QueryPortFn queryPort = nextSymbol<QueryPortFn>("ibv_query_port");
+    static const QueryGidFn queryGid = nextSymbol<QueryGidFn>("ibv_query_gid");
+    auto now = std::chrono::steady_clock::now();
+    auto it = ports_.find({context, port});
+    if (it != ports_.end() && now - it->second.at < PortFactsLifetime) return &it->second;
+    ibv_port_attr attr{};
+    ibv_gid gid{};
+    if (!queryPort || !queryGid || queryPort(context, port, &attr) != 0 ||
+        (attr.link_layer != IBV_LINK_LAYER_ETHERNET && queryGid(context, port, 0, &gid) != 0)) {
+        logOnce("port:" + device + ":" + std::to_string(port),
+                "cannot query " + device + " port " + std::to_string(port) +
+                    "; its QPs keep the application's SL");
+        return nullptr;
+    }
+    PortState& state = ports_[{context, port}];
+    state.at = now;
+    state.pkeys.clear();
+    state.facts.ethernet = attr.link_layer == IBV_LINK_LAYER_ETHERNET;
+    state.facts.lid = attr.lid;
+    state.facts.lmc = attr.lmc;
+    state.facts.subnetPrefix = 0;
+    for (int i = 0; i < 8; ++i) state.facts.subnetPrefix = state.facts.subnetPrefix << 8 | gid.raw[i];
+    return &state;
+}
+
+std::optional<uint16_t> Preload::pkeyAt(ibv_context* context, PortState& port, uint8_t portNum,
+                                        uint16_t index) {
+    static const QueryPkeyFn queryPkey = nextSymbol<QueryPkeyFn>("ibv_query_pkey");
+    if (auto it = port.pkeys.find(index); it != port.pkeys.end()) return it->second;
+    __be16 pkey = 0;
+    if (!queryPkey || queryPkey(context, portNum, index, &pkey) != 0) return std::nullopt;
+    return port.pkeys[index] = ntohs(pkey);
+}
+
+SlDecision Preload::decide(ibv_context* context, const std::string& device, uint8_t port,
+                           const ibv_ah_attr& av, std::optional<uint16_t> pkey, bool fromCm) {
+    SlDecision kept{av.sl, SlOutcome::CmPath, std::nullopt};
+    if (fromCm) return kept;
+    PortState* state = portState(context, port, device);
+    if (!state) return decideSl(mode_, av.sl, std::nullopt);
+    if (auto exempt = exemptionOf(state->facts, av)) {
+        kept.outcome = *exempt;
+        return kept;
+    }
+    AgentMessage q;
+    q.kind = MessageKind::Resolve;
+    q.device = device;
+    q.port = port;
+    q.slid = sourceLidOf(state->facts, av.src_path_bits);
+    q.dlid = av.dlid;
+    q.pkey = pkey;
+    if (q.slid == 0 || q.dlid == 0) return decideSl(mode_, av.sl, std::nullopt);
+    return decideSl(mode_, av.sl, askAgent(q));
+}
+
+std::optional<AgentMessage> Preload::askAgent(const AgentMessage& question) {
+    if (!connectAgent()) return std::nullopt;
+    AgentMessage q = question;
+    q.id = ++nextQuestion_;
+    if (!sendMessage(q)) return std::nullopt;
+    auto deadline = std::chrono::steady_clock::now() + resolveTimeout_;
+    char buffer[MaxAgentMessage + 1];
+    for (;;) {
+        auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+            deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) break;
+        pollfd p{fd_, POLLIN, 0};
+        timespec wait{0, static_cast<long>(left.count()) * 1000};
+        if (left.count() >= 1000000) wait = {left.count() / 1000000, left.count() % 1000000 * 1000};
+        int ready = ppoll(&p, 1, &wait, nullptr);
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready <= 0) break;
+        ssize_t n = recv(fd_, buffer, sizeof buffer, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+        if (n <= 0) {
+            logOnce("agent-lost", "lost the agent; reconnecting later");
+            close(fd_);
+            fd_ = -1;
+            return std::nullopt;
+        }
+        MessageError error;
+        auto m = parseAgentMessage(std::string_view(buffer, static_cast<size_t>(n)), error);
+        // Anything else is the late answer to a question that gave up: dropped.
+        if (m && m->kind == MessageKind::Path && m->id == q.id) return m;
+    }
+    logOnce("agent-slow", "the agent did not answer within " +
+                              std::to_string(resolveTimeout_.count()) +
+                              " ms; such QPs keep the application's SL (the agent counts them)");
+    return std::nullopt;
+}
+
+void Preload::cmQp(ibv_qp* qp) {
+    std::lock_guard lock(mutex_);
+    cmQps_.insert(qp);
+}
+
+void Preload::cmVector(const ibv_ah_attr& av) {
+    std::lock_guard lock(mutex_);
+    if (!cmVectors_.insert({av.dlid, av.sl}).second) return;
+    cmVectorOrder_.push_back({av.dlid, av.sl});
+    if (cmVectorOrder_.size() > MaxCmVectors) {
+        cmVectors_.erase(cmVectorOrder_.front());
+        cmVectorOrder_.pop_front();
+    }
 }
 
 SchedBackend* Preload::treeOf(ibv_context* context) {
@@ -190,18 +388,47 @@ SchedBackend* Preload::treeOf(ibv_context* context) {
     return trees_.emplace(context, std::move(tree)).first->second.get();
 }
 
-void Preload::beforeRtr(ibv_qp* qp, const ibv_qp_attr* attr, int mask) {
+std::optional<uint8_t> Preload::beforeRtr(ibv_qp* qp, const ibv_qp_attr* attr, int mask) {
+    static const QueryQpFn queryQp = nextSymbol<QueryQpFn>("ibv_query_qp");
     std::lock_guard lock(mutex_);
     configure();
     QpRecord record;
-    record.device = deviceOf(qp);
+    record.device = deviceOf(qp->context);
     record.qpNum = qp->qp_num;
     record.type = qpTypeOf(qp);
-    // The SL the application got from the SA is in the address vector of the RTR transition
-    // (RC and UC carry one; UD QPs take theirs per address handle, so they have none here).
+    record.mode = mode_;
+    // The SL the application chose is in the address vector of the RTR transition (RC and UC
+    // carry one; UD QPs take theirs per address handle, so they have none here).
+    std::optional<uint8_t> replace;
     if ((mask & IBV_QP_AV) && attr->ah_attr.sl < 16) {
         record.sl = attr->ah_attr.sl;
         record.port = attr->ah_attr.port_num;
+        record.dlid = attr->ah_attr.dlid;
+        record.appSl = attr->ah_attr.sl;
+        bool connected = record.type == QpType::Rc || record.type == QpType::Uc;
+        if (mode_ != SlMode::Respect && connected) {
+            // The QP's port and P_Key index, when the transition does not name them.
+            ibv_qp_attr current{};
+            ibv_qp_init_attr init{};
+            bool known = queryQp && queryQp(qp, &current, IBV_QP_PKEY_INDEX | IBV_QP_PORT, &init) == 0;
+            if (!record.port && known) record.port = current.port_num;
+            std::optional<uint16_t> pkey;
+            uint16_t index = (mask & IBV_QP_PKEY_INDEX) ? attr->pkey_index : current.pkey_index;
+            bool fromCm = cmQps_.count(qp) ||
+                          (attr == cmAttr && attr->ah_attr.dlid == cmDlid && attr->ah_attr.sl == cmSl);
+            if (record.port && (known || (mask & IBV_QP_PKEY_INDEX)) && !fromCm) {
+                if (PortState* port = portState(qp->context, record.port, record.device))
+                    pkey = pkeyAt(qp->context, *port, record.port, index);
+            }
+            SlDecision d = decide(qp->context, record.device, record.port, attr->ah_attr, pkey,
+                                  fromCm);
+            record.outcome = d.outcome;
+            record.saSl = d.saSl;
+            if (d.outcome == SlOutcome::Replaced) {
+                replace = d.sl;
+                record.sl = d.sl;
+            }
+        }
     }
     if (plan_ && record.sl) record.leaf = plan_->leafForSl(*record.sl);
     // The device accepts an attachment only in INIT or RTS: before the transition, the QP is
@@ -222,6 +449,40 @@ void Preload::beforeRtr(ibv_qp* qp, const ibv_qp_attr* attr, int mask) {
         if (tree != trees_.end() && tree->second) (void)tree->second->detach(ref);
     }
     qps_[qp] = std::move(record);
+    return replace;
+}
+
+std::optional<uint8_t> Preload::beforeCreateAh(ibv_context* context, const ibv_ah_attr* attr) {
+    std::lock_guard lock(mutex_);
+    configure();
+    if (mode_ == SlMode::Respect || attr->sl >= 16) return std::nullopt;
+    std::string device = deviceOf(context);
+    bool fromCm = cmVectors_.count({attr->dlid, attr->sl}) > 0;
+    // An address handle serves every UD QP of its protection domain: no one P_Key applies.
+    SlDecision d = decide(context, device, attr->port_num, *attr, std::nullopt, fromCm);
+    switch (d.outcome) {
+        case SlOutcome::Replaced:
+        case SlOutcome::Differs:
+        case SlOutcome::NoAnswer:
+        case SlOutcome::NoPath: {
+            AgentMessage m;
+            m.kind = MessageKind::Ah;
+            m.pid = static_cast<uint32_t>(getpid());
+            m.device = device;
+            m.port = attr->port_num;
+            m.dlid = attr->dlid;
+            m.sl = d.sl;
+            m.mode = mode_;
+            m.appSl = attr->sl;
+            m.saSl = d.saSl;
+            m.outcome = d.outcome;
+            if (m.port && m.dlid && connectAgent()) sendMessage(m);
+            break;
+        }
+        default:
+            break;
+    }
+    return d.outcome == SlOutcome::Replaced ? std::optional<uint8_t>(d.sl) : std::nullopt;
 }
 
 bool Preload::connectAgent() {
@@ -252,6 +513,23 @@ bool Preload::connectAgent() {
     return fd_ >= 0;
 }
 
+bool Preload::sendMessage(const AgentMessage& m) {
+    if (fd_ < 0) return false;
+    std::string text = encodeAgentMessage(m);
+    if (::send(fd_, text.data(), text.size(), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            logOnce("agent-busy", "the agent is not keeping up; a message was dropped");
+            return false;
+        }
+        logOnce("agent-lost",
+                std::string("lost the agent (") + std::strerror(errno) + "); reconnecting later");
+        close(fd_);
+        fd_ = -1;
+        return false;
+    }
+    return true;
+}
+
 void Preload::send(QpRecord& record, MessageKind kind) {
     if (fd_ < 0) return;
     AgentMessage m;
@@ -265,20 +543,13 @@ void Preload::send(QpRecord& record, MessageKind kind) {
         m.sl = record.sl;
         m.leaf = record.leaf && plan_ ? plan_->elements()[*record.leaf].name : "";
         m.attached = record.attached;
+        m.dlid = record.dlid;
+        m.mode = record.mode;
+        m.appSl = record.appSl;
+        m.saSl = record.saSl;
+        m.outcome = record.outcome;
     }
-    std::string text = encodeAgentMessage(m);
-    if (::send(fd_, text.data(), text.size(), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            logOnce("agent-busy", "the agent is not keeping up; a QP report was dropped");
-            return;
-        }
-        logOnce("agent-lost",
-                std::string("lost the agent (") + std::strerror(errno) + "); reconnecting later");
-        close(fd_);
-        fd_ = -1;
-        return;
-    }
-    if (kind == MessageKind::Rtr) record.reported = true;
+    if (sendMessage(m) && kind == MessageKind::Rtr) record.reported = true;
 }
 
 void Preload::afterRtr(ibv_qp* qp) {
@@ -312,6 +583,7 @@ void Preload::afterDestroy(ibv_qp* qp, int rc) {
     auto it = qps_.find(qp);
     if (it == qps_.end()) return;
     if (rc != 0) return;  // the QP lives on, and so does what we know of it
+    cmQps_.erase(qp);
     if (it->second.atRtr && fd_ >= 0) send(it->second, MessageKind::Destroy);
     qps_.erase(it);
 }
@@ -348,10 +620,46 @@ int ibv_modify_qp(struct ibv_qp* qp, struct ibv_qp_attr* attr, int attr_mask) {
     static const ModifyQpFn real = nextSymbol<ModifyQpFn>("ibv_modify_qp");
     if (!real) return ENOSYS;
     bool rtr = qp && attr && (attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RTR;
-    if (rtr) guarded([&] { Preload::instance().beforeRtr(qp, attr, attr_mask); });
-    int rc = real(qp, attr, attr_mask);
+    std::optional<uint8_t> sl;
+    if (rtr) guarded([&] { sl = Preload::instance().beforeRtr(qp, attr, attr_mask); });
+    int rc;
+    if (sl) {
+        ibv_qp_attr enforced = *attr;  // the caller's struct stays as it wrote it
+        enforced.ah_attr.sl = *sl;
+        rc = real(qp, &enforced, attr_mask);
+    } else {
+        rc = real(qp, attr, attr_mask);
+    }
     if (rtr && rc == 0) guarded([&] { Preload::instance().afterRtr(qp); });
     return rc;
+}
+
+struct ibv_ah* ibv_create_ah(struct ibv_pd* pd, struct ibv_ah_attr* attr) {
+    static const CreateAhFn real = nextSymbol<CreateAhFn>("ibv_create_ah");
+    if (!real) {
+        errno = ENOSYS;
+        return nullptr;
+    }
+    std::optional<uint8_t> sl;
+    if (pd && attr && !makingReplyAh)
+        guarded([&] { sl = Preload::instance().beforeCreateAh(pd->context, attr); });
+    if (!sl) return real(pd, attr);
+    ibv_ah_attr enforced = *attr;
+    enforced.sl = *sl;
+    return real(pd, &enforced);
+}
+
+struct ibv_ah* ibv_create_ah_from_wc(struct ibv_pd* pd, struct ibv_wc* wc, struct ibv_grh* grh,
+                                     uint8_t port_num) {
+    static const CreateAhFromWcFn real = nextSymbol<CreateAhFromWcFn>("ibv_create_ah_from_wc");
+    if (!real) {
+        errno = ENOSYS;
+        return nullptr;
+    }
+    makingReplyAh = true;
+    ibv_ah* ah = real(pd, wc, grh, port_num);
+    makingReplyAh = false;
+    return ah;
 }
 
 int ibv_destroy_qp(struct ibv_qp* qp) {
@@ -368,6 +676,51 @@ int ibv_close_device(struct ibv_context* context) {
     if (!real) return ENOSYS;
     if (context) guarded([&] { Preload::instance().beforeClose(context); });
     return real(context);
+}
+
+// librdmacm: QPs it creates and vectors it fills come from a PathRecord.
+
+int rdma_create_qp(struct rdma_cm_id* id, struct ibv_pd* pd, struct ibv_qp_init_attr* attr) {
+    static const CreateCmQpFn real = nextSymbol<CreateCmQpFn>("rdma_create_qp", "RDMACM_1.0");
+    if (!real) return ENOSYS;
+    int rc = real(id, pd, attr);
+    if (rc == 0 && id && id->qp) guarded([&] { Preload::instance().cmQp(id->qp); });
+    return rc;
+}
+
+int rdma_create_qp_ex(struct rdma_cm_id* id, struct ibv_qp_init_attr_ex* attr) {
+    static const CreateCmQpExFn real =
+        nextSymbol<CreateCmQpExFn>("rdma_create_qp_ex", "RDMACM_1.0");
+    if (!real) return ENOSYS;
+    int rc = real(id, attr);
+    if (rc == 0 && id && id->qp) guarded([&] { Preload::instance().cmQp(id->qp); });
+    return rc;
+}
+
+int rdma_init_qp_attr(struct rdma_cm_id* id, struct ibv_qp_attr* qp_attr, int* qp_attr_mask) {
+    static const InitQpAttrFn real = nextSymbol<InitQpAttrFn>("rdma_init_qp_attr", "RDMACM_1.2");
+    if (!real) return ENOSYS;
+    int rc = real(id, qp_attr, qp_attr_mask);
+    if (rc == 0 && qp_attr && qp_attr_mask && (*qp_attr_mask & IBV_QP_AV)) {
+        cmAttr = qp_attr;
+        cmDlid = qp_attr->ah_attr.dlid;
+        cmSl = qp_attr->ah_attr.sl;
+    }
+    return rc;
+}
+
+int rdma_get_cm_event(struct rdma_event_channel* channel, struct rdma_cm_event** event) {
+    static const GetCmEventFn real = nextSymbol<GetCmEventFn>("rdma_get_cm_event", "RDMACM_1.0");
+    if (!real) return ENOSYS;
+    int rc = real(channel, event);
+    if (rc == 0 && event && *event && (*event)->id &&
+        ((*event)->event == RDMA_CM_EVENT_ESTABLISHED ||
+         (*event)->event == RDMA_CM_EVENT_MULTICAST_JOIN) &&
+        ((*event)->id->ps == RDMA_PS_UDP || (*event)->id->ps == RDMA_PS_IPOIB)) {
+        const ibv_ah_attr av = (*event)->param.ud.ah_attr;
+        guarded([&] { Preload::instance().cmVector(av); });
+    }
+    return rc;
 }
 
 }  // extern "C"

@@ -5,8 +5,14 @@
 //   preload-driver STEP...   with steps
 //     open DEV [noqos|notmlx5]   an emulated device context
 //     qp DEV QPN rc|uc|ud        a QP in RESET, moved to INIT
-//     rtr QPN SL                 INIT -> RTR with an address vector on that SL
+//     rtr QPN SL                 INIT -> RTR with an address vector on that SL (to DLID 2)
+//     rtr-to QPN DLID SL         the same to that DLID
 //     rtr-noav QPN               INIT -> RTR without an address vector (as UD QPs do)
+//     cmqp DEV QPN rc|ud         a QP made by rdma_create_qp, moved to INIT
+//     cmrtr QPN DLID SL          INIT -> RTR with the attributes rdma_init_qp_attr fills
+//     ah DEV DLID SL             ibv_create_ah (prints the SL the caller's struct still holds)
+//     ahwc DEV SLID SL           ibv_create_ah_from_wc for a completion from SLID on SL
+//     cmah DEV DLID SL           a UD event of rdma_get_cm_event, then ibv_create_ah with its vector
 //     rts QPN                    RTR -> RTS
 //     destroy QPN                ibv_destroy_qp
 //     close DEV                  ibv_close_device
@@ -23,6 +29,8 @@
 #include <map>
 #include <string>
 
+#include <rdma/rdma_cma.h>
+
 #include "tests/host-sched/verbs_standin.hpp"
 
 namespace {
@@ -37,6 +45,8 @@ void report(const std::string& call, int rc) {
 int main(int argc, char** argv) {
     std::map<std::string, ibv_context*> devices;
     std::map<uint32_t, ibv_qp*> qps;
+    std::map<std::string, ibv_pd> pds;
+    rdma_cm_id cmId{};
     for (int i = 1; i < argc; ++i) {
         std::string step = argv[i];
         auto next = [&]() -> std::string {
@@ -73,18 +83,69 @@ int main(int argc, char** argv) {
             attr.port_num = 1;
             report("init " + std::to_string(qpn),
                    ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PORT));
-        } else if (step == "rtr" || step == "rtr-noav") {
+        } else if (step == "rtr" || step == "rtr-to" || step == "rtr-noav") {
             ibv_qp* qp = qpOf(next());
             ibv_qp_attr attr{};
             attr.qp_state = IBV_QPS_RTR;
             int mask = IBV_QP_STATE;
-            if (step == "rtr") {
+            if (step != "rtr-noav") {
+                attr.ah_attr.dlid = static_cast<uint16_t>(
+                    step == "rtr-to" ? std::strtoul(next().c_str(), nullptr, 0) : 2);
                 attr.ah_attr.sl = static_cast<uint8_t>(std::strtoul(next().c_str(), nullptr, 0));
                 attr.ah_attr.port_num = 1;
-                attr.ah_attr.dlid = 2;
                 mask |= IBV_QP_AV;
             }
+            uint8_t asked = attr.ah_attr.sl;
             report("rtr " + std::to_string(qp->qp_num), ibv_modify_qp(qp, &attr, mask));
+            if (attr.ah_attr.sl != asked) std::printf("driver: the caller's attributes changed\n");
+        } else if (step == "cmqp") {
+            cmId.verbs = devices[next()];
+            uint32_t qpn = static_cast<uint32_t>(std::strtoul(next().c_str(), nullptr, 0));
+            ibv_qp_init_attr init{};
+            init.qp_context = reinterpret_cast<void*>(static_cast<uintptr_t>(qpn));
+            init.qp_type = next() == "ud" ? IBV_QPT_UD : IBV_QPT_RC;
+            report("rdma_create_qp " + std::to_string(qpn), rdma_create_qp(&cmId, nullptr, &init));
+            qps[qpn] = cmId.qp;
+            ibv_qp_attr attr{};
+            attr.qp_state = IBV_QPS_INIT;
+            attr.port_num = 1;
+            report("init " + std::to_string(qpn),
+                   ibv_modify_qp(cmId.qp, &attr, IBV_QP_STATE | IBV_QP_PORT));
+        } else if (step == "cmrtr") {
+            ibv_qp* qp = qpOf(next());
+            uint16_t dlid = static_cast<uint16_t>(std::strtoul(next().c_str(), nullptr, 0));
+            standin_set_cm_path(dlid, static_cast<uint8_t>(std::strtoul(next().c_str(), nullptr, 0)));
+            ibv_qp_attr attr{};
+            int mask = 0;
+            rdma_init_qp_attr(&cmId, &attr, &mask);
+            report("cmrtr " + std::to_string(qp->qp_num), ibv_modify_qp(qp, &attr, mask));
+        } else if (step == "ah" || step == "ahwc" || step == "cmah") {
+            std::string name = next();
+            ibv_pd& pd = pds[name];
+            pd.context = devices[name];
+            uint16_t lid = static_cast<uint16_t>(std::strtoul(next().c_str(), nullptr, 0));
+            uint8_t sl = static_cast<uint8_t>(std::strtoul(next().c_str(), nullptr, 0));
+            ibv_ah* ah = nullptr;
+            if (step == "ahwc") {
+                ibv_wc wc{};
+                wc.slid = lid;
+                wc.sl = sl;
+                ah = ibv_create_ah_from_wc(&pd, &wc, nullptr, 1);
+            } else {
+                ibv_ah_attr attr{};
+                attr.dlid = lid;
+                attr.sl = sl;
+                attr.port_num = 1;
+                if (step == "cmah") {
+                    standin_set_cm_path(lid, sl);
+                    rdma_cm_event* event = nullptr;
+                    rdma_get_cm_event(nullptr, &event);
+                    attr = event->param.ud.ah_attr;
+                }
+                ah = ibv_create_ah(&pd, &attr);
+                if (attr.sl != sl) std::printf("driver: the caller's attributes changed\n");
+            }
+            report(step + " " + std::to_string(lid), ah ? 0 : -1);
         } else if (step == "rts") {
             ibv_qp* qp = qpOf(next());
             ibv_qp_attr attr{};

@@ -16,11 +16,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 #include <string>
 #include <vector>
 
+#include "host-sched/agent/agent_protocol.hpp"
 #include "host-sched/agent/policy_plan.hpp"
 #include "host-sched/plan/plan_file.hpp"
 #include "tests/host-sched/host_policies.hpp"
@@ -29,7 +31,7 @@ extern char** environ;
 
 namespace {
 
-const std::string policy = ibqos::test::withHostSched(R"(
+const char* const tree = R"(
  sched-node
   name: jobs
   bw-share: 70
@@ -47,7 +49,7 @@ const std::string policy = ibqos::test::withHostSched(R"(
   sl: 2
   bw-share: 20
  end-sched-leaf
-)");
+)";
 
 struct Run {
     int status = -1;
@@ -58,11 +60,12 @@ struct Run {
 
 struct Scratch {
     std::string dir;
-    Scratch() {
+    // extra: more lines of the host-sched section (sl-enforcement blocks).
+    explicit Scratch(const std::string& extra = "") {
         char path[] = "/tmp/ibqos-preload-XXXXXX";
         dir = mkdtemp(path);
         // The plan the agent would write from the policy.
-        std::ofstream(dir + "/policy.conf") << policy;
+        std::ofstream(dir + "/policy.conf") << ibqos::test::withHostSched(tree + extra);
         std::string error;
         auto plan = ibqos::host::loadHostPlan(dir + "/policy.conf", error);
         REQUIRE(plan);
@@ -84,9 +87,14 @@ std::vector<std::string> lines(const std::string& text) {
     return out;
 }
 
+// How the test's agent answers a resolve question: nullopt leaves it unanswered.
+using Answerer = std::function<std::optional<ibqos::host::AgentMessage>(
+    const ibqos::host::AgentMessage&)>;
+
 // Runs the driver with the given steps and environment, serving as the agent when asked.
 Run runDriver(const Scratch& scratch, const std::vector<std::string>& steps,
-              std::map<std::string, std::string> env, bool preload = true, bool agent = true) {
+              std::map<std::string, std::string> env, bool preload = true, bool agent = true,
+              const Answerer& answer = {}) {
     env.emplace("IBQOS_PLAN", scratch.dir + "/host-plan");
     env.emplace("IBQOS_AGENT_SOCKET", scratch.dir + "/agent.sock");
     env.emplace("IBQOS_SCHED_BACKEND", "mlx5");
@@ -143,6 +151,14 @@ Run runDriver(const Scratch& scratch, const std::vector<std::string>& steps,
         for (int c : clients) {
             for (ssize_t n; (n = recv(c, buffer, sizeof buffer, MSG_DONTWAIT)) > 0;) {
                 run.messages.emplace_back(buffer, static_cast<size_t>(n));
+                ibqos::host::MessageError error;
+                auto m = ibqos::host::parseAgentMessage(run.messages.back(), error);
+                if (!answer || !m || m->kind != ibqos::host::MessageKind::Resolve) continue;
+                if (auto reply = answer(*m)) {
+                    std::string text = ibqos::host::encodeAgentMessage(*reply);
+                    REQUIRE(send(c, text.data(), text.size(), 0) ==
+                            static_cast<ssize_t>(text.size()));
+                }
             }
         }
     };
@@ -240,7 +256,8 @@ TEST_CASE("an RC QP joins its SL's leaf while still in INIT, and leaves it befor
 
     REQUIRE(r.messages.size() == 2);
     std::regex rtr(
-        "ibqos1 rtr pid=[0-9]+ dev=mlx5_0 port=1 qpn=0x000100 type=rc sl=3 leaf=rpc attached=1");
+        "ibqos1 rtr pid=[0-9]+ dev=mlx5_0 port=1 dlid=0x0002 qpn=0x000100 type=rc sl=3 leaf=rpc "
+        "attached=1 mode=respect app-sl=3");
     CHECK(std::regex_match(r.messages[0], rtr));
     CHECK(std::regex_match(r.messages[1],
                            std::regex("ibqos1 destroy pid=[0-9]+ dev=mlx5_0 qpn=0x000100")));
@@ -354,4 +371,172 @@ TEST_CASE("the simulated backend attaches without touching the device", "[host-s
     REQUIRE(r.messages.size() == 1);
     CHECK(r.messages[0].find("sl=2 leaf=bulk attached=1") != std::string::npos);
     CHECK(r.err.empty());
+}
+
+namespace {
+
+using ibqos::host::AgentMessage;
+using ibqos::host::MessageKind;
+using ibqos::host::PathAnswer;
+
+std::string enforcement(const std::string& mode, const std::string& more = "") {
+    return " sl-enforcement\n  mode: " + mode + "\n  resolve-timeout: 200\n" + more +
+           " end-sl-enforcement\n";
+}
+
+// An SA that puts DLID 5 on SL 3 and knows no path to DLID 9; the questions it got.
+struct FakeSa {
+    std::vector<AgentMessage> questions;
+    Answerer answerer() {
+        return [this](const AgentMessage& q) -> std::optional<AgentMessage> {
+            questions.push_back(q);
+            AgentMessage a;
+            a.kind = MessageKind::Path;
+            a.id = q.id;
+            a.answer = q.dlid == 9 ? PathAnswer::NoPath : PathAnswer::Found;
+            if (q.dlid != 9) a.sl = 3;
+            return a;
+        };
+    }
+};
+
+const std::vector<std::string> slZeroToFive{"open", "mlx5_0", "qp",  "mlx5_0", "0x100", "rc",
+                                            "rtr-to", "0x100", "5", "0"};
+
+}  // namespace
+
+TEST_CASE("enforce: the RTR carries the SA's SL for the exact path, on that SL's leaf",
+          "[host-sched][preload][enforce]") {
+    Scratch s(enforcement("enforce"));
+    FakeSa sa;
+    Run r = runDriver(s, slZeroToFive, {{"STANDIN_LID", "7"}, {"STANDIN_PKEYS", "0x8001"}}, true,
+                      true, sa.answerer());
+    INFO(r.err);
+    CHECK(WEXITSTATUS(r.status) == 0);
+    REQUIRE(sa.questions.size() == 1);
+    CHECK(sa.questions[0].device == "mlx5_0");
+    CHECK(sa.questions[0].port == 1);
+    CHECK(sa.questions[0].slid == 7);
+    CHECK(sa.questions[0].dlid == 5);
+    CHECK(sa.questions[0].pkey == std::optional<uint16_t>(0x8001));
+    CHECK(indexOf(r.out, {"ibv_modify_qp qpn=256", "state=RTR sl=3 -> 0"}) != SIZE_MAX);
+    CHECK(indexOf(r.out, {"the caller's attributes changed"}) == SIZE_MAX);
+    std::string rpc = idCreated(r.out, "leaf", "bw_share=30");
+    CHECK(indexOf(r.out, {"qp_sched_elem qpn=256 state=INIT requestor=" + rpc}) != SIZE_MAX);
+    REQUIRE(r.messages.size() == 2);
+    CHECK(r.messages[1].find("sl=3 leaf=rpc attached=1 mode=enforce outcome=replaced app-sl=0 "
+                             "sa-sl=3") != std::string::npos);
+    CHECK(r.err.empty());
+}
+
+TEST_CASE("audit reports the SA's SL and changes nothing; respect does not ask",
+          "[host-sched][preload][enforce]") {
+    for (std::string mode : {"audit", "respect"}) {
+        Scratch s(enforcement(mode));
+        FakeSa sa;
+        Run r = runDriver(s, slZeroToFive, {}, true, true, sa.answerer());
+        INFO(mode << ": " << r.err);
+        CHECK(indexOf(r.out, {"ibv_modify_qp qpn=256", "state=RTR sl=0 -> 0"}) != SIZE_MAX);
+        CHECK(indexOf(r.out, {"qp_sched_elem"}) == SIZE_MAX);  // SL 0 is on no leaf
+        CHECK(sa.questions.size() == (mode == "audit" ? 1u : 0u));
+        std::string expected = mode == "audit" ? "mode=audit outcome=differs app-sl=0 sa-sl=3"
+                                               : "mode=respect app-sl=0";
+        CHECK(r.messages.back().find(expected) != std::string::npos);
+    }
+}
+
+TEST_CASE("the environment makes a process stricter, never looser", "[host-sched][preload][enforce]") {
+    FakeSa sa;
+    Scratch audit(enforcement("audit"));
+    Run r = runDriver(audit, slZeroToFive, {{"IBQOS_SL_ENFORCEMENT", "enforce"}}, true, true,
+                      sa.answerer());
+    CHECK(indexOf(r.out, {"state=RTR sl=3 -> 0"}) != SIZE_MAX);
+    Scratch enforce(enforcement("enforce"));
+    r = runDriver(enforce, slZeroToFive, {{"IBQOS_SL_ENFORCEMENT", "respect"}}, true, true,
+                  sa.answerer());
+    CHECK(indexOf(r.out, {"state=RTR sl=3 -> 0"}) != SIZE_MAX);
+    r = runDriver(enforce, slZeroToFive, {{"IBQOS_SL_ENFORCEMENT", "lax"}}, true, true,
+                  sa.answerer());
+    CHECK(indexOf(r.out, {"state=RTR sl=3 -> 0"}) != SIZE_MAX);
+    CHECK(r.err.find("IBQOS_SL_ENFORCEMENT='lax'") != std::string::npos);
+}
+
+TEST_CASE("programs and except-programs choose the processes a block applies to",
+          "[host-sched][preload][enforce]") {
+    FakeSa sa;
+    // The driver runs as preload-driver: the first block names another program.
+    Scratch s(enforcement("audit", "  programs: ib_write_bw, mpirun\n") + enforcement("enforce"));
+    Run r = runDriver(s, slZeroToFive, {}, true, true, sa.answerer());
+    CHECK(indexOf(r.out, {"state=RTR sl=3 -> 0"}) != SIZE_MAX);
+    Scratch except(enforcement("enforce", "  except-programs: preload-driver\n"));
+    r = runDriver(except, slZeroToFive, {}, true, true, sa.answerer());
+    CHECK(indexOf(r.out, {"state=RTR sl=0 -> 0"}) != SIZE_MAX);
+    CHECK(r.messages.back().find("mode=respect") != std::string::npos);
+}
+
+TEST_CASE("without an answer in time, or without a path, the application's SL is used",
+          "[host-sched][preload][enforce]") {
+    Scratch s(enforcement("enforce"));
+    // An agent that never answers: one bounded wait per RTR, logged once.
+    Run r = runDriver(s,
+                      {"open", "mlx5_0", "qp", "mlx5_0", "0x100", "rc", "rtr-to", "0x100", "5",
+                       "0", "qp", "mlx5_0", "0x101", "rc", "rtr-to", "0x101", "5", "2"},
+                      {}, true, true, [](const AgentMessage&) { return std::nullopt; });
+    CHECK(indexOf(r.out, {"qpn=256", "state=RTR sl=0 -> 0"}) != SIZE_MAX);
+    CHECK(indexOf(r.out, {"qpn=257", "state=RTR sl=2 -> 0"}) != SIZE_MAX);
+    auto log = lines(r.err);
+    REQUIRE(log.size() == 1);
+    CHECK(log[0].find("did not answer within 200 ms") != std::string::npos);
+    CHECK(r.messages.back().find("outcome=no-answer") != std::string::npos);
+    // No agent at all.
+    r = runDriver(s, slZeroToFive, {}, true, false);
+    CHECK(WEXITSTATUS(r.status) == 0);
+    CHECK(indexOf(r.out, {"state=RTR sl=0 -> 0"}) != SIZE_MAX);
+    // The SA has no path.
+    FakeSa sa;
+    r = runDriver(s, {"open", "mlx5_0", "qp", "mlx5_0", "0x100", "rc", "rtr-to", "0x100", "9", "1"},
+                  {}, true, true, sa.answerer());
+    CHECK(indexOf(r.out, {"state=RTR sl=1 -> 0"}) != SIZE_MAX);
+    CHECK(r.messages.back().find("outcome=no-path") != std::string::npos);
+}
+
+TEST_CASE("librdmacm's QPs, RoCE ports, reply and multicast address handles keep their SL",
+          "[host-sched][preload][enforce]") {
+    Scratch s(enforcement("enforce"));
+    FakeSa sa;
+    Run r = runDriver(s,
+                      {"open", "mlx5_0", "cmqp", "mlx5_0", "0x100", "rc", "cmrtr", "0x100", "5",
+                       "1", "ahwc", "mlx5_0", "5", "1", "cmah", "mlx5_0", "5", "1", "ah", "mlx5_0",
+                       "0xc001", "1"},
+                      {}, true, true, sa.answerer());
+    INFO(r.err);
+    CHECK(sa.questions.empty());
+    CHECK(indexOf(r.out, {"qpn=256", "state=RTR sl=1 -> 0"}) != SIZE_MAX);
+    CHECK(r.messages.back().find("outcome=cm-path") != std::string::npos);
+    CHECK(indexOf(r.out, {"ibv_create_ah dlid=5 sl=1"}) != SIZE_MAX);
+    CHECK(indexOf(r.out, {"ibv_create_ah dlid=49153 sl=1"}) != SIZE_MAX);
+    CHECK(indexOf(r.out, {"ibv_create_ah", "sl=3"}) == SIZE_MAX);
+
+    r = runDriver(s, slZeroToFive, {{"STANDIN_LINK_LAYER", "ethernet"}}, true, true,
+                  sa.answerer());
+    CHECK(sa.questions.empty());
+    CHECK(indexOf(r.out, {"state=RTR sl=0 -> 0"}) != SIZE_MAX);
+    CHECK(r.messages.back().find("outcome=ethernet") != std::string::npos);
+}
+
+TEST_CASE("enforce: a UD address handle gets the SA's SL; the caller's struct is untouched",
+          "[host-sched][preload][enforce]") {
+    Scratch s(enforcement("enforce"));
+    FakeSa sa;
+    Run r = runDriver(s, {"open", "mlx5_0", "ah", "mlx5_0", "5", "0"}, {}, true, true,
+                      sa.answerer());
+    INFO(r.err);
+    REQUIRE(sa.questions.size() == 1);
+    CHECK_FALSE(sa.questions[0].pkey);  // an address handle serves every QP of its PD
+    CHECK(indexOf(r.out, {"ibv_create_ah dlid=5 sl=3"}) != SIZE_MAX);
+    CHECK(indexOf(r.out, {"the caller's attributes changed"}) == SIZE_MAX);
+    REQUIRE(r.messages.size() == 2);
+    CHECK(std::regex_match(r.messages[1],
+                           std::regex("ibqos1 ah pid=[0-9]+ dev=mlx5_0 port=1 dlid=0x0005 sl=3 "
+                                      "mode=enforce outcome=replaced app-sl=0 sa-sl=3")));
 }

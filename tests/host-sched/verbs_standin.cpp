@@ -3,12 +3,21 @@
 // scheduling calls served by the emulated device. Each call is printed on stdout, in order.
 //
 // STANDIN_FAIL_RTR=1 makes ibv_modify_qp fail RTR transitions with EINVAL (errno EINVAL);
-// STANDIN_QUIET=1 records nothing (for benchmarks).
+// STANDIN_QUIET=1 records nothing (for benchmarks). Every port is port 1 of an InfiniBand
+// subnet fe80::/64 with LID STANDIN_LID (default 1), LMC STANDIN_LMC (default 0) and P_Keys
+// STANDIN_PKEYS (comma-separated, by index; default 0xffff); STANDIN_LINK_LAYER=ethernet makes
+// it a RoCE port. librdmacm's calls are stood in for too: the path they hand out is the one
+// standin_set_cm_path() names.
 #include "tests/host-sched/verbs_standin.hpp"
 
+#include <arpa/inet.h>
+#include <rdma/rdma_cma.h>
+
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,6 +33,14 @@ using ibqos::host::EmulatedMlx5Device;
 
 std::mutex devicesMutex;
 std::map<ibv_context*, std::unique_ptr<EmulatedMlx5Device>> devices;
+std::map<ibv_qp*, std::pair<uint8_t, uint16_t>> qpPorts;  // port, P_Key index (INIT)
+uint16_t cmDlid = 2;
+uint8_t cmSl = 0;
+
+unsigned long envNumber(const char* name, unsigned long otherwise) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::strtoul(v, nullptr, 0) : otherwise;
+}
 
 EmulatedMlx5Device* deviceOf(ibv_context* context) {
     std::lock_guard lock(devicesMutex);
@@ -84,7 +101,120 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
     }
     // As libibverbs does: the QP's state follows a successful transition.
     if (mask & IBV_QP_STATE) qp->state = attr->qp_state;
+    {
+        std::lock_guard lock(devicesMutex);
+        auto& [port, pkeyIndex] = qpPorts[qp];
+        if (mask & IBV_QP_PORT) port = attr->port_num;
+        if (mask & IBV_QP_PKEY_INDEX) pkeyIndex = attr->pkey_index;
+    }
     record(line + " -> 0");
+    return 0;
+}
+
+int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask, ibv_qp_init_attr* init) {
+    (void)mask;
+    (void)init;
+    std::lock_guard lock(devicesMutex);
+    auto [port, pkeyIndex] = qpPorts[qp];
+    attr->qp_state = qp->state;
+    attr->port_num = port;
+    attr->pkey_index = pkeyIndex;
+    return 0;
+}
+
+// The exported (1.1) call takes the layout before port_cap_flags2; verbs.h wraps it in a macro.
+#undef ibv_query_port
+int ibv_query_port(ibv_context*, uint8_t port, _compat_ibv_port_attr* compat) {
+    if (port != 1) return EINVAL;
+    auto* attr = reinterpret_cast<ibv_port_attr*>(compat);
+    std::memset(attr, 0, offsetof(ibv_port_attr, port_cap_flags2));
+    attr->state = IBV_PORT_ACTIVE;
+    attr->lid = static_cast<uint16_t>(envNumber("STANDIN_LID", 1));
+    attr->lmc = static_cast<uint8_t>(envNumber("STANDIN_LMC", 0));
+    const char* layer = std::getenv("STANDIN_LINK_LAYER");
+    attr->link_layer = layer && std::strcmp(layer, "ethernet") == 0 ? IBV_LINK_LAYER_ETHERNET
+                                                                     : IBV_LINK_LAYER_INFINIBAND;
+    return 0;
+}
+
+int ibv_query_gid(ibv_context*, uint8_t port, int index, ibv_gid* gid) {
+    if (port != 1 || index != 0) return EINVAL;
+    std::memset(gid, 0, sizeof *gid);
+    gid->raw[0] = 0xfe;
+    gid->raw[1] = 0x80;
+    gid->raw[15] = 1;
+    return 0;
+}
+
+int ibv_query_pkey(ibv_context*, uint8_t port, int index, __be16* pkey) {
+    const char* list = std::getenv("STANDIN_PKEYS");
+    std::string pkeys = list && *list ? list : "0xffff";
+    for (int i = 0; port == 1; ++i) {
+        size_t comma = pkeys.find(',');
+        if (i == index) {
+            *pkey = htons(static_cast<uint16_t>(std::strtoul(pkeys.c_str(), nullptr, 0)));
+            return 0;
+        }
+        if (comma == std::string::npos) break;
+        pkeys.erase(0, comma + 1);
+    }
+    return EINVAL;
+}
+
+ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
+    record("ibv_create_ah dlid=" + std::to_string(attr->dlid) + " sl=" + std::to_string(attr->sl) +
+           " -> ah");
+    auto* ah = new ibv_ah{};
+    ah->context = pd->context;
+    ah->pd = pd;
+    return ah;
+}
+
+// As libibverbs does: the address vector of the requester, made through ibv_create_ah.
+ibv_ah* ibv_create_ah_from_wc(ibv_pd* pd, ibv_wc* wc, ibv_grh*, uint8_t port) {
+    ibv_ah_attr attr{};
+    attr.dlid = wc->slid;
+    attr.sl = wc->sl;
+    attr.src_path_bits = wc->dlid_path_bits;
+    attr.port_num = port;
+    return ibv_create_ah(pd, &attr);
+}
+
+void standin_set_cm_path(uint16_t dlid, uint8_t sl) {
+    cmDlid = dlid;
+    cmSl = sl;
+}
+
+// rdma_create_qp: the QP number comes in qp_context.
+int rdma_create_qp(rdma_cm_id* id, ibv_pd*, ibv_qp_init_attr* attr) {
+    auto qpn = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(attr->qp_context));
+    id->qp = standin_create_qp(id->verbs, qpn, attr->qp_type);
+    record("rdma_create_qp qpn=" + std::to_string(qpn) + " -> 0");
+    return id->qp ? 0 : ENOMEM;
+}
+
+int rdma_init_qp_attr(rdma_cm_id*, ibv_qp_attr* attr, int* mask) {
+    std::memset(attr, 0, sizeof *attr);
+    attr->qp_state = IBV_QPS_RTR;
+    attr->ah_attr.dlid = cmDlid;
+    attr->ah_attr.sl = cmSl;
+    attr->ah_attr.port_num = 1;
+    *mask = IBV_QP_STATE | IBV_QP_AV;
+    return 0;
+}
+
+// A UD "established" event carrying the path's address vector.
+int rdma_get_cm_event(rdma_event_channel*, rdma_cm_event** event) {
+    static rdma_cm_id id{};
+    static rdma_cm_event e{};
+    id.ps = RDMA_PS_UDP;
+    e.id = &id;
+    e.event = RDMA_CM_EVENT_ESTABLISHED;
+    e.param.ud.ah_attr = ibv_ah_attr{};
+    e.param.ud.ah_attr.dlid = cmDlid;
+    e.param.ud.ah_attr.sl = cmSl;
+    e.param.ud.ah_attr.port_num = 1;
+    *event = &e;
     return 0;
 }
 
