@@ -40,10 +40,13 @@ when the unit sets WatchdogSec, WATCHDOG=1 from its serving loop at half that in
 SL enforcement (the policy's sl-enforcement blocks): the library asks the daemon for the SA's
 SL of each QP's path at RTR (and of each UD address handle). The daemon answers from a cache
 of PathRecord answers per (port, SLID, DLID, P_Key), bounded by --cache-size entries and
---cache-lifetime seconds and emptied at SIGHUP; on a miss one of --sa-workers threads asks the
-SA (one question per path however many QPs wait for it; beyond 4096 paths waiting, questions
-are answered busy and the QPs keep their own SL, counted). Every SL replaced, every audit
-difference and every fallback is counted (ibqos-agent status) and audit differences are logged.
+--cache-lifetime seconds and emptied at SIGHUP. On a miss, one thread asks the SA: the paths
+waiting go out together, at most --sa-in-flight at once, each path once however many QPs wait
+for it; beyond 4096 paths waiting, questions are answered busy and their QPs keep their own
+SL (counted). An answer older than --cache-refresh seconds is still given and its path asked
+again in the background; when the SA's answer for a path has changed (a new policy, a changed
+fabric), the whole cache is dropped. Every SL replaced, every audit difference and every
+fallback is counted (ibqos-agent status) and audit differences are logged.
 
 Exit status: 0 stopped by a signal, 1 the policy has errors, 2 usage or I/O error.)";
 
@@ -60,8 +63,8 @@ multicast, router, reply). Then the daemon's counters. --json prints {"qps": [{"
 Exit status: 0 success, 2 usage error or no daemon answering.)";
 
 struct RunOptions {
-    Value policy, socket, plan, intervalUs, threads, saWorkers, cacheSize, cacheLifetime,
-        saTimeout;
+    Value policy, socket, plan, intervalUs, threads, saInFlight, cacheSize, cacheLifetime,
+        cacheRefresh, saTimeout;
     std::string pcc = "auto";
 };
 
@@ -105,15 +108,19 @@ int runDaemon(const RunOptions& o) {
         throw UsageError{"--interval-us and --threads must be at least 1"};
 
     host::ResolverOptions resolverOptions;
-    resolverOptions.workers = static_cast<unsigned>(numberOption("sa-workers", o.saWorkers, 4, 64));
+    resolverOptions.inFlight = numberOption("sa-in-flight", o.saInFlight, 16, 1024);
     resolverOptions.cacheSize = numberOption("cache-size", o.cacheSize, 65536, 1u << 24);
     resolverOptions.lifetime =
         std::chrono::seconds(numberOption("cache-lifetime", o.cacheLifetime, 60, 86400));
+    resolverOptions.refresh =
+        std::chrono::seconds(numberOption("cache-refresh", o.cacheRefresh, 10, 86400));
     host::RetryPolicy retry;
     retry.firstTimeout = std::chrono::milliseconds(numberOption("sa-timeout", o.saTimeout, 200, 60000));
     retry.retries = 2;
-    if (resolverOptions.workers == 0 || resolverOptions.cacheSize == 0 || retry.firstTimeout.count() == 0)
-        throw UsageError{"--sa-workers, --cache-size and --sa-timeout must be at least 1"};
+    if (resolverOptions.inFlight == 0 || resolverOptions.cacheSize == 0 ||
+        retry.firstTimeout.count() == 0 || resolverOptions.lifetime.count() == 0)
+        throw UsageError{
+            "--sa-in-flight, --cache-size, --cache-lifetime and --sa-timeout must be at least 1"};
 
     int exitCode = ExitOk;
     auto plan = loadPlanOrReport(policyPath, false, exitCode);
@@ -291,13 +298,15 @@ void addRun(Program& program) {
     addValue(c, "--interval-us", o->intervalUs, "N",
              "the PCC engine's algorithm interval (default 10)");
     addValue(c, "--threads", o->threads, "N", "the PCC engine's threads (default 1)");
-    addValue(c, "--sa-workers", o->saWorkers, "N",
-             "SA queries in flight at most, for SL enforcement (default 4)");
+    addValue(c, "--sa-in-flight", o->saInFlight, "N",
+             "SA queries in flight at most, for SL enforcement (default 16)");
     addValue(c, "--sa-timeout", o->saTimeout, "MS",
              "first attempt's timeout of an SA query, doubled for each of 2 retries (default 200)");
     addValue(c, "--cache-size", o->cacheSize, "N", "SA answers kept at most (default 65536)");
     addValue(c, "--cache-lifetime", o->cacheLifetime, "S",
              "how long an SA answer is kept, in seconds (default 60)");
+    addValue(c, "--cache-refresh", o->cacheRefresh, "S",
+             "age in seconds after which a path in use is asked again (default 10)");
 }
 
 void addStatus(Program& program) {

@@ -268,6 +268,7 @@ Counters AgentState::counters() const {
     if (resolver_) {
         c[static_cast<size_t>(Counter::SaQueries)] = resolver_->saQueries();
         c[static_cast<size_t>(Counter::SaFailed)] = resolver_->saFailed();
+        c[static_cast<size_t>(Counter::Invalidations)] += resolver_->changes();
     }
     return c;
 }

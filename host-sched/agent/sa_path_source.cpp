@@ -22,37 +22,52 @@ struct PortClient {
 PathSource makeSaPathSource(RetryPolicy retry, std::function<void(const std::string&)> log) {
     using Port = std::pair<std::string, uint8_t>;
     auto ports = std::make_shared<std::map<Port, PortClient>>();
-    auto logged = std::make_shared<std::set<Port>>();
-    return [ports, logged, retry, log](const PathKey& key) -> PathReply {
-        const Port where{key.device, key.port};
-        PortClient& port = (*ports)[where];
-        if (!port.transport) {
-            std::string error;
-            port.transport = UmadTransport::open(key.device, key.port, error);
+    auto logged = std::make_shared<std::set<std::string>>();
+    auto logOnce = [logged, log](const std::string& key, const std::string& message) {
+        if (logged->insert(key).second) log(message);
+    };
+    return [ports, retry, logOnce](const std::vector<PathKey>& keys) {
+        std::vector<PathReply> replies(keys.size());
+        std::map<Port, std::vector<size_t>> byPort;
+        for (size_t i = 0; i < keys.size(); ++i) byPort[{keys[i].device, keys[i].port}].push_back(i);
+        for (const auto& [where, indices] : byPort) {
+            const std::string name = where.first + " port " + std::to_string(where.second);
+            PortClient& port = (*ports)[where];
             if (!port.transport) {
-                if (logged->insert(where).second)
-                    log("cannot ask the SA from " + key.device + " port " +
-                        std::to_string(key.port) + ": " + error);
-                ports->erase(where);  // tried again on the next question
-                return {};
+                std::string error;
+                port.transport = UmadTransport::open(where.first, where.second, error);
+                if (!port.transport) {
+                    logOnce("open " + name, "cannot ask the SA from " + name + ": " + error);
+                    ports->erase(where);  // tried again with the next questions
+                    continue;
+                }
+                port.client = std::make_unique<SaClient>(*port.transport, retry,
+                                                         randomTransactionIdSeed());
             }
-            port.client = std::make_unique<SaClient>(*port.transport, retry,
-                                                     randomTransactionIdSeed());
+            std::vector<SaQuery> queries;
+            for (size_t i : indices) {
+                SaQuery query;
+                query.slid = keys[i].slid;
+                query.dlid = keys[i].dlid;
+                query.pkey = keys[i].pkey;
+                queries.push_back(query);
+            }
+            std::vector<PathResult> results = port.client->queryMany(queries);
+            for (size_t j = 0; j < indices.size(); ++j) {
+                const PathResult& r = results[j];
+                PathReply& reply = replies[indices[j]];
+                if (r.status == PathStatus::Found) {
+                    reply = {PathAnswer::Found, r.record.sl};
+                } else if (r.status == PathStatus::NoPath) {
+                    reply = {PathAnswer::NoPath, std::nullopt};
+                } else {
+                    // A wedged SA would otherwise fill the log.
+                    logOnce(r.message, "PathRecord query from " + name + " failed: " + r.message +
+                                           " (further failures like it are counted, not logged)");
+                }
+            }
         }
-        SaQuery query;
-        query.slid = key.slid;
-        query.dlid = key.dlid;
-        if (key.pkey) query.pkey = *key.pkey;
-        PathResult result = port.client->query(query);
-        switch (result.status) {
-            case PathStatus::Found:
-                return {PathAnswer::Found, result.record.sl};
-            case PathStatus::NoPath:
-                return {PathAnswer::NoPath, std::nullopt};
-            case PathStatus::Failed:
-                break;
-        }
-        return {};
+        return replies;
     };
 }
 

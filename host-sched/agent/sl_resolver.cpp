@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// SlResolver: a cache in front of a few worker threads, each with its own SA client.
+// SlResolver: a cache in front of one thread that asks the SA for the waiting paths together.
 #include "host-sched/agent/sl_resolver.hpp"
 
 #include <sys/eventfd.h>
@@ -13,8 +13,8 @@ SlResolver::SlResolver(std::function<PathSource()> makeSource, ResolverOptions o
     : options_(options) {
     eventFd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (eventFd_ < 0) throw std::runtime_error("eventfd failed");
-    for (unsigned i = 0; i < std::max(1u, options_.workers); ++i)
-        workers_.emplace_back([this, makeSource] { work(makeSource); });
+    options_.inFlight = std::max<size_t>(1, options_.inFlight);
+    thread_ = std::thread([this, makeSource] { work(makeSource); });
 }
 
 SlResolver::~SlResolver() {
@@ -23,8 +23,8 @@ SlResolver::~SlResolver() {
         stopping_ = true;
     }
     wake_.notify_all();
-    // A worker in the middle of an SA query finishes it (bounded by its retries).
-    for (std::thread& t : workers_) t.join();
+    // Queries in flight finish first (bounded by their retries).
+    thread_.join();
     close(eventFd_);
 }
 
@@ -33,22 +33,25 @@ std::optional<PathReply> SlResolver::cached(const PathKey& key) {
     auto it = cache_.find(key);
     // An expired entry stays until its path is answered again or eviction reaches it, so that
     // cacheOrder_ names each entry once.
-    if (it == cache_.end() || Clock::now() - it->second.at >= options_.lifetime)
-        return std::nullopt;
+    if (it == cache_.end()) return std::nullopt;
+    auto age = Clock::now() - it->second.at;
+    if (age >= options_.lifetime) return std::nullopt;
+    if (age >= options_.refresh && enqueue(key)) wake_.notify_one();
     return it->second.reply;
+}
+
+bool SlResolver::enqueue(const PathKey& key) {
+    if (pending_.count(key) || pending_.size() >= options_.maxPending) return false;
+    pending_[key];
+    queue_.push_back(key);
+    return true;
 }
 
 bool SlResolver::ask(const PathKey& key, Waiter waiter) {
     {
         std::lock_guard lock(mutex_);
-        auto it = pending_.find(key);
-        if (it != pending_.end()) {
-            it->second.push_back(waiter);
-            return true;
-        }
-        if (pending_.size() >= options_.maxPending) return false;
+        if (!pending_.count(key) && !enqueue(key)) return false;
         pending_[key].push_back(waiter);
-        queue_.push_back(key);
     }
     wake_.notify_one();
     return true;
@@ -78,6 +81,11 @@ uint64_t SlResolver::saFailed() const {
     return saFailed_;
 }
 
+uint64_t SlResolver::changes() const {
+    std::lock_guard lock(mutex_);
+    return changes_;
+}
+
 size_t SlResolver::cacheEntries() const {
     std::lock_guard lock(mutex_);
     return cache_.size();
@@ -89,26 +97,44 @@ void SlResolver::work(std::function<PathSource()> makeSource) {
     for (;;) {
         wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
         if (stopping_) return;
-        PathKey key = std::move(queue_.front());
-        queue_.pop_front();
-        const uint64_t generation = generation_;
-        ++saQueries_;
-        lock.unlock();
-        PathReply reply = source(key);
-        lock.lock();
-        if (reply.answer == PathAnswer::Failed) ++saFailed_;
-        // A failure is not kept: the next RTR on the path asks again.
-        if (reply.answer != PathAnswer::Failed && generation == generation_) {
-            while (cache_.size() >= options_.cacheSize && !cacheOrder_.empty()) {
-                cache_.erase(cacheOrder_.front());
-                cacheOrder_.pop_front();
-            }
-            if (cache_.insert_or_assign(key, Entry{reply, Clock::now()}).second)
-                cacheOrder_.push_back(key);
+        std::vector<PathKey> keys;
+        while (!queue_.empty() && keys.size() < options_.inFlight) {
+            keys.push_back(std::move(queue_.front()));
+            queue_.pop_front();
         }
-        auto waiting = pending_.extract(key);
-        if (!waiting.empty()) {
-            for (const Waiter& w : waiting.mapped()) answers_.emplace_back(w, reply);
+        uint64_t generation = generation_;
+        saQueries_ += keys.size();
+        lock.unlock();
+        std::vector<PathReply> replies = source(keys);
+        lock.lock();
+        replies.resize(keys.size());  // a source that answers short fails the rest
+        for (size_t i = 0; i < keys.size(); ++i) {
+            const PathKey& key = keys[i];
+            const PathReply& reply = replies[i];
+            if (reply.answer == PathAnswer::Failed) ++saFailed_;
+            // A failure is not kept: the next RTR on the path asks again.
+            if (reply.answer != PathAnswer::Failed && generation == generation_) {
+                auto old = cache_.find(key);
+                if (old != cache_.end() && (old->second.reply.answer != reply.answer ||
+                                            old->second.reply.sl != reply.sl)) {
+                    // The SA answers this path differently now: a new policy or fabric, which
+                    // changes many paths at once. Everything is asked afresh.
+                    ++changes_;
+                    generation = ++generation_;  // this batch's answers are all new ones
+                    cache_.clear();
+                    cacheOrder_.clear();
+                }
+                while (cache_.size() >= options_.cacheSize && !cacheOrder_.empty()) {
+                    cache_.erase(cacheOrder_.front());
+                    cacheOrder_.pop_front();
+                }
+                if (cache_.insert_or_assign(key, Entry{reply, Clock::now()}).second)
+                    cacheOrder_.push_back(key);
+            }
+            auto waiting = pending_.extract(key);
+            if (!waiting.empty()) {
+                for (const Waiter& w : waiting.mapped()) answers_.emplace_back(w, reply);
+            }
         }
         uint64_t one = 1;
         (void)!write(eventFd_, &one, sizeof one);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // SlResolver: the SA's SL for the paths QPs are brought up on, cached and asked for in the
-// background, so that an RTR waits on the SA at most once per path.
+// background, so that an RTR waits on the SA at most once per path. One thread asks the SA:
+// the paths waiting go out together, up to a bound, each path once however many wait for it.
 #pragma once
 
 #include <chrono>
@@ -42,24 +43,27 @@ struct Waiter {
 };
 
 struct ResolverOptions {
-    unsigned workers = 4;  // SA queries in flight at most (one per worker)
+    size_t inFlight = 16;  // SA queries in flight at most
     size_t cacheSize = 65536;
     std::chrono::milliseconds lifetime{60000};
-    size_t maxPending = 4096;  // distinct paths waiting for a worker; beyond that: busy
+    // An answer older than this is still given, and its path asked again in the background;
+    // an answer that changed means a new policy or fabric, and the whole cache is dropped.
+    std::chrono::milliseconds refresh{10000};
+    size_t maxPending = 4096;  // distinct paths waiting; beyond that: busy
 };
 
-// Asks the SA for one path; blocking. Each worker has its own (its own SA agents).
-using PathSource = std::function<PathReply(const PathKey&)>;
+// Asks the SA for several paths at once (all in flight together); blocking.
+using PathSource = std::function<std::vector<PathReply>(const std::vector<PathKey>&)>;
 
 class SlResolver {
   public:
-    // makeSource is called once per worker, on that worker's thread.
+    // makeSource is called once, on the thread that asks the SA.
     SlResolver(std::function<PathSource()> makeSource, ResolverOptions options);
     ~SlResolver();
     SlResolver(const SlResolver&) = delete;
     SlResolver& operator=(const SlResolver&) = delete;
 
-    // A cached answer younger than the lifetime.
+    // A cached answer younger than the lifetime (one past the refresh age is asked again).
     std::optional<PathReply> cached(const PathKey& key);
     // Queues a question; one already pending for the same path takes the waiter too. False
     // when too many paths are pending (the caller answers busy).
@@ -73,6 +77,8 @@ class SlResolver {
 
     uint64_t saQueries() const;
     uint64_t saFailed() const;
+    // Caches dropped because the SA's answer for a path changed.
+    uint64_t changes() const;
     size_t cacheEntries() const;
 
   private:
@@ -83,6 +89,8 @@ class SlResolver {
     };
 
     void work(std::function<PathSource()> makeSource);
+    // Under the lock: queue a path unless it is pending already.
+    bool enqueue(const PathKey& key);
 
     ResolverOptions options_;
     int eventFd_ = -1;
@@ -93,11 +101,12 @@ class SlResolver {
     std::map<PathKey, Entry> cache_;
     std::deque<PathKey> cacheOrder_;  // oldest first, for eviction
     std::map<PathKey, std::vector<Waiter>> pending_;
-    std::deque<PathKey> queue_;  // pending paths no worker has taken yet
+    std::deque<PathKey> queue_;  // pending paths not asked yet
     std::vector<std::pair<Waiter, PathReply>> answers_;
     uint64_t saQueries_ = 0;
     uint64_t saFailed_ = 0;
-    std::vector<std::thread> workers_;
+    uint64_t changes_ = 0;
+    std::thread thread_;
 };
 
 }  // namespace ibqos::host

@@ -79,6 +79,9 @@ class SaClient {
     // Fills the source (LID or GID) from the local port and asks for one path. A query's SLID
     // that is one of the port's LIDs (LMC) is kept; any other becomes the port's base LID.
     PathResult query(SaQuery query);
+    // The same for several paths at once: every query is in flight together, each with its own
+    // transaction ids, retries and result (in the order of the queries).
+    std::vector<PathResult> queryMany(std::span<const SaQuery> queries);
 
   private:
     SaTransport& transport_;

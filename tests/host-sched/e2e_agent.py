@@ -2,13 +2,22 @@
 # SPDX-License-Identifier: MIT
 """End-to-end test of the host side against a real OpenSM on ibsim.
 
-OpenSM with the ibqos plugin serves samples/policies/host-sched.conf. From another host,
+OpenSM with the ibqos plugin serves samples/policies/host-sched.conf, with two rules added that
+put the ports of Hca3 and Hca4 on other SLs than 0 for every request. From another host,
 `ibqos-agent resolve` asks the SA for paths with several ServiceIDs and QoS classes: its SLs must
 equal what `ibqos query` answers offline and what `saquery -p` gets for the same requests, and
 its leaves and PCC slots must follow the policy's host plan. Then a running `ibqos-agent run` hears
 from a program whose QPs go through RTR with those SLs under libibqos_preload.so (the
 recording stand-in below it, the simulated scheduling backend), and `ibqos-agent status`
 must show each QP on its leaf and slot, and forget it on destroy or when its process dies.
+
+SL enforcement: an agent running on Hca2 (through libumad2sim, asking the real SA) serves a
+program that hard-codes SL 0 for RC QPs and a UD address handle to each other host. With the
+policy's sl-enforcement block in respect mode nothing changes and nothing is asked; in audit
+mode the SLs stay 0 and every QP whose SL differs from the SA's is reported (status and log); in
+enforce mode the verbs calls below the library get the SA's SL (the one saquery and
+`ibqos query` give for the same path), and the QPs are on that SL's leaf and PCC slot. With the
+agent stopped the program still connects, on its own SL.
 Exit status 77 (skipped) when ibsim or OpenSM are not installed.
 """
 import argparse
@@ -41,7 +50,7 @@ if not simfabric.available():
     print("skipped: ibsim, OpenSM or libumad2sim is not installed")
     sys.exit(77)
 
-POLICY = os.path.join(args.source_root, "samples", "policies", "host-sched.conf")
+SAMPLE = os.path.join(args.source_root, "samples", "policies", "host-sched.conf")
 NET = os.path.join(args.source_root, "samples", "fabrics", "two-switch.net")
 failures = []
 processes = []
@@ -109,6 +118,46 @@ def read_until(stream, marker, timeout=20.0):
 
 
 scratch = tempfile.mkdtemp(prefix="ibqos-e2e-host-")
+# The sample, with the storage servers (Hca3) and the MPI nodes (Hca4) on their own SLs for
+# every request no earlier rule takes: what an application that never asks the SA misses.
+DESTINATION_RULES = """
+port-groups
+    port-group
+        name: storage-servers
+        port-name: Hca3/P1
+    end-port-group
+    port-group
+        name: mpi-nodes
+        port-name: Hca4/P1
+    end-port-group
+end-port-groups
+
+qos-match-rules
+    qos-match-rule
+        destination: storage-servers
+        qos-level-name: storage
+    end-qos-match-rule
+    qos-match-rule
+        destination: mpi-nodes
+        qos-level-name: mpi
+    end-qos-match-rule
+end-qos-match-rules
+"""
+POLICY = os.path.join(scratch, "host-sched.conf")
+with open(SAMPLE) as f:
+    SAMPLE_TEXT = f.read()
+with open(POLICY, "w") as f:
+    f.write(SAMPLE_TEXT + DESTINATION_RULES)
+
+
+def enforcing_policy(path, mode):
+    """The policy with an sl-enforcement block for the test's program."""
+    block = ("    sl-enforcement\n        mode: %s\n        programs: preload-driver\n"
+             "        resolve-timeout: 1000\n    end-sl-enforcement\nend-host-sched\n" % mode)
+    with open(path, "w") as f:
+        f.write(SAMPLE_TEXT.replace("end-host-sched\n", block) + DESTINATION_RULES)
+
+
 try:
     plan = json.loads(agent("plan", POLICY, "--json").stdout)
     slots = {}
@@ -254,6 +303,142 @@ try:
         agent_log.seek(0)
         log = agent_log.read()
         check("message ignored" in log and "stopping on SIGTERM" in log, "the agent logged the garbage and its stop")
+
+        # SL enforcement: an agent on Hca2 that asks the real SA, a program that hard-codes SL 0.
+        expected = {}
+        for dst in ("Hca1", "Hca3", "Hca4"):
+            record = simfabric.parse_pathrecord(
+                fabric.tool(["saquery", "-p", "--slid", str(me), "--dlid", str(lids[dst])], "Hca2").stdout)
+            offline = subprocess.run([args.ibqos, "query", POLICY, "--topology", topology, "--sm", "0x100001",
+                                      "--src", str(me), "--dst", str(lids[dst]), "--json"],
+                                     capture_output=True, text=True, timeout=60)
+            expected[dst] = int(record["sl"], 0)
+            check(offline.returncode == 0 and json.loads(offline.stdout)["sl"] == expected[dst],
+                  f"a plain request to {dst}: saquery and ibqos query both give SL {expected[dst]}")
+        check(expected["Hca3"] == 2 and expected["Hca4"] == 3 and expected["Hca1"] == 0,
+              f"the destination rules are in force ({expected})")
+        enforced_policy = os.path.join(scratch, "enforcing.conf")
+        enforcing_policy(enforced_policy, "respect")
+        sock2 = os.path.join(scratch, "agent2.sock")
+        plan2 = os.path.join(scratch, "host-plan2")
+        agent2_log = open(os.path.join(scratch, "agent2.log"), "w+")
+        agent2 = spawn([args.agent, "run", "--policy", enforced_policy, "--socket", sock2, "--plan", plan2,
+                        "--pcc", "simulated", "--cache-refresh", "2"], cwd=scratch, stdin=subprocess.DEVNULL,
+                       stdout=agent2_log,
+                       stderr=subprocess.STDOUT, env=fabric.env("Hca2", ours=True))
+        check(wait_until(lambda: os.path.exists(sock2)), "an agent on Hca2 serves its socket")
+        env2 = dict(env, IBQOS_PLAN=plan2, IBQOS_AGENT_SOCKET=sock2, STANDIN_LID=str(me))
+        env2.pop("IBQOS_SL_ENFORCEMENT", None)
+        qpn = {"Hca1": 0x500, "Hca3": 0x501, "Hca4": 0x502}
+
+        def run_hardcoded(environment):
+            """The program: SL 0 on an RC QP to each host and a UD address handle to Hca3 and
+            Hca4. Returns (stand-in lines, status QPs, counters, stderr)."""
+            steps = ["open", "ibsim0"]
+            for dst, n in qpn.items():
+                steps += ["qp", "ibsim0", hex(n), "rc", "rtr-to", hex(n), str(lids[dst]), "0", "rts", hex(n)]
+            steps += ["ah", "ibsim0", str(lids["Hca3"]), "0", "ah", "ibsim0", str(lids["Hca4"]), "0", "wait"]
+            p = spawn([args.driver] + steps, cwd=scratch, env=environment, stdin=subprocess.PIPE,
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            lines = read_until(p.stdout, "driver: waiting", timeout=60)
+            qps, counters = [], None
+            if os.path.exists(sock2) and agent2.poll() is None:
+                qps = wait_until(lambda: len(status(sock2)) == 3 and status(sock2)) or []
+                counters = json.loads(agent("status", "--socket", sock2, "--json").stdout)["counters"]
+            p.stdin.write("\n")
+            p.stdin.flush()
+            lines += p.stdout.read().splitlines()
+            p.wait(10)
+            return lines, {q["qpn"]: q for q in qps}, counters, p.stderr.read(), p.returncode
+
+        def rtr_sl(lines, n):
+            for line in lines:
+                m = re.search(r"ibv_modify_qp qpn=%d .*state=RTR sl=(\d+) -> 0" % n, line)
+                if m:
+                    return int(m.group(1))
+            return None
+
+        def ah_sl(lines, dst):
+            for line in lines:
+                m = re.search(r"ibv_create_ah dlid=%d sl=(\d+)" % lids[dst], line)
+                if m:
+                    return int(m.group(1))
+            return None
+
+        def reload_agent(mode):
+            enforcing_policy(enforced_policy, mode)
+            before = open(os.path.join(scratch, "agent2.log")).read().count("reloaded")
+            agent2.send_signal(signal.SIGHUP)
+            return wait_until(lambda: open(os.path.join(scratch, "agent2.log")).read().count("reloaded") > before)
+
+        previous = None
+        for mode in ("respect", "audit", "enforce"):
+            if mode != "respect":
+                check(reload_agent(mode), f"SIGHUP: the agent reloads the policy in {mode} mode")
+            lines, qps, counters, stderr, rc = run_hardcoded(env2)
+            check(rc == 0 and stderr == "", f"{mode}: the program ran undisturbed and silent ({rc}, {stderr!r})")
+            for dst, n in qpn.items():
+                sa_sl = expected[dst]
+                want = sa_sl if mode == "enforce" else 0
+                q = qps.get(n, {})
+                check(rtr_sl(lines, n) == want, f"{mode}: the RTR to {dst} reaches the device on SL "
+                      f"{rtr_sl(lines, n)} (expected {want}; the SA says {sa_sl})")
+                check(q.get("sl") == want and q.get("mode") == mode and q.get("app_sl") == 0,
+                      f"  status: SL {q.get('sl')}, mode {q.get('mode')}, app SL {q.get('app_sl')}")
+                leaf = plan["sl_to_leaf"][want]
+                check(q.get("leaf") == leaf and (q.get("pcc_slot"), q.get("pcc_algorithm")) == slots.get(leaf, (None, None)),
+                      f"  on leaf {q.get('leaf')} and pcc-slot {q.get('pcc_slot')} of SL {want}")
+                outcome = {"respect": None, "audit": "differs" if sa_sl else "agrees",
+                           "enforce": "replaced" if sa_sl else "agrees"}[mode]
+                check(q.get("outcome") == outcome and q.get("sa_sl") == (None if mode == "respect" else sa_sl),
+                      f"  outcome {q.get('outcome')}, SA SL {q.get('sa_sl')}")
+            for dst in ("Hca3", "Hca4"):
+                want = expected[dst] if mode == "enforce" else 0
+                check(ah_sl(lines, dst) == want, f"{mode}: the UD address handle to {dst} is made on SL {ah_sl(lines, dst)}")
+            if previous is not None and counters is not None:
+                delta = {k: counters[k] - previous[k] for k in counters}
+                if mode == "audit":
+                    check(delta["differs"] == 4 and delta["replaced"] == 0, f"audit: 4 differences counted ({delta})")
+                if mode == "enforce":
+                    check(delta["replaced"] == 4 and delta["no_answer"] == 0 and delta["resolves"] == 5,
+                          f"enforce: 4 SLs replaced, none fell back, 5 paths resolved ({delta})")
+                    check(delta["sa_queries"] == 5 and delta["cache_hits"] == 0,
+                          f"  the reload emptied the cache: {delta['sa_queries']} SA queries, "
+                          f"{delta['cache_hits']} cache hits")
+            elif mode == "respect":
+                check(counters is not None and counters["resolves"] == 0, f"respect: nothing asked ({counters})")
+            previous = counters
+        # Once more in enforce mode: every answer from the cache.
+        lines, qps, counters, stderr, rc = run_hardcoded(env2)
+        delta = {k: counters[k] - previous[k] for k in counters} if counters and previous else {}
+        check(delta.get("cache_hits") == 5 and delta.get("replaced") == 4 and rtr_sl(lines, qpn["Hca3"]) == 2,
+              f"a second run is answered from the agent's cache ({delta})")
+        # OpenSM's policy changes (the storage servers move to the MPI level): answers older than
+        # the refresh age are asked again, the change drops the cache, the next QPs follow it.
+        with open(POLICY, "w") as f:
+            f.write(SAMPLE_TEXT + DESTINATION_RULES.replace("storage-servers\n        qos-level-name: storage",
+                                                            "storage-servers\n        qos-level-name: mpi"))
+        osm.heavy_sweep()
+        check(osm.count("IBQOS-0010") == 2, "OpenSM has the changed policy in force")
+        time.sleep(2.2)
+        before = counters
+        run_hardcoded(env2)  # still the cached answers; their paths are asked again
+        changed = wait_until(lambda: json.loads(agent("status", "--socket", sock2, "--json").stdout)["counters"]
+                             ["invalidations"] > before["invalidations"], timeout=15)
+        check(changed, "the agent sees the SA answer a path differently and drops its cache")
+        lines, qps, counters, stderr, rc = run_hardcoded(env2)
+        check(rtr_sl(lines, qpn["Hca3"]) == 3 and qps.get(qpn["Hca3"], {}).get("leaf") == plan["sl_to_leaf"][3],
+              f"the next QP to Hca3 is on the new SL {rtr_sl(lines, qpn['Hca3'])} and its leaf")
+        agent2_log.seek(0)
+        check(re.search(r"audit: pid \d+ \(preload-driver\) QP \d+ on ibsim0 to DLID %d uses SL 0; the SA "
+                        r"answers SL 2" % lids["Hca3"], agent2_log.read()) is not None,
+              "the agent logs each audited QP with its program, path and both SLs")
+        # The agent stopped: the program connects on its own SL.
+        check(stop(agent2) == 0, "the second agent stops cleanly")
+        lines, qps, counters, stderr, rc = run_hardcoded(env2)
+        check(rc == 0 and all(rtr_sl(lines, n) == 0 for n in qpn.values()) and ah_sl(lines, "Hca3") == 0,
+              f"without the agent every QP connects on the application's SL 0 (exit {rc})")
+        check("no agent at" in stderr, "  and the library says once that no agent answers")
 
         # An SA that does not answer: retries with backoff, then exit 2.
         osm.stop()
