@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <thread>
 
@@ -343,4 +344,256 @@ TEST_CASE("the server serves reports and status over its socket and survives bad
     CHECK(error.find("no agent answers") != std::string::npos);
     rmdir((std::string(dir) + "/run").c_str());
     rmdir(dir);
+}
+
+TEST_CASE("the enforcement messages survive writing and reading, and bad ones are refused",
+          "[host-sched][agent][protocol][enforce]") {
+    AgentMessage resolve;
+    resolve.kind = MessageKind::Resolve;
+    resolve.id = 77;
+    resolve.device = "mlx5_1";
+    resolve.port = 2;
+    resolve.slid = 0x11;
+    resolve.dlid = 0x2a;
+    AgentMessage withPkey = resolve;
+    withPkey.pkey = 0x8001;
+    AgentMessage found;
+    found.kind = MessageKind::Path;
+    found.id = 77;
+    found.answer = PathAnswer::Found;
+    found.sl = 5;
+    AgentMessage busy = found;
+    busy.answer = PathAnswer::Busy;
+    busy.sl.reset();
+    AgentMessage ah;
+    ah.kind = MessageKind::Ah;
+    ah.pid = 9;
+    ah.device = "mlx5_0";
+    ah.port = 1;
+    ah.dlid = 3;
+    ah.sl = 5;
+    ah.mode = SlMode::Enforce;
+    ah.appSl = 0;
+    ah.saSl = 5;
+    ah.outcome = SlOutcome::Replaced;
+    AgentMessage audited = rtr(4, 5, 0);
+    audited.dlid = 6;
+    audited.mode = SlMode::Audit;
+    audited.appSl = 0;
+    audited.saSl = 2;
+    audited.outcome = SlOutcome::Differs;
+    AgentMessage end;
+    end.kind = MessageKind::End;
+    end.counters = Counters{};
+    (*end.counters)[static_cast<size_t>(Counter::Replaced)] = 1ull << 40;
+    for (const AgentMessage& m : {resolve, withPkey, found, busy, ah, audited, end}) {
+        std::string text = encodeAgentMessage(m);
+        MessageError error;
+        auto back = parseAgentMessage(text, error);
+        INFO(text << " -> " << error.message);
+        REQUIRE(back);
+        CHECK(*back == m);
+    }
+    CHECK(encodeAgentMessage(withPkey) ==
+          "ibqos1 resolve id=77 dev=mlx5_1 port=2 slid=0x0011 dlid=0x002a pkey=0x8001");
+    for (std::string bad : {"ibqos1 path id=1 answer=found", "ibqos1 path id=1 answer=busy sl=2",
+                            "ibqos1 resolve id=1 dev=d port=1 slid=0 dlid=2",
+                            "ibqos1 rtr pid=5 dev=d qpn=1 type=rc sl=1 leaf=- attached=1 outcome=none",
+                            "ibqos1 rtr pid=5 dev=d qpn=1 type=rc sl=1 leaf=- attached=1 mode=Audit",
+                            "ibqos1 ah pid=5 dev=d port=1 dlid=2 sl=1 mode=audit"}) {
+        MessageError error;
+        INFO(bad);
+        CHECK_FALSE(parseAgentMessage(bad, error));
+    }
+}
+
+namespace {
+
+// A source that answers SL = DLID % 16 (DLID 99: no path, DLID 98: no answer), records each
+// batch and can be held so that questions pile up.
+struct FakeSource {
+    std::mutex mutex;
+    std::condition_variable released;
+    bool hold = false;
+    std::vector<size_t> batches;
+    std::atomic<int> flip{0};  // added to every SL: a "new policy"
+
+    PathSource make() {
+        return [this](const std::vector<PathKey>& keys) {
+            std::unique_lock lock(mutex);
+            released.wait(lock, [this] { return !hold; });
+            batches.push_back(keys.size());
+            std::vector<PathReply> out;
+            for (const PathKey& k : keys) {
+                if (k.dlid == 99) out.push_back({PathAnswer::NoPath, std::nullopt});
+                else if (k.dlid == 98) out.push_back({});
+                else out.push_back({PathAnswer::Found, static_cast<uint8_t>((k.dlid + flip) % 16)});
+            }
+            return out;
+        };
+    }
+    void setHold(bool on) {
+        {
+            std::lock_guard lock(mutex);
+            hold = on;
+        }
+        released.notify_all();
+    }
+};
+
+// Waits until the resolver has this many answers in all.
+std::vector<std::pair<Waiter, PathReply>> collect(SlResolver& r, size_t count) {
+    std::vector<std::pair<Waiter, PathReply>> all;
+    for (int i = 0; i < 500 && all.size() < count; ++i) {
+        pollfd p{r.eventFd(), POLLIN, 0};
+        poll(&p, 1, 10);
+        for (auto& a : r.takeAnswers()) all.push_back(a);
+    }
+    return all;
+}
+
+PathKey key(uint16_t dlid) { return PathKey{"mlx5_0", 1, 7, dlid, 0xffff}; }
+
+}  // namespace
+
+TEST_CASE("the resolver asks the SA once per path, in bounded batches, and caches answers",
+          "[host-sched][agent][enforce]") {
+    FakeSource sa;
+    ResolverOptions options;
+    options.inFlight = 4;
+    options.maxPending = 20;
+    SlResolver r([&sa] { return sa.make(); }, options);
+    sa.setHold(true);
+    // A job start: ten processes ask for the same path, and everyone for many others.
+    for (uint32_t i = 0; i < 10; ++i) REQUIRE(r.ask(key(5), Waiter{i, i}));
+    for (uint16_t d = 10; d < 29; ++d) REQUIRE(r.ask(key(d), Waiter{100, d}));
+    CHECK_FALSE(r.ask(key(40), Waiter{100, 40}));  // 20 paths wait: busy
+    CHECK(r.ask(key(5), Waiter{11, 11}));          // but a waiting path takes more waiters
+    sa.setHold(false);
+    auto answers = collect(r, 30);
+    REQUIRE(answers.size() == 30);
+    for (auto& [waiter, reply] : answers) {
+        uint16_t dlid = waiter.client == 100 ? static_cast<uint16_t>(waiter.id) : 5;
+        CHECK(reply.answer == PathAnswer::Found);
+        CHECK(reply.sl == std::optional<uint8_t>(dlid % 16));
+    }
+    CHECK(r.saQueries() == 20);
+    for (size_t b : sa.batches) CHECK(b <= 4);
+    REQUIRE(r.cached(key(5)));
+    CHECK(r.cached(key(5))->sl == std::optional<uint8_t>(5));
+    CHECK(r.cacheEntries() == 20);
+
+    // No path is kept; no answer is not.
+    REQUIRE(r.ask(key(99), Waiter{1, 1}));
+    REQUIRE(r.ask(key(98), Waiter{1, 2}));
+    CHECK(collect(r, 2).size() == 2);
+    CHECK(r.cached(key(99)));
+    CHECK_FALSE(r.cached(key(98)));
+    CHECK(r.saFailed() == 1);
+    r.invalidate();
+    CHECK_FALSE(r.cached(key(5)));
+}
+
+TEST_CASE("old answers expire, are asked again, and a changed one drops the whole cache",
+          "[host-sched][agent][enforce]") {
+    FakeSource sa;
+    ResolverOptions options;
+    options.cacheSize = 3;
+    options.refresh = std::chrono::milliseconds(30);
+    options.lifetime = std::chrono::milliseconds(100000);
+    SlResolver r([&sa] { return sa.make(); }, options);
+    for (uint16_t d = 1; d <= 4; ++d) REQUIRE(r.ask(key(d), Waiter{1, d}));
+    REQUIRE(collect(r, 4).size() == 4);
+    CHECK(r.cacheEntries() == 3);  // bounded: the oldest went
+    CHECK_FALSE(r.cached(key(1)));
+    REQUIRE(r.cached(key(4)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+    sa.flip = 1;  // the SM now answers every path differently
+    REQUIRE(r.cached(key(4)));  // still given, and asked again
+    for (int i = 0; i < 200 && r.changes() == 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    CHECK(r.changes() == 1);
+    CHECK_FALSE(r.cached(key(3)));  // dropped with the rest
+    REQUIRE(r.cached(key(4)));
+    CHECK(r.cached(key(4))->sl == std::optional<uint8_t>(5));
+
+    ResolverOptions shortLived;
+    shortLived.lifetime = std::chrono::milliseconds(20);
+    SlResolver brief([&sa] { return sa.make(); }, shortLived);
+    REQUIRE(brief.ask(key(2), Waiter{1, 1}));
+    REQUIRE(collect(brief, 1).size() == 1);
+    CHECK(brief.cached(key(2)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    CHECK_FALSE(brief.cached(key(2)));
+}
+
+TEST_CASE("the agent answers resolve questions from its cache or later, and counts outcomes",
+          "[host-sched][agent][enforce]") {
+    Agent a;
+    AgentMessage q;
+    q.kind = MessageKind::Resolve;
+    q.id = 1;
+    q.device = "mlx5_0";
+    q.port = 1;
+    q.slid = 7;
+    q.dlid = 3;
+    // Without a resolver: failed at once.
+    auto replies = a.send(1, 10, q);
+    REQUIRE(replies.size() == 1);
+    CHECK(replies[0] == "ibqos1 path id=1 answer=failed");
+
+    FakeSource sa;
+    SlResolver r([&sa] { return sa.make(); }, ResolverOptions{});
+    a.state.setResolver(&r);
+    CHECK(a.state.answersFd() == r.eventFd());
+    CHECK(a.send(1, 10, q).empty());  // asked; answered when the SA is
+    std::vector<std::pair<uint64_t, std::string>> later;
+    for (int i = 0; i < 200 && later.empty(); ++i) {
+        pollfd p{r.eventFd(), POLLIN, 0};
+        poll(&p, 1, 10);
+        later = a.state.answers();
+    }
+    REQUIRE(later.size() == 1);
+    CHECK(later[0] == std::make_pair(uint64_t{1}, std::string("ibqos1 path id=1 answer=found sl=3")));
+    q.id = 2;
+    CHECK(a.send(2, 11, q) == std::vector<std::string>{"ibqos1 path id=2 answer=found sl=3"});
+
+    AgentMessage audited = rtr(10, 5, 0);
+    audited.dlid = 3;
+    audited.mode = SlMode::Audit;
+    audited.appSl = 0;
+    audited.saSl = 3;
+    audited.outcome = SlOutcome::Differs;
+    a.send(1, 10, audited);
+    AgentMessage late = rtr(10, 6, 0);
+    late.mode = SlMode::Enforce;
+    late.appSl = 0;
+    late.outcome = SlOutcome::NoAnswer;
+    a.send(1, 10, late);
+    a.send(1, 10, late);
+    Counters c = a.state.counters();
+    auto count = [&c](Counter k) { return c[static_cast<size_t>(k)]; };
+    CHECK(count(Counter::Resolves) == 3);
+    CHECK(count(Counter::CacheHits) == 1);
+    CHECK(count(Counter::SaQueries) == 1);
+    CHECK(count(Counter::Differs) == 1);
+    CHECK(count(Counter::NoAnswer) == 2);
+    const TrackedQp* qp = a.find(5);
+    REQUIRE(qp);
+    CHECK(qp->outcome == SlOutcome::Differs);
+    CHECK(qp->saSl == std::optional<uint8_t>(3));
+    size_t audits = 0, fallbacks = 0;
+    for (const std::string& line : a.logs) {
+        audits += line.find("audit: pid 10 (") == 0 &&
+                  line.find("QP 5 on mlx5_0 to DLID 3 uses SL 0; the SA answers SL 3") !=
+                      std::string::npos;
+        fallbacks += line.find("no SA answer in time") != std::string::npos;
+    }
+    CHECK(audits == 1);
+    CHECK(fallbacks == 1);  // once per process
+    a.state.invalidatePaths();
+    CHECK(a.state.counters()[static_cast<size_t>(Counter::Invalidations)] == 1);
+    q.id = 3;
+    CHECK(a.send(2, 11, q).empty());  // asked afresh
+    a.state.setResolver(nullptr);
 }

@@ -175,3 +175,74 @@ TEST_CASE("the compiled plan file holds the whole plan, and a bad one is refused
         CHECK(error.find("plan:" + std::to_string(line) + ":") == 0);
     }
 }
+
+TEST_CASE("sl-enforcement blocks reach the plan file; a program takes the first that names it",
+          "[host-sched][plan][enforce]") {
+    test::Compiled c(test::withHostSched(R"(
+    sl-enforcement
+        use: audit the MPI launchers first
+        mode: Audit
+        programs: mpirun, "orted"
+        resolve-timeout: 20
+    end-sl-enforcement
+    # Everything else is enforced, but for the backup tool.
+    sl-enforcement
+
+        mode: enforce
+        except-programs: backup
+    end-sl-enforcement
+)"));
+    REQUIRE(c.codes().empty());
+    REQUIRE(c.codes(Severity::Warning).empty());
+    HostPlan plan = HostPlan::fromPolicy(c.policy.hostSched);
+    std::string error;
+    auto read = parsePlanText(planFileText(plan, "policy.conf"), "plan", error);
+    INFO(error);
+    REQUIRE(read);
+    for (const HostPlan* p : {&plan, &*read}) {
+        const SlEnforcement* mpi = p->enforcementFor({"orted", "ignored"});
+        REQUIRE(mpi);
+        CHECK(mpi->mode == SlMode::Audit);
+        CHECK(mpi->resolveTimeoutMs == 20);
+        const SlEnforcement* other = p->enforcementFor({"", "ib_write_bw"});
+        REQUIRE(other);
+        CHECK(other->mode == SlMode::Enforce);
+        CHECK(other->resolveTimeoutMs == 5);
+        CHECK(p->enforcementFor({"backup"}) == nullptr);  // respect
+    }
+    CHECK(HostPlan::fromPolicy(test::Compiled(test::withHostSched("")).policy.hostSched)
+              .enforcementFor({"anything"}) == nullptr);
+
+    for (const std::string text : {"enforce strict 5 - -\n", "enforce audit 0 - -\n",
+                                   "enforce audit 5 -\n", "enforce audit 5 - - extra\n"}) {
+        INFO(text);
+        CHECK_FALSE(parsePlanText("ibqos-host-plan 1\n" + text, "plan", error));
+        CHECK(error.find("plan:2: expected 'enforce MODE") == 0);
+    }
+}
+
+TEST_CASE("a mistaken sl-enforcement block is reported where it is written",
+          "[host-sched][plan][enforce]") {
+    test::Compiled c(test::withHostSched(R"(
+    sl-enforcement
+        mode: strict
+        programs: /usr/bin/ior, ok
+        resolve-timeout: 0
+    end-sl-enforcement
+    sl-enforcement
+        programs: ior
+    end-sl-enforcement
+    sl-enforcement
+        mode: audit
+    end-sl-enforcement
+    sl-enforcement
+        mode: enforce
+    end-sl-enforcement
+)"));
+    // Lines count from the policy's first line: withHostSched puts 7 lines before the body.
+    CHECK(c.codes() == std::vector<std::string>{"value-range", "value-range", "value-range",
+                                                "missing-field"});
+    CHECK(c.lines() == std::vector<uint32_t>{10, 11, 12, 14});
+    CHECK(c.codes(Severity::Warning) == std::vector<std::string>{"unused-enforcement"});
+    CHECK(c.lines(Severity::Warning) == std::vector<uint32_t>{20});
+}
