@@ -16,6 +16,7 @@
 #include "cli/ibqos-agent-commands.hpp"
 #include "common/json.hpp"
 #include "host-sched/agent/agent_server.hpp"
+#include "host-sched/agent/path_table.hpp"
 #include "host-sched/agent/policy_plan.hpp"
 #include "host-sched/agent/sa_path_source.hpp"
 #include "host-sched/pcc/pcc_mango.hpp"
@@ -45,8 +46,11 @@ waiting go out together, at most --sa-in-flight at once, each path once however 
 for it; beyond 4096 paths waiting, questions are answered busy and their QPs keep their own
 SL (counted). An answer older than --cache-refresh seconds is still given and its path asked
 again in the background; when the SA's answer for a path has changed (a new policy, a changed
-fabric), the whole cache is dropped. Every SL replaced, every audit difference and every
-fallback is counted (ibqos-agent status) and audit differences are logged.
+fabric), the whole cache is dropped. The daemon publishes its answers in a shared-memory
+table (--path-table, mapped read-only by the library, IBQOS_PATH_TABLE), so that an RTR on a
+path the host knows costs a lookup; an answer there counts until the refresh age. Every SL
+replaced, every audit difference and every fallback is counted (ibqos-agent status) and
+audit differences are logged.
 
 Exit status: 0 stopped by a signal, 1 the policy has errors, 2 usage or I/O error.)";
 
@@ -64,7 +68,7 @@ Exit status: 0 success, 2 usage error or no daemon answering.)";
 
 struct RunOptions {
     Value policy, socket, plan, intervalUs, threads, saInFlight, cacheSize, cacheLifetime,
-        cacheRefresh, saTimeout;
+        cacheRefresh, saTimeout, pathTable;
     std::string pcc = "auto";
 };
 
@@ -150,6 +154,15 @@ int runDaemon(const RunOptions& o) {
     host::SlResolver resolver([retry] { return host::makeSaPathSource(retry, log); },
                               resolverOptions);
     state.setResolver(&resolver);
+    // The answers preloaded processes read without asking (a failure only costs speed).
+    const std::string tablePath = o.pathTable.value_or(host::DefaultPathTable);
+    std::optional<host::PathTable> table =
+        host::PathTable::create(tablePath, resolverOptions.cacheSize, error);
+    if (table) {
+        resolver.setTable(&*table);
+    } else {
+        log(error + "; every RTR under SL enforcement asks the daemon");
+    }
     host::AgentServer server(state, socketPath);
     if (!server.listen(error)) {
         close(signalFd);
@@ -196,6 +209,8 @@ int runDaemon(const RunOptions& o) {
         return true;
     });
     state.shutdown();
+    resolver.setTable(nullptr);
+    if (table) unlink(tablePath.c_str());
     if (timerFd >= 0) close(timerFd);
     close(signalFd);
     return ExitOk;
@@ -303,6 +318,8 @@ void addRun(Program& program) {
     addValue(c, "--sa-timeout", o->saTimeout, "MS",
              "first attempt's timeout of an SA query, doubled for each of 2 retries (default 200)");
     addValue(c, "--cache-size", o->cacheSize, "N", "SA answers kept at most (default 65536)");
+    addValue(c, "--path-table", o->pathTable, "PATH",
+             "where processes read the answers (default /run/ibqos/path-table)");
     addValue(c, "--cache-lifetime", o->cacheLifetime, "S",
              "how long an SA answer is kept, in seconds (default 60)");
     addValue(c, "--cache-refresh", o->cacheRefresh, "S",

@@ -274,10 +274,13 @@ Counters AgentState::counters() const {
 }
 
 void AgentState::noteOutcome(const AgentMessage& m) {
-    const char* what = m.kind == MessageKind::Ah ? "a UD address handle" : "QP";
-    std::string subject = "pid " + std::to_string(m.pid) + " (" + programOf(m.pid) + ") " + what +
-                          (m.kind == MessageKind::Ah ? "" : " " + std::to_string(m.qpNum)) +
-                          " on " + m.device + " to DLID " + std::to_string(m.dlid);
+    // Who, for the log: read only when something is logged.
+    auto subject = [&m] {
+        const bool ah = m.kind == MessageKind::Ah;
+        return "pid " + std::to_string(m.pid) + " (" + programOf(m.pid) + ") " +
+               (ah ? std::string("a UD address handle") : "QP " + std::to_string(m.qpNum)) +
+               " on " + m.device + " to DLID " + std::to_string(m.dlid);
+    };
     auto sl = [](const std::optional<uint8_t>& v) { return v ? std::to_string(*v) : "-"; };
     switch (m.outcome) {
         case SlOutcome::Replaced:
@@ -285,13 +288,13 @@ void AgentState::noteOutcome(const AgentMessage& m) {
             break;
         case SlOutcome::Differs:
             ++counter(counters_, Counter::Differs);
-            log_("audit: " + subject + " uses SL " + sl(m.appSl) + "; the SA answers SL " +
+            log_("audit: " + subject() + " uses SL " + sl(m.appSl) + "; the SA answers SL " +
                  sl(m.saSl) + " for that path");
             break;
         case SlOutcome::NoAnswer:
             ++counter(counters_, Counter::NoAnswer);
             logOnce("no-answer:" + std::to_string(m.pid),
-                    subject + ": no SA answer in time, the application's SL " + sl(m.appSl) +
+                    subject() + ": no SA answer in time, the application's SL " + sl(m.appSl) +
                         " was kept (further ones of this process are counted, not logged)");
             break;
         default:

@@ -64,11 +64,21 @@ std::vector<std::pair<Waiter, PathReply>> SlResolver::takeAnswers() {
     return std::exchange(answers_, {});
 }
 
+void SlResolver::setTable(PathTable* table) {
+    std::lock_guard lock(mutex_);
+    table_ = table;
+}
+
 void SlResolver::invalidate() {
     std::lock_guard lock(mutex_);
+    dropAll();
+}
+
+void SlResolver::dropAll() {
     ++generation_;
     cache_.clear();
     cacheOrder_.clear();
+    if (table_) table_->invalidate();
 }
 
 uint64_t SlResolver::saQueries() const {
@@ -120,9 +130,8 @@ void SlResolver::work(std::function<PathSource()> makeSource) {
                     // The SA answers this path differently now: a new policy or fabric, which
                     // changes many paths at once. Everything is asked afresh.
                     ++changes_;
-                    generation = ++generation_;  // this batch's answers are all new ones
-                    cache_.clear();
-                    cacheOrder_.clear();
+                    dropAll();
+                    generation = generation_;  // this batch's answers are all new ones
                 }
                 while (cache_.size() >= options_.cacheSize && !cacheOrder_.empty()) {
                     cache_.erase(cacheOrder_.front());
@@ -130,6 +139,12 @@ void SlResolver::work(std::function<PathSource()> makeSource) {
                 }
                 if (cache_.insert_or_assign(key, Entry{reply, Clock::now()}).second)
                     cacheOrder_.push_back(key);
+                // Processes read it until the refresh age; then they ask, and the path is
+                // asked again.
+                if (table_ && reply.answer != PathAnswer::Busy)
+                    table_->publish(TablePath{key.device, key.port, key.slid, key.dlid, key.pkey},
+                                    TableAnswer{reply.answer == PathAnswer::Found, reply.sl.value_or(0)},
+                                    std::min(options_.refresh, options_.lifetime));
             }
             auto waiting = pending_.extract(key);
             if (!waiting.empty()) {

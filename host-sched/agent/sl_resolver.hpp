@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "host-sched/agent/agent_protocol.hpp"
+#include "host-sched/agent/path_table.hpp"
 
 namespace ibqos::host {
 
@@ -68,6 +69,9 @@ class SlResolver {
     // Queues a question; one already pending for the same path takes the waiter too. False
     // when too many paths are pending (the caller answers busy).
     bool ask(const PathKey& key, Waiter waiter);
+    // Publishes every answer it caches into this table (borrowed; it must outlive the
+    // resolver), each for the refresh age, and drops the table's with its own.
+    void setTable(PathTable* table);
     // Readable when answers are ready.
     int eventFd() const { return eventFd_; }
     // The answers that came since the last call, with who waited for each.
@@ -89,6 +93,8 @@ class SlResolver {
     };
 
     void work(std::function<PathSource()> makeSource);
+    // Under the lock: forgets every cached answer, here and in the table.
+    void dropAll();
     // Under the lock: queue a path unless it is pending already.
     bool enqueue(const PathKey& key);
 
@@ -106,6 +112,7 @@ class SlResolver {
     uint64_t saQueries_ = 0;
     uint64_t saFailed_ = 0;
     uint64_t changes_ = 0;
+    PathTable* table_ = nullptr;
     std::thread thread_;
 };
 

@@ -29,6 +29,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -43,6 +44,7 @@
 #include <string>
 
 #include "host-sched/agent/agent_protocol.hpp"
+#include "host-sched/agent/path_table.hpp"
 #include "host-sched/plan/plan_file.hpp"
 #include "host-sched/preload/sl_decision.hpp"
 #include "host-sched/sched/mlx5_api.hpp"
@@ -79,6 +81,7 @@ Fn nextSymbol(const char* name, const char* version = "IBVERBS_1.1") {
 constexpr auto PortFactsLifetime = std::chrono::seconds(1);
 // Vectors librdmacm handed out for UD (dlid, sl), remembered at most.
 constexpr size_t MaxCmVectors = 4096;
+
 
 // Set while ibv_create_ah_from_wc runs: the address handle it makes answers a requester and
 // takes the SL the requester used.
@@ -170,7 +173,10 @@ class Preload {
     // The decision for one vector; fromCm: librdmacm made it from a PathRecord.
     SlDecision decide(ibv_context* context, const std::string& device, uint8_t port,
                       const ibv_ah_attr& av, std::optional<uint16_t> pkey, bool fromCm);
+    // The agent's answer for a path: from its published table, else asked (exchange) and
+    // waited for.
     std::optional<AgentMessage> askAgent(const AgentMessage& question);
+    std::optional<AgentMessage> exchange(const AgentMessage& question);
 
     std::mutex mutex_;
     bool configured_ = false;
@@ -190,6 +196,8 @@ class Preload {
     std::map<std::pair<ibv_context*, uint8_t>, PortState> ports_;
     std::set<ibv_qp*> cmQps_;
     std::set<std::pair<uint16_t, uint8_t>> cmVectors_;
+    std::string tablePath_;
+    std::optional<PathTable> table_;  // the agent's published answers, when it publishes them
     std::deque<std::pair<uint16_t, uint8_t>> cmVectorOrder_;
 };
 
@@ -203,6 +211,7 @@ void Preload::childAfterFork() {
     p.fd_ = -1;
     p.qps_.clear();
     p.cmQps_.clear();
+    p.table_.reset();
     for (auto& [context, tree] : p.trees_) (void)tree.release();
     p.trees_.clear();
     p.nextConnect_ = {};
@@ -217,19 +226,41 @@ void Preload::logOnce(const std::string& key, const std::string& message) {
 void Preload::configure() {
     if (configured_) return;
     configured_ = true;
-    const char* socket = std::getenv("IBQOS_AGENT_SOCKET");
-    socketPath_ = socket && *socket ? socket : DefaultAgentSocket;
-    const char* backend = std::getenv("IBQOS_SCHED_BACKEND");
-    if (backend && *backend) backend_ = backend;
+    // The host's own plan. When it audits or enforces SLs, a process cannot point itself at
+    // another plan, agent or table: the environment's paths are ignored (an unprivileged user
+    // must not opt out), and setuid programs never read them (secure_getenv).
+    std::string hostError;
+    std::optional<HostPlan> hostPlan = readPlanFile(DefaultPlanPath, hostError);
+    const bool pinned =
+        hostPlan && std::any_of(hostPlan->enforcement().begin(), hostPlan->enforcement().end(),
+                                [](const SlEnforcement& e) { return e.mode != SlMode::Respect; });
+    auto setting = [&](const char* name) -> std::string {
+        const char* v = secure_getenv(name);
+        if (!v || !*v) return "";
+        if (pinned) {
+            logOnce(name, std::string(name) + " is ignored: this host's plan (" + DefaultPlanPath +
+                              ") enforces SLs");
+            return "";
+        }
+        return v;
+    };
+    socketPath_ = setting("IBQOS_AGENT_SOCKET");
+    if (socketPath_.empty()) socketPath_ = DefaultAgentSocket;
+    tablePath_ = setting("IBQOS_PATH_TABLE");
+    if (tablePath_.empty()) tablePath_ = DefaultPathTable;
+    if (const char* backend = secure_getenv("IBQOS_SCHED_BACKEND"); backend && *backend)
+        backend_ = backend;
     if (backend_ != "mlx5" && backend_ != "simulated" && backend_ != "none") {
         logOnce("backend", "IBQOS_SCHED_BACKEND='" + backend_ +
                                "' is not mlx5, simulated or none; QPs are not attached to leaves");
         backend_ = "none";
     }
-    const char* planFile = std::getenv("IBQOS_PLAN");
-    std::string path = planFile && *planFile ? planFile : DefaultPlanPath;
-    std::string error;
-    plan_ = readPlanFile(path, error);
+    std::string error = hostError;
+    if (std::string planFile = setting("IBQOS_PLAN"); !planFile.empty()) {
+        plan_ = readPlanFile(planFile, error);
+    } else {
+        plan_ = std::move(hostPlan);
+    }
     if (!plan_) {
         logOnce("plan", "no host plan (" + error + "); QPs keep the device's default scheduling");
     }
@@ -250,7 +281,7 @@ void Preload::configure() {
             resolveTimeout_ = std::chrono::milliseconds(e->resolveTimeoutMs);
         }
     }
-    if (const char* env = std::getenv("IBQOS_SL_ENFORCEMENT"); env && *env) {
+    if (const char* env = secure_getenv("IBQOS_SL_ENFORCEMENT"); env && *env) {
         if (auto asked = slModeFromName(env)) {
             mode_ = std::max(mode_, *asked);
         } else {
@@ -258,6 +289,7 @@ void Preload::configure() {
                                 "' is not respect, audit or enforce; ignored");
         }
     }
+    if (mode_ != SlMode::Respect) table_ = PathTable::open(tablePath_);
 }
 
 Preload::PortState* Preload::portState(ibv_context* context, uint8_t port,
@@ -318,6 +350,20 @@ SlDecision Preload::decide(ibv_context* context, const std::string& device, uint
 }
 
 std::optional<AgentMessage> Preload::askAgent(const AgentMessage& question) {
+    if (table_) {
+        TablePath path{question.device, question.port, question.slid, question.dlid, question.pkey};
+        if (std::optional<TableAnswer> known = table_->find(path)) {
+            AgentMessage m;
+            m.kind = MessageKind::Path;
+            m.answer = known->found ? PathAnswer::Found : PathAnswer::NoPath;
+            if (known->found) m.sl = known->sl;
+            return m;
+        }
+    }
+    return exchange(question);
+}
+
+std::optional<AgentMessage> Preload::exchange(const AgentMessage& question) {
     if (!connectAgent()) return std::nullopt;
     AgentMessage q = question;
     q.id = ++nextQuestion_;
@@ -505,7 +551,9 @@ bool Preload::connectAgent() {
         return false;
     }
     fd_ = fd;
-    // A new connection (first, or after the agent restarted): tell it everything.
+    // A new connection (first, or after the agent restarted): map its table afresh (a new
+    // agent writes a new file), and tell it everything.
+    if (mode_ != SlMode::Respect) table_ = PathTable::open(tablePath_);
     for (auto& [qp, record] : qps_) record.reported = false;
     for (auto& [qp, record] : qps_) {
         if (record.atRtr) send(record, MessageKind::Rtr);

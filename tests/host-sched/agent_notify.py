@@ -63,7 +63,8 @@ def daemon(scratch, env):
     listener.bind(notify_path)
     sock = os.path.join(scratch, "agent.sock")
     argv = [args.agent, "run", "--policy", args.policy, "--socket", sock,
-            "--plan", os.path.join(scratch, "host-plan"), "--pcc", "simulated"]
+            "--plan", os.path.join(scratch, "host-plan"), "--path-table", os.path.join(scratch, "path-table"),
+            "--pcc", "simulated"]
     p = subprocess.Popen(argv, env=dict(env, NOTIFY_SOCKET=notify_path), stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
     try:

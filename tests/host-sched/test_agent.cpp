@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <fstream>
 #include <thread>
 
 #include "host-sched/agent/agent_server.hpp"
@@ -596,4 +597,53 @@ TEST_CASE("the agent answers resolve questions from its cache or later, and coun
     q.id = 3;
     CHECK(a.send(2, 11, q).empty());  // asked afresh
     a.state.setResolver(nullptr);
+}
+
+TEST_CASE("the path table gives processes exactly the answers published, until they stop counting",
+          "[host-sched][agent][enforce]") {
+    char dir[] = "/tmp/ibqos-table-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    const std::string path = std::string(dir) + "/path-table";
+    std::string error;
+    auto writer = PathTable::create(path, 100, error);
+    REQUIRE(writer);
+    auto reader = PathTable::open(path);
+    REQUIRE(reader);
+    TablePath a{"mlx5_0", 1, 7, 42, 0xffff};
+    TablePath noPkey{"mlx5_0", 1, 7, 42, std::nullopt};
+    TablePath otherPort{"mlx5_0", 2, 7, 42, 0xffff};
+    CHECK_FALSE(reader->find(a));
+    writer->publish(a, TableAnswer{true, 5}, std::chrono::seconds(10));
+    writer->publish(noPkey, TableAnswer{false, 0}, std::chrono::seconds(10));
+    REQUIRE(reader->find(a));
+    CHECK(reader->find(a)->sl == 5);
+    REQUIRE(reader->find(noPkey));
+    CHECK_FALSE(reader->find(noPkey)->found);
+    CHECK_FALSE(reader->find(otherPort));
+    // Many paths: each finds its own answer or none, never another path's.
+    for (uint16_t d = 1; d < 2000; ++d)
+        writer->publish(TablePath{"mlx5_0", 1, 7, d, 0xffff}, TableAnswer{true, uint8_t(d % 16)},
+                        std::chrono::seconds(10));
+    size_t found = 0;
+    for (uint16_t d = 1; d < 2000; ++d) {
+        auto answer = reader->find(TablePath{"mlx5_0", 1, 7, d, 0xffff});
+        if (!answer) continue;
+        ++found;
+        CHECK(answer->sl == d % 16);
+    }
+    CHECK(found >= 64);  // 128 slots: the newest answers stay
+    writer->invalidate();
+    CHECK_FALSE(reader->find(TablePath{"mlx5_0", 1, 7, 1999, 0xffff}));
+    writer->publish(a, TableAnswer{true, 5}, std::chrono::milliseconds(20));
+    CHECK(reader->find(a));
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    CHECK_FALSE(reader->find(a));  // expired
+    // Anything but a table is not mapped.
+    for (std::string junk : {std::string("IBQOSPT1"), std::string(4096, 'x'), std::string()}) {
+        std::ofstream(path, std::ios::trunc) << junk;
+        CHECK_FALSE(PathTable::open(path));
+    }
+    CHECK_FALSE(PathTable::open(std::string(dir) + "/absent"));
+    unlink(path.c_str());
+    rmdir(dir);
 }

@@ -72,7 +72,7 @@ struct Scratch {
         std::ofstream(dir + "/host-plan") << ibqos::host::planFileText(*plan, dir + "/policy.conf");
     }
     ~Scratch() {
-        for (const char* f : {"/policy.conf", "/host-plan", "/agent.sock"})
+        for (const char* f : {"/policy.conf", "/host-plan", "/agent.sock", "/path-table"})
             unlink((dir + f).c_str());
         rmdir(dir.c_str());
     }
@@ -97,6 +97,7 @@ Run runDriver(const Scratch& scratch, const std::vector<std::string>& steps,
               const Answerer& answer = {}) {
     env.emplace("IBQOS_PLAN", scratch.dir + "/host-plan");
     env.emplace("IBQOS_AGENT_SOCKET", scratch.dir + "/agent.sock");
+    env.emplace("IBQOS_PATH_TABLE", scratch.dir + "/path-table");
     env.emplace("IBQOS_SCHED_BACKEND", "mlx5");
     if (preload) {
         // Under ASan the runtime has to come first in the initial library list (scripts/test).
