@@ -541,3 +541,36 @@ TEST_CASE("enforce: a UD address handle gets the SA's SL; the caller's struct is
                            std::regex("ibqos1 ah pid=[0-9]+ dev=mlx5_0 port=1 dlid=0x0005 sl=3 "
                                       "mode=enforce outcome=replaced app-sl=0 sa-sl=3")));
 }
+
+TEST_CASE("when the host's own plan enforces, a process cannot point itself elsewhere",
+          "[host-sched][preload][enforce]") {
+    // The host's plan lives at /run/ibqos/host-plan: the driver runs in a mount namespace of
+    // its own with a tmpfs there (root and unshare(1) needed; skipped otherwise).
+    if (geteuid() != 0 || std::system("unshare --mount true 2>/dev/null") != 0) {
+        WARN("skipped: needs root and unshare(1) for a private /run");
+        return;
+    }
+    Scratch host(enforcement("enforce"));
+    Scratch lax(enforcement("respect"));
+    std::string out = host.dir + "/out";
+    std::string script =
+        "mount -t tmpfs tmpfs /run && mkdir /run/ibqos && cp " + host.dir +
+        "/host-plan /run/ibqos/host-plan && IBQOS_PLAN=" + lax.dir +
+        "/host-plan IBQOS_AGENT_SOCKET=" + lax.dir + "/agent.sock LD_PRELOAD=\"" +
+        std::string(std::getenv("IBQOS_SANITIZER_PRELOAD") ? std::getenv("IBQOS_SANITIZER_PRELOAD")
+                                                           : "") +
+        " " PRELOAD_LIB "\" " PRELOAD_DRIVER " open mlx5_0 qp mlx5_0 0x100 rc rtr-to 0x100 5 0 >" +
+        out + " 2>&1";
+    int rc = std::system(("unshare --mount --propagation private sh -c '" + script + "'").c_str());
+    std::ifstream in(out);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    INFO(text);
+    CHECK(rc == 0);
+    // The lax plan and its socket were ignored: the host's agent was asked (and is absent).
+    CHECK(text.find("IBQOS_PLAN is ignored: this host's plan (/run/ibqos/host-plan) enforces SLs") !=
+          std::string::npos);
+    CHECK(text.find("IBQOS_AGENT_SOCKET is ignored") != std::string::npos);
+    CHECK(text.find("no agent at /run/ibqos/agent.sock") != std::string::npos);
+    CHECK(text.find("state=RTR sl=0 -> 0") != std::string::npos);  // no answer: its own SL
+    unlink(out.c_str());
+}
