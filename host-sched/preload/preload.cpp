@@ -314,8 +314,7 @@ Preload::PortState* Preload::portState(ibv_context* context, uint8_t port,
     state.facts.ethernet = attr.link_layer == IBV_LINK_LAYER_ETHERNET;
     state.facts.lid = attr.lid;
     state.facts.lmc = attr.lmc;
-    state.facts.subnetPrefix = 0;
-    for (int i = 0; i < 8; ++i) state.facts.subnetPrefix = state.facts.subnetPrefix << 8 | gid.raw[i];
+    state.facts.subnetPrefix = subnetPrefixOf(gid);
     return &state;
 }
 
@@ -375,8 +374,7 @@ std::optional<AgentMessage> Preload::exchange(const AgentMessage& question) {
             deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0) break;
         pollfd p{fd_, POLLIN, 0};
-        timespec wait{0, static_cast<long>(left.count()) * 1000};
-        if (left.count() >= 1000000) wait = {left.count() / 1000000, left.count() % 1000000 * 1000};
+        const timespec wait{left.count() / 1000000, left.count() % 1000000 * 1000};
         int ready = ppoll(&p, 1, &wait, nullptr);
         if (ready < 0 && errno == EINTR) continue;
         if (ready <= 0) break;
@@ -462,6 +460,7 @@ std::optional<uint8_t> Preload::beforeRtr(ibv_qp* qp, const ibv_qp_attr* attr, i
             uint16_t index = (mask & IBV_QP_PKEY_INDEX) ? attr->pkey_index : current.pkey_index;
             bool fromCm = cmQps_.count(qp) ||
                           (attr == cmAttr && attr->ah_attr.dlid == cmDlid && attr->ah_attr.sl == cmSl);
+            cmAttr = nullptr;  // it describes one transition
             if (record.port && (known || (mask & IBV_QP_PKEY_INDEX)) && !fromCm) {
                 if (PortState* port = portState(qp->context, record.port, record.device))
                     pkey = pkeyAt(qp->context, *port, record.port, index);

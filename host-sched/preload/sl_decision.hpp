@@ -21,6 +21,13 @@ struct PortFacts {
     uint64_t subnetPrefix = 0;  // host order
 };
 
+// The subnet prefix of a GID, in host order.
+inline uint64_t subnetPrefixOf(const ibv_gid& gid) {
+    uint64_t prefix = 0;
+    for (int i = 0; i < 8; ++i) prefix = prefix << 8 | gid.raw[i];
+    return prefix;
+}
+
 // The first multicast LID.
 inline constexpr uint16_t FirstMulticastLid = 0xC000;
 
@@ -29,11 +36,7 @@ inline constexpr uint16_t FirstMulticastLid = 0xC000;
 inline std::optional<SlOutcome> exemptionOf(const PortFacts& port, const ibv_ah_attr& av) {
     if (port.ethernet) return SlOutcome::Ethernet;
     if (av.dlid >= FirstMulticastLid) return SlOutcome::Multicast;
-    if (av.is_global) {
-        uint64_t prefix = 0;
-        for (int i = 0; i < 8; ++i) prefix = prefix << 8 | av.grh.dgid.raw[i];
-        if (prefix != port.subnetPrefix) return SlOutcome::Router;
-    }
+    if (av.is_global && subnetPrefixOf(av.grh.dgid) != port.subnetPrefix) return SlOutcome::Router;
     return std::nullopt;
 }
 

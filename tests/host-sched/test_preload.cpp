@@ -25,6 +25,7 @@
 #include "host-sched/agent/agent_protocol.hpp"
 #include "host-sched/agent/policy_plan.hpp"
 #include "host-sched/plan/plan_file.hpp"
+#include "host-sched/preload/sl_decision.hpp"
 #include "tests/host-sched/host_policies.hpp"
 
 extern char** environ;
@@ -573,4 +574,44 @@ TEST_CASE("when the host's own plan enforces, a process cannot point itself else
     CHECK(text.find("no agent at /run/ibqos/agent.sock") != std::string::npos);
     CHECK(text.find("state=RTR sl=0 -> 0") != std::string::npos);  // no answer: its own SL
     unlink(out.c_str());
+}
+
+TEST_CASE("the SLID carries the vector's path bits; routed and multicast vectors are exempt",
+          "[host-sched][preload][enforce]") {
+    using namespace ibqos::host;
+    using ibqos::SlMode;
+    PortFacts port;
+    port.lid = 0x40;
+    port.lmc = 2;
+    port.subnetPrefix = 0xfe80000000000000ull;
+    CHECK(sourceLidOf(port, 0) == 0x40);
+    CHECK(sourceLidOf(port, 3) == 0x43);
+    CHECK(sourceLidOf(port, 7) == 0x43);  // bits beyond the LMC are not the port's
+    ibv_ah_attr av{};
+    av.dlid = 9;
+    CHECK_FALSE(exemptionOf(port, av));
+    av.is_global = 1;
+    av.grh.dgid.raw[0] = 0xfe;
+    av.grh.dgid.raw[1] = 0x80;
+    CHECK_FALSE(exemptionOf(port, av));  // a GRH inside the subnet
+    av.grh.dgid.raw[7] = 1;
+    CHECK(exemptionOf(port, av) == SlOutcome::Router);
+    av.is_global = 0;
+    av.dlid = 0xc001;
+    CHECK(exemptionOf(port, av) == SlOutcome::Multicast);
+    port.ethernet = true;
+    CHECK(exemptionOf(port, av) == SlOutcome::Ethernet);
+
+    AgentMessage found;
+    found.kind = MessageKind::Path;
+    found.answer = PathAnswer::Found;
+    found.sl = 4;
+    CHECK(decideSl(SlMode::Enforce, 0, found).sl == 4);
+    CHECK(decideSl(SlMode::Audit, 0, found).sl == 0);
+    CHECK(decideSl(SlMode::Audit, 0, found).outcome == SlOutcome::Differs);
+    CHECK(decideSl(SlMode::Enforce, 4, found).outcome == SlOutcome::Agrees);
+    CHECK(decideSl(SlMode::Enforce, 1, std::nullopt).outcome == SlOutcome::NoAnswer);
+    AgentMessage busy = found;
+    busy.answer = PathAnswer::Busy;
+    CHECK(decideSl(SlMode::Enforce, 1, busy).sl == 1);  // only a found SL replaces
 }
