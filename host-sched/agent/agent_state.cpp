@@ -22,6 +22,15 @@ std::string programOf(uint32_t pid) {
 
 uint64_t& counter(Counters& counters, Counter c) { return counters[static_cast<size_t>(c)]; }
 
+std::string pathMessage(uint32_t id, const PathReply& path) {
+    AgentMessage reply;
+    reply.kind = MessageKind::Path;
+    reply.id = id;
+    reply.answer = path.answer;
+    reply.sl = path.sl;
+    return encodeAgentMessage(reply);
+}
+
 }  // namespace
 
 AgentState::AgentState(HostPlan plan, PccEngineOpener opener, uint32_t intervalUs, unsigned threads,
@@ -100,7 +109,7 @@ std::string AgentState::leafName(const TrackedQp& qp) const {
     return qp.leaf ? plan_.elements()[*qp.leaf].name : "";
 }
 
-void AgentState::track(uint64_t client, const AgentMessage& m) {
+bool AgentState::track(uint64_t client, const AgentMessage& m) {
     Key key{m.device, m.qpNum};
     auto old = qps_.find(key);
     if (old != qps_.end()) {
@@ -109,7 +118,7 @@ void AgentState::track(uint64_t client, const AgentMessage& m) {
         if (old->second.pid != m.pid) {
             reject(client, "QP " + std::to_string(m.qpNum) + " of " + m.device +
                                " is held by pid " + std::to_string(old->second.pid));
-            return;
+            return false;
         }
         forget(old);
     }
@@ -138,6 +147,7 @@ void AgentState::track(uint64_t client, const AgentMessage& m) {
                     "': do both read the same policy?");
     }
     qps_.emplace(key, std::move(qp));
+    return true;
 }
 
 std::vector<std::string> AgentState::handle(uint64_t client, const ClientCredentials& peer,
@@ -151,17 +161,18 @@ std::vector<std::string> AgentState::handle(uint64_t client, const ClientCredent
     switch (m->kind) {
         case MessageKind::Rtr:
         case MessageKind::Destroy:
+        case MessageKind::Ah:
             // A process speaks only for itself.
             if (peer.pid != 0 && m->pid != peer.pid) {
                 reject(client, "pid " + std::to_string(m->pid) + " is not the sender's (" +
                                    std::to_string(peer.pid) + ")");
                 return {};
             }
-            if (m->kind == MessageKind::Rtr) {
-                track(client, *m);
+            if (m->kind == MessageKind::Ah || (m->kind == MessageKind::Rtr && track(client, *m))) {
                 noteOutcome(*m);
             } else if (auto it = qps_.find({m->device, m->qpNum});
-                       it != qps_.end() && it->second.pid == m->pid) {
+                       m->kind == MessageKind::Destroy && it != qps_.end() &&
+                       it->second.pid == m->pid) {
                 forget(it);
             }
             return {};
@@ -201,14 +212,6 @@ std::vector<std::string> AgentState::handle(uint64_t client, const ClientCredent
         }
         case MessageKind::Resolve:
             return resolve(client, *m);
-        case MessageKind::Ah:
-            if (peer.pid != 0 && m->pid != peer.pid) {
-                reject(client, "pid " + std::to_string(m->pid) + " is not the sender's (" +
-                                   std::to_string(peer.pid) + ")");
-                return {};
-            }
-            noteOutcome(*m);
-            return {};
         case MessageKind::Qp:
         case MessageKind::End:
         case MessageKind::Path:
@@ -221,9 +224,6 @@ std::vector<std::string> AgentState::handle(uint64_t client, const ClientCredent
 
 std::vector<std::string> AgentState::resolve(uint64_t client, const AgentMessage& m) {
     ++counter(counters_, Counter::Resolves);
-    AgentMessage reply;
-    reply.kind = MessageKind::Path;
-    reply.id = m.id;
     PathKey key{m.device, m.port, m.slid, m.dlid, m.pkey};
     std::optional<PathReply> known;
     if (!resolver_) {
@@ -238,22 +238,14 @@ std::vector<std::string> AgentState::resolve(uint64_t client, const AgentMessage
                         "queue drains (counted as busy)");
         known = PathReply{PathAnswer::Busy, std::nullopt};
     }
-    reply.answer = known->answer;
-    reply.sl = known->sl;
-    return {encodeAgentMessage(reply)};
+    return {pathMessage(m.id, *known)};
 }
 
 std::vector<std::pair<uint64_t, std::string>> AgentState::answers() {
     std::vector<std::pair<uint64_t, std::string>> out;
     if (!resolver_) return out;
-    for (const auto& [waiter, path] : resolver_->takeAnswers()) {
-        AgentMessage reply;
-        reply.kind = MessageKind::Path;
-        reply.id = waiter.id;
-        reply.answer = path.answer;
-        reply.sl = path.sl;
-        out.emplace_back(waiter.client, encodeAgentMessage(reply));
-    }
+    for (const auto& [waiter, path] : resolver_->takeAnswers())
+        out.emplace_back(waiter.client, pathMessage(waiter.id, path));
     return out;
 }
 
@@ -287,9 +279,12 @@ void AgentState::noteOutcome(const AgentMessage& m) {
             ++counter(counters_, Counter::Replaced);
             break;
         case SlOutcome::Differs:
+            // One line per process and path (status lists every QP).
             ++counter(counters_, Counter::Differs);
-            log_("audit: " + subject() + " uses SL " + sl(m.appSl) + "; the SA answers SL " +
-                 sl(m.saSl) + " for that path");
+            logOnce("audit:" + std::to_string(m.pid) + ":" + m.device + ":" +
+                        std::to_string(m.port) + ":" + std::to_string(m.dlid) + ":" + sl(m.appSl),
+                    "audit: " + subject() + " uses SL " + sl(m.appSl) + "; the SA answers SL " +
+                        sl(m.saSl) + " for that path");
             break;
         case SlOutcome::NoAnswer:
             ++counter(counters_, Counter::NoAnswer);

@@ -87,7 +87,8 @@ class AgentState {
     using Key = std::pair<std::string, uint32_t>;  // device, QP number
     using QpMap = std::map<Key, TrackedQp>;
 
-    void track(uint64_t client, const AgentMessage& m);
+    // Tracks a reported QP; false when another live process holds its number (rejected).
+    bool track(uint64_t client, const AgentMessage& m);
     std::vector<std::string> resolve(uint64_t client, const AgentMessage& m);
     // Counts what a client's library did with an SL, and logs what an administrator must see.
     void noteOutcome(const AgentMessage& m);
