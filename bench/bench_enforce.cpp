@@ -18,7 +18,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,7 +28,6 @@
 #include <fstream>
 #include <map>
 #include <random>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -84,37 +82,6 @@ int measure(unsigned qps, unsigned first) {
     _exit(0);  // the library keeps its agent connection to the end
 }
 
-std::map<std::string, double> runChild(const char* self, unsigned qps, unsigned first,
-                                       const std::map<std::string, std::string>& env) {
-    int pipeFd[2];
-    if (pipe(pipeFd) != 0) return {};
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(pipeFd[1], 2);
-        close(pipeFd[0]);
-        for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-        std::string count = std::to_string(qps), from = std::to_string(first);
-        execl(self, self, "--measure", count.c_str(), "--first", from.c_str(), nullptr);
-        _exit(127);
-    }
-    close(pipeFd[1]);
-    std::string text;
-    char buffer[512];
-    for (ssize_t n; (n = read(pipeFd[0], buffer, sizeof buffer)) > 0;)
-        text.append(buffer, static_cast<size_t>(n));
-    close(pipeFd[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    std::map<std::string, double> values;
-    std::istringstream in(text);
-    for (std::string word; in >> word;) {
-        size_t eq = word.find('=');
-        if (eq != std::string::npos) values[word.substr(0, eq)] = std::atof(word.c_str() + eq + 1);
-    }
-    if (values.size() != 2) std::fprintf(stderr, "child failed:\n%s", text.c_str());
-    return values;
-}
-
 // The modelled SA: a batch takes one round trip plus the service time of each query; SL =
 // DLID % 16. Counts batches and the largest.
 struct ModelSa {
@@ -142,7 +109,9 @@ class Agent {
     Agent(HostPlan plan, ModelSa& sa, std::string socketPath, const std::string& tablePath)
         : state_(
               std::move(plan),
-              [](const std::string&, std::string&) { return std::make_unique<SimulatedPccEngine>(); },
+              [](const std::string&, std::string&) {
+                  return std::make_unique<SimulatedPccEngine>();
+              },
               10, 1, [](const std::string&) {}),
           resolver_([&sa] { return sa.source(); }, ResolverOptions{}),
           server_(state_, socketPath),
@@ -203,7 +172,8 @@ bool ask(int fd, uint32_t id, uint16_t dlid, std::chrono::microseconds bound) {
     for (;;) {
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
         pollfd p{fd, POLLIN, 0};
-        if (poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count()) + 1)) <= 0) return false;
+        if (poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count()) + 1)) <= 0)
+            return false;
         ssize_t n = recv(fd, buffer, sizeof buffer, 0);
         if (n <= 0) return false;
         MessageError error;
@@ -217,7 +187,8 @@ bool ask(int fd, uint32_t id, uint16_t dlid, std::chrono::microseconds bound) {
 int main(int argc, char** argv) {
     unsigned qps = 2000, first = 1;
     for (int i = 1; i + 1 < argc; ++i) {
-        if (std::string(argv[i]) == "--first") first = static_cast<unsigned>(std::atoi(argv[i + 1]));
+        if (std::string(argv[i]) == "--first")
+            first = static_cast<unsigned>(std::atoi(argv[i + 1]));
     }
     for (int i = 1; i + 1 < argc; ++i) {
         if (std::string(argv[i]) == "--measure")
@@ -227,15 +198,23 @@ int main(int argc, char** argv) {
     bench::Program program("ibqos-bench-enforce",
                            "SL enforcement: the RTR's added latency (cold and warm cache), the "
                            "agent's resolves per second, a job start's burst.");
-    program.options().add_option("--qps", qps, "QPs per RTR run (default 2000)")->check(CLI::Range(1u, 15000u));
-    program.options().add_option("--sa-rtt-us", rttUs, "the modelled SA's round trip (default 200)");
-    program.options().add_option("--sa-rate", rate, "the modelled SA's queries per second (default 20000)")
-        ->check(CLI::PositiveNumber);
-    program.options().add_option("--ranks", ranks, "processes of the job on the host (default 8)")
-        ->check(CLI::Range(1u, 256u));
-    program.options().add_option("--peers", peers, "peers each process connects to (default 512)")
+    program.options()
+        .add_option("--qps", qps, "QPs per RTR run (default 2000)")
         ->check(CLI::Range(1u, 15000u));
-    program.options().add_option("--clients", clients, "resolve clients (default 4)")->check(CLI::Range(1u, 64u));
+    program.options().add_option("--sa-rtt-us", rttUs,
+                                 "the modelled SA's round trip (default 200)");
+    program.options()
+        .add_option("--sa-rate", rate, "the modelled SA's queries per second (default 20000)")
+        ->check(CLI::PositiveNumber);
+    program.options()
+        .add_option("--ranks", ranks, "processes of the job on the host (default 8)")
+        ->check(CLI::Range(1u, 256u));
+    program.options()
+        .add_option("--peers", peers, "peers each process connects to (default 512)")
+        ->check(CLI::Range(1u, 15000u));
+    program.options()
+        .add_option("--clients", clients, "resolve clients (default 4)")
+        ->check(CLI::Range(1u, 64u));
     program.options().add_option("--measure", qps, "(internal) the measuring child")->group("");
     program.options().add_option("--first", first, "(internal) the child's first DLID")->group("");
     if (auto status = program.parse(argc, argv)) return *status;
@@ -254,8 +233,8 @@ int main(int argc, char** argv) {
     SlEnforcement enforce;
     enforce.mode = SlMode::Enforce;
     enforce.resolveTimeoutMs = 1000;  // the cold figure is the whole wait, never a fallback
-    std::ofstream(enforcePlan) << planFileText(
-        HostPlan::fromElements(plan->elements(), {enforce}), SAMPLE_POLICY);
+    std::ofstream(enforcePlan) << planFileText(HostPlan::fromElements(plan->elements(), {enforce}),
+                                               SAMPLE_POLICY);
 
     ModelSa sa;
     sa.rtt = std::chrono::microseconds(rttUs);
@@ -269,112 +248,137 @@ int main(int argc, char** argv) {
     bench::counterUnit("resolves_per_s", "1/s");
     bench::counterUnit("burst_drain", "ms", 1e3);
     const char* self = argv[0];
+    auto runChild = [&](unsigned from, const std::map<std::string, std::string>& env) {
+        return bench::runMeasuringChild(
+            self, {"--measure", std::to_string(qps), "--first", std::to_string(from)}, env);
+    };
     unsigned nextDlid = 1;  // every run asks for paths the agent has not seen
 
-    benchmark::RegisterBenchmark("rtr", [&](benchmark::State& state) {
-        std::map<std::string, double> base, enforced, again, asking;
-        for (auto _ : state) {
-            std::map<std::string, std::string> env{{"LD_PRELOAD", PRELOAD_LIB},
-                                                   {"IBQOS_AGENT_SOCKET", socketPath},
-                                                   {"IBQOS_PATH_TABLE", tablePath},
-                                                   {"IBQOS_SCHED_BACKEND", "simulated"}};
-            env["IBQOS_PLAN"] = respectPlan;
-            base = runChild(self, qps, nextDlid, env);
-            env["IBQOS_PLAN"] = enforcePlan;
-            enforced = runChild(self, qps, nextDlid, env);
-            again = runChild(self, qps, nextDlid, env);
-            env["IBQOS_PATH_TABLE"] = dir + "/no-table";
-            asking = runChild(self, qps, nextDlid, env);
-            nextDlid += 2 * qps + 2;
-            if (base.size() != 2 || enforced.size() != 2 || again.size() != 2 ||
-                asking.size() != 2) {
-                state.SkipWithError("a measuring child failed");
-                return;
+    benchmark::RegisterBenchmark(
+        "rtr",
+        [&](benchmark::State& state) {
+            std::map<std::string, double> base, enforced, again, asking;
+            for (auto _ : state) {
+                std::map<std::string, std::string> env{{"LD_PRELOAD", PRELOAD_LIB},
+                                                       {"IBQOS_AGENT_SOCKET", socketPath},
+                                                       {"IBQOS_PATH_TABLE", tablePath},
+                                                       {"IBQOS_SCHED_BACKEND", "simulated"}};
+                env["IBQOS_PLAN"] = respectPlan;
+                base = runChild(nextDlid, env);
+                env["IBQOS_PLAN"] = enforcePlan;
+                enforced = runChild(nextDlid, env);
+                again = runChild(nextDlid, env);
+                env["IBQOS_PATH_TABLE"] = dir + "/no-table";
+                asking = runChild(nextDlid, env);
+                nextDlid += 2 * qps + 2;
+                if (base.size() != 2 || enforced.size() != 2 || again.size() != 2 ||
+                    asking.size() != 2) {
+                    state.SkipWithError("a measuring child failed");
+                    return;
+                }
             }
-        }
-        state.counters["no_time"] = 1;
-        state.counters["rtr_respect"] = base["warm"];
-        state.counters["rtr_added_warm"] = again["cold"] - base["cold"];
-        state.counters["rtr_added_agent_round_trip"] = asking["cold"] - base["cold"];
-        state.counters["rtr_enforce_cold"] = enforced["cold"];
-        bench::setParams(state, {{"qps", qps}, {"sa_rtt_us", rttUs}, {"sa_rate", rate}});
-    })->Iterations(1)->UseRealTime()->Unit(benchmark::kSecond);
+            state.counters["no_time"] = 1;
+            state.counters["rtr_respect"] = base["warm"];
+            state.counters["rtr_added_warm"] = again["cold"] - base["cold"];
+            state.counters["rtr_added_agent_round_trip"] = asking["cold"] - base["cold"];
+            state.counters["rtr_enforce_cold"] = enforced["cold"];
+            bench::setParams(state, {{"qps", qps}, {"sa_rtt_us", rttUs}, {"sa_rate", rate}});
+        })
+        ->Iterations(1)
+        ->UseRealTime()
+        ->Unit(benchmark::kSecond);
 
-    benchmark::RegisterBenchmark("resolves", [&](benchmark::State& state) {
-        // The cache holds these paths first.
-        std::vector<uint16_t> paths;
-        for (unsigned i = 0; i < 64; ++i) paths.push_back(static_cast<uint16_t>(nextDlid + i));
-        nextDlid += 64;
-        int warmup = connectTo(socketPath);
-        for (uint16_t d : paths) ask(warmup, d, d, std::chrono::seconds(5));
-        close(warmup);
-        uint64_t total = 0;
-        double seconds = 0;
-        for (auto _ : state) {
-            std::atomic<uint64_t> answered{0};
-            std::atomic<bool> stop{false};
-            std::vector<std::thread> threads;
-            auto start = Clock::now();
-            for (unsigned c = 0; c < clients; ++c) {
-                threads.emplace_back([&, c] {
-                    int fd = connectTo(socketPath);
-                    for (uint32_t id = 1; fd >= 0 && !stop; ++id) {
-                        if (ask(fd, id, paths[(id + c) % paths.size()], std::chrono::seconds(5)))
-                            ++answered;
-                    }
-                    if (fd >= 0) close(fd);
-                });
-            }
-            std::this_thread::sleep_for(std::chrono::seconds(2));
-            stop = true;
-            for (auto& t : threads) t.join();
-            seconds += secondsSince(start);
-            total += answered;
-        }
-        state.counters["no_time"] = 1;
-        state.counters["resolves_per_s"] = static_cast<double>(total) / seconds;
-        bench::setParams(state, {{"clients", clients}});
-    })->Iterations(1)->UseRealTime()->Unit(benchmark::kSecond);
+    benchmark::RegisterBenchmark("resolves",
+                                 [&](benchmark::State& state) {
+                                     // The cache holds these paths first.
+                                     std::vector<uint16_t> paths;
+                                     for (unsigned i = 0; i < 64; ++i)
+                                         paths.push_back(static_cast<uint16_t>(nextDlid + i));
+                                     nextDlid += 64;
+                                     int warmup = connectTo(socketPath);
+                                     for (uint16_t d : paths)
+                                         ask(warmup, d, d, std::chrono::seconds(5));
+                                     close(warmup);
+                                     uint64_t total = 0;
+                                     double seconds = 0;
+                                     for (auto _ : state) {
+                                         std::atomic<uint64_t> answered{0};
+                                         std::atomic<bool> stop{false};
+                                         std::vector<std::thread> threads;
+                                         auto start = Clock::now();
+                                         for (unsigned c = 0; c < clients; ++c) {
+                                             threads.emplace_back([&, c] {
+                                                 int fd = connectTo(socketPath);
+                                                 for (uint32_t id = 1; fd >= 0 && !stop; ++id) {
+                                                     if (ask(fd, id, paths[(id + c) % paths.size()],
+                                                             std::chrono::seconds(5)))
+                                                         ++answered;
+                                                 }
+                                                 if (fd >= 0) close(fd);
+                                             });
+                                         }
+                                         std::this_thread::sleep_for(std::chrono::seconds(2));
+                                         stop = true;
+                                         for (auto& t : threads) t.join();
+                                         seconds += secondsSince(start);
+                                         total += answered;
+                                     }
+                                     state.counters["no_time"] = 1;
+                                     state.counters["resolves_per_s"] =
+                                         static_cast<double>(total) / seconds;
+                                     bench::setParams(state, {{"clients", clients}});
+                                 })
+        ->Iterations(1)
+        ->UseRealTime()
+        ->Unit(benchmark::kSecond);
 
-    benchmark::RegisterBenchmark("job_start", [&](benchmark::State& state) {
-        uint64_t batchesBefore = sa.batches, queriesBefore = agent.resolver().saQueries();
-        std::atomic<uint64_t> fellBack{0};
-        double drain = 0;
-        for (auto _ : state) {
-            const unsigned base = nextDlid;
-            nextDlid += peers;
-            sa.largest = 0;
-            std::vector<std::thread> threads;
-            auto start = Clock::now();
-            for (unsigned r = 0; r < ranks; ++r) {
-                threads.emplace_back([&, r] {
-                    int fd = connectTo(socketPath);
-                    std::vector<unsigned> order(peers);
-                    for (unsigned i = 0; i < peers; ++i) order[i] = i;
-                    std::shuffle(order.begin(), order.end(), std::mt19937(r));
-                    uint32_t id = 0;
-                    for (unsigned peer : order) {
-                        if (!ask(fd, ++id, static_cast<uint16_t>(base + peer),
-                                 std::chrono::milliseconds(5)))
-                            ++fellBack;
-                    }
-                    close(fd);
-                });
+    benchmark::RegisterBenchmark(
+        "job_start",
+        [&](benchmark::State& state) {
+            uint64_t batchesBefore = sa.batches, queriesBefore = agent.resolver().saQueries();
+            std::atomic<uint64_t> fellBack{0};
+            double drain = 0;
+            for (auto _ : state) {
+                const unsigned base = nextDlid;
+                nextDlid += peers;
+                sa.largest = 0;
+                std::vector<std::thread> threads;
+                auto start = Clock::now();
+                for (unsigned r = 0; r < ranks; ++r) {
+                    threads.emplace_back([&, r] {
+                        int fd = connectTo(socketPath);
+                        std::vector<unsigned> order(peers);
+                        for (unsigned i = 0; i < peers; ++i) order[i] = i;
+                        std::shuffle(order.begin(), order.end(), std::mt19937(r));
+                        uint32_t id = 0;
+                        for (unsigned peer : order) {
+                            if (!ask(fd, ++id, static_cast<uint16_t>(base + peer),
+                                     std::chrono::milliseconds(5)))
+                                ++fellBack;
+                        }
+                        close(fd);
+                    });
+                }
+                for (auto& t : threads) t.join();
+                drain = secondsSince(start);
             }
-            for (auto& t : threads) t.join();
-            drain = secondsSince(start);
-        }
-        state.counters["no_time"] = 1;
-        state.counters["rtrs"] = ranks * peers;
-        state.counters["fell_back"] = static_cast<double>(fellBack);
-        state.counters["sa_queries"] =
-            static_cast<double>(agent.resolver().saQueries() - queriesBefore);
-        state.counters["sa_batches"] = static_cast<double>(sa.batches - batchesBefore);
-        state.counters["largest_batch"] = static_cast<double>(sa.largest);
-        state.counters["burst_drain"] = drain;
-        bench::setParams(state, {{"ranks", ranks}, {"peers", peers}, {"sa_rtt_us", rttUs},
-                                 {"sa_rate", rate}, {"bound_ms", 5}});
-    })->Iterations(1)->UseRealTime()->Unit(benchmark::kSecond);
+            state.counters["no_time"] = 1;
+            state.counters["rtrs"] = ranks * peers;
+            state.counters["fell_back"] = static_cast<double>(fellBack);
+            state.counters["sa_queries"] =
+                static_cast<double>(agent.resolver().saQueries() - queriesBefore);
+            state.counters["sa_batches"] = static_cast<double>(sa.batches - batchesBefore);
+            state.counters["largest_batch"] = static_cast<double>(sa.largest);
+            state.counters["burst_drain"] = drain;
+            bench::setParams(state, {{"ranks", ranks},
+                                     {"peers", peers},
+                                     {"sa_rtt_us", rttUs},
+                                     {"sa_rate", rate},
+                                     {"bound_ms", 5}});
+        })
+        ->Iterations(1)
+        ->UseRealTime()
+        ->Unit(benchmark::kSecond);
 
     int status = program.run();
     for (const std::string& f : {respectPlan, enforcePlan, tablePath}) unlink(f.c_str());

@@ -7,7 +7,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,7 +14,6 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -94,37 +92,6 @@ int measure(unsigned qps) {
     return 0;
 }
 
-std::map<std::string, double> runChild(const char* self, unsigned qps,
-                                       const std::map<std::string, std::string>& env) {
-    int pipeFd[2];
-    if (pipe(pipeFd) != 0) return {};
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(pipeFd[1], 2);
-        close(pipeFd[0]);
-        for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-        std::string count = std::to_string(qps);
-        execl(self, self, "--measure", count.c_str(), nullptr);
-        _exit(127);
-    }
-    close(pipeFd[1]);
-    std::string text;
-    char buffer[512];
-    for (ssize_t n; (n = read(pipeFd[0], buffer, sizeof buffer)) > 0;)
-        text.append(buffer, static_cast<size_t>(n));
-    close(pipeFd[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    std::map<std::string, double> values;
-    std::istringstream in(text);
-    for (std::string word; in >> word;) {
-        size_t eq = word.find('=');
-        if (eq != std::string::npos) values[word.substr(0, eq)] = std::atof(word.c_str() + eq + 1);
-    }
-    if (values.size() != 3) std::fprintf(stderr, "child failed:\n%s", text.c_str());
-    return values;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -163,19 +130,22 @@ int main(int argc, char** argv) {
     // Each run is three processes: without the library, with it and the simulated backend, with
     // it and the mlx5 backend; the figures are their differences per call.
     const char* self = argv[0];
+    auto runChild = [&](const std::map<std::string, std::string>& env) {
+        return bench::runMeasuringChild(self, {"--measure", std::to_string(qps)}, env);
+    };
     benchmark::RegisterBenchmark(
         "preload",
         [&](benchmark::State& state) {
             std::map<std::string, double> base, simulated, mlx5;
             for (auto _ : state) {
-                base = runChild(self, qps, {{"LD_PRELOAD", ""}});
+                base = runChild({{"LD_PRELOAD", ""}});
                 std::map<std::string, std::string> preload{{"LD_PRELOAD", PRELOAD_LIB},
                                                            {"IBQOS_PLAN", planPath},
                                                            {"IBQOS_AGENT_SOCKET", socketPath}};
                 preload["IBQOS_SCHED_BACKEND"] = "simulated";
-                simulated = runChild(self, qps, preload);
+                simulated = runChild(preload);
                 preload["IBQOS_SCHED_BACKEND"] = "mlx5";
-                mlx5 = runChild(self, qps, preload);
+                mlx5 = runChild(preload);
                 if (base.size() != 3 || simulated.size() != 3 || mlx5.size() != 3) {
                     state.SkipWithError("a measuring child failed");
                     return;

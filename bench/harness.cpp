@@ -3,9 +3,15 @@
 // reporter over the library's results.
 #include "bench/harness.hpp"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <utility>
 
 namespace ibqos::bench {
@@ -147,5 +153,39 @@ uint64_t peakRss() {
 }
 
 void resetPeakRss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+
+std::map<std::string, double> runMeasuringChild(const char* self,
+                                                const std::vector<std::string>& args,
+                                                const std::map<std::string, std::string>& env) {
+    int pipeFd[2];
+    if (pipe(pipeFd) != 0) return {};
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(pipeFd[1], 2);
+        close(pipeFd[0]);
+        for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+        std::vector<char*> argv{const_cast<char*>(self)};
+        for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        execv(self, argv.data());
+        _exit(127);
+    }
+    close(pipeFd[1]);
+    std::string text;
+    char buffer[512];
+    for (ssize_t n; (n = read(pipeFd[0], buffer, sizeof buffer)) > 0;)
+        text.append(buffer, static_cast<size_t>(n));
+    close(pipeFd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    std::map<std::string, double> values;
+    std::istringstream in(text);
+    for (std::string word; in >> word;) {
+        size_t eq = word.find('=');
+        if (eq != std::string::npos) values[word.substr(0, eq)] = std::atof(word.c_str() + eq + 1);
+    }
+    if (values.empty()) std::fprintf(stderr, "a measuring child failed:\n%s", text.c_str());
+    return values;
+}
 
 }  // namespace ibqos::bench

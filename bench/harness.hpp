@@ -13,7 +13,9 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "common/json.hpp"
 
@@ -25,6 +27,13 @@ void counterUnit(const std::string& counter, const std::string& unit, double sca
 
 // Parameters a benchmark's figures carry besides its arguments.
 void setParams(benchmark::State& state, const Json& params);
+
+// Runs this program again as a measuring child (args after argv[0], env added to its
+// environment) and reads the "name=value" words it writes on standard error. Words that are
+// not name=value are ignored; the child's standard output is left alone.
+std::map<std::string, double> runMeasuringChild(const char* self,
+                                                const std::vector<std::string>& args,
+                                                const std::map<std::string, std::string>& env);
 
 class Program {
   public:

@@ -119,7 +119,8 @@ int runDaemon(const RunOptions& o) {
     resolverOptions.refresh =
         std::chrono::seconds(numberOption("cache-refresh", o.cacheRefresh, 10, 86400));
     host::RetryPolicy retry;
-    retry.firstTimeout = std::chrono::milliseconds(numberOption("sa-timeout", o.saTimeout, 200, 60000));
+    retry.firstTimeout =
+        std::chrono::milliseconds(numberOption("sa-timeout", o.saTimeout, 200, 60000));
     retry.retries = 2;
     if (resolverOptions.inFlight == 0 || resolverOptions.cacheSize == 0 ||
         retry.firstTimeout.count() == 0 || resolverOptions.lifetime.count() == 0)
@@ -222,8 +223,7 @@ int showStatus(const StatusOptions& o) {
     std::vector<host::AgentMessage> qps;
     std::optional<host::Counters> counters;
     std::string error;
-    if (!host::requestAgentStatus(socketPath, timeout, qps, error, &counters))
-        throw IoError{error};
+    if (!host::requestAgentStatus(socketPath, timeout, qps, error, &counters)) throw IoError{error};
     auto outcome = [](const host::AgentMessage& q) {
         return q.outcome == host::SlOutcome::None ? std::string()
                                                   : std::string(host::slOutcomeName(q.outcome));

@@ -8,21 +8,22 @@
 
 namespace ibqos::passes {
 
+// The section is present from its first block (a block written without it counts).
+void Elaborator::hostSchedAt(const ast::Block& b) {
+    if (policy_.hostSched.present) return;
+    policy_.hostSched.present = true;
+    policy_.hostSched.location = at(b.open);
+}
+
 void Elaborator::hostSched(ast::Block& b) {
-    if (!policy_.hostSched.present) {
-        policy_.hostSched.present = true;
-        policy_.hostSched.location = at(b.open);
-    }
+    hostSchedAt(b);
     for (ast::Item& item : b.items) {
         if (auto* inner = boost::get<ast::x3::forward_ast<ast::Block>>(&item)) block(inner->get());
     }
 }
 
 void Elaborator::schedElement(const ast::Block& b) {
-    if (!policy_.hostSched.present) {
-        policy_.hostSched.present = true;
-        policy_.hostSched.location = at(b.open);
-    }
+    hostSchedAt(b);
     bool isLeaf = b.kind == BlockKind::SchedLeaf;
     SchedLeaf e;
     e.location = at(b.open);
@@ -106,10 +107,7 @@ void Elaborator::programNames(const ast::TextList& list, std::vector<std::string
 }
 
 void Elaborator::slEnforcement(const ast::Block& b) {
-    if (!policy_.hostSched.present) {
-        policy_.hostSched.present = true;
-        policy_.hostSched.location = at(b.open);
-    }
+    hostSchedAt(b);
     SlEnforcement e;
     e.location = at(b.open);
     std::bitset<64> seen;

@@ -108,6 +108,7 @@ class Elaborator {
 
     // host-sched (elaborate_host_sched.cpp).
     void hostSched(ast::Block& b);
+    void hostSchedAt(const ast::Block& b);
     void schedElement(const ast::Block& b);
     void slEnforcement(const ast::Block& b);
     void programNames(const ast::TextList& list, std::vector<std::string>& out);

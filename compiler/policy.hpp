@@ -183,7 +183,8 @@ struct HostSched {
     SourceLocation location;
     std::vector<SchedElement> nodes;
     std::vector<SchedLeaf> leaves;
-    std::vector<SlEnforcement> enforcement;  // in file order: a program takes the first that names it
+    std::vector<SlEnforcement>
+        enforcement;  // in file order: a program takes the first that names it
     std::array<int16_t, 16> leafOfSl{-1, -1, -1, -1, -1, -1, -1, -1,
                                      -1, -1, -1, -1, -1, -1, -1, -1};
 };

@@ -48,7 +48,6 @@ BOOST_SPIRIT_DECLARE(BlockRule<Kind::PortGroups>, BlockRule<Kind::PortGroup>,
                      BlockRule<Kind::QosLevel>, BlockRule<Kind::QosMatchRules>,
                      BlockRule<Kind::QosMatchRule>, BlockRule<Kind::QosUlps>,
                      BlockRule<Kind::HostSched>, BlockRule<Kind::SchedNode>,
-                     BlockRule<Kind::SchedLeaf>, BlockRule<Kind::SlEnforcement>,
-                     decltype(policy))
+                     BlockRule<Kind::SchedLeaf>, BlockRule<Kind::SlEnforcement>, decltype(policy))
 
 }  // namespace ibqos::grammar

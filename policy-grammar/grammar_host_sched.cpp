@@ -46,8 +46,8 @@ auto const sched_leaf_def = block<BlockKind::SchedLeaf>(leaf_open, leaf_field, l
 auto const sl_enforcement_def =
     block<BlockKind::SlEnforcement>(enforcement_open, enforcement_field, enforcement_close);
 
-auto const host_sched_def = block<BlockKind::HostSched>(
-    hosts_open, sched_node | sched_leaf | sl_enforcement, hosts_close);
+auto const host_sched_def =
+    block<BlockKind::HostSched>(hosts_open, sched_node | sched_leaf | sl_enforcement, hosts_close);
 
 BOOST_SPIRIT_DEFINE(sched_node, sched_leaf, sl_enforcement, host_sched)
 BOOST_SPIRIT_INSTANTIATE(BlockRule<BlockKind::SchedNode>, Iterator, Context)

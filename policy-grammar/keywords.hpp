@@ -14,15 +14,17 @@
 namespace ibqos::ast {
 
 // Every field keyword, as written without its colon, indexed by Key.
+// clang-format off
 inline constexpr const char* keyNames[] = {
     "name",       "use",         "port-guid",     "port-name",      "partition",     "pkey",
     "node-type",  "group",       "across",        "across-to",      "across-from",   "from",
     "to",         "sl2vl-table", "vlarb-high",    "vlarb-low",      "vl-high-limit", "bandwidth",
     "sl",         "mtu-limit",   "rate-limit",    "packet-life",    "path-bits",     "qos-class",
     "source",     "destination", "service-id",    "qos-level-name", "parent",        "bw-share",
-    "max-avg-bw", "pcc-slot",    "pcc-algorithm", "mode",           "programs",      "except-programs",
-    "resolve-timeout",
+    "max-avg-bw", "pcc-slot",    "pcc-algorithm",
+    "mode",       "programs",    "except-programs", "resolve-timeout",
 };
+// clang-format on
 static_assert(std::size(keyNames) == static_cast<size_t>(Key::ResolveTimeout) + 1);
 
 // What a block's body takes: fields, or the blocks nested in it.

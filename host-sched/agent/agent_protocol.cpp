@@ -104,7 +104,7 @@ constexpr std::array<std::string_view, CounterCount> CounterNames{
 };
 
 constexpr std::array<std::string_view, 11> OutcomeNames{
-    "none",   "agrees",   "replaced",  "differs", "no-answer", "no-path",
+    "none",    "agrees",   "replaced",  "differs", "no-answer", "no-path",
     "cm-path", "ethernet", "multicast", "router",  "reply",
 };
 
@@ -148,9 +148,7 @@ const std::array<KindSpec, 8>& kindSpecs() {
 
 }  // namespace
 
-std::string_view counterName(Counter counter) {
-    return CounterNames[static_cast<size_t>(counter)];
-}
+std::string_view counterName(Counter counter) { return CounterNames[static_cast<size_t>(counter)]; }
 
 std::string_view slOutcomeName(SlOutcome outcome) {
     return OutcomeNames[static_cast<size_t>(outcome)];
@@ -362,8 +360,10 @@ std::optional<AgentMessage> parseAgentMessage(std::string_view bytes, MessageErr
             if (!n || (key != "pkey" && *n == 0))
                 return fail(valueAt, std::string(key) + " must be a 16-bit number" +
                                          (key != "pkey" ? " other than 0" : ""));
-            if (key == "pkey") m.pkey = static_cast<uint16_t>(*n);
-            else (key == "slid" ? m.slid : m.dlid) = static_cast<uint16_t>(*n);
+            if (key == "pkey")
+                m.pkey = static_cast<uint16_t>(*n);
+            else
+                (key == "slid" ? m.slid : m.dlid) = static_cast<uint16_t>(*n);
         } else if (key == "answer") {
             auto a = named<PathAnswer>(AnswerNames, raw);
             if (!a) return fail(valueAt, "answer must be found, no-path, busy or failed");

@@ -45,29 +45,29 @@ enum class PathAnswer : uint8_t {
 
 // What the preload library did with the SL of a QP or address handle.
 enum class SlOutcome : uint8_t {
-    None,        // not decided (respect mode: nothing asked)
-    Agrees,      // the SA answers the application's own SL
-    Replaced,    // enforce: the SA's SL replaced the application's
-    Differs,     // audit: the SA answers another SL; the application's was kept
-    NoAnswer,    // no answer in time (agent or SA): the application's SL was kept
-    NoPath,      // the SA has no such path: the application's SL was kept
-    CmPath,      // a librdmacm QP: its SL came from a PathRecord
-    Ethernet,    // a RoCE port: the SL is a priority, not the SA's
-    Multicast,   // a multicast DLID
-    Router,      // a GRH to another subnet
-    Reply,       // an address handle made from a received work completion
+    None,       // not decided (respect mode: nothing asked)
+    Agrees,     // the SA answers the application's own SL
+    Replaced,   // enforce: the SA's SL replaced the application's
+    Differs,    // audit: the SA answers another SL; the application's was kept
+    NoAnswer,   // no answer in time (agent or SA): the application's SL was kept
+    NoPath,     // the SA has no such path: the application's SL was kept
+    CmPath,     // a librdmacm QP: its SL came from a PathRecord
+    Ethernet,   // a RoCE port: the SL is a priority, not the SA's
+    Multicast,  // a multicast DLID
+    Router,     // a GRH to another subnet
+    Reply,      // an address handle made from a received work completion
 };
 
 // The agent's counts of SL enforcement since it started.
 enum class Counter : uint8_t {
-    Resolves,     // Resolve messages answered
-    CacheHits,    // of those, answered from the cache
-    SaQueries,    // PathRecord queries sent to the SA
-    SaFailed,     // of those, no answer after the retries
-    Busy,         // Resolves refused: too many pending
-    Replaced,     // QPs and address handles whose SL was replaced
-    Differs,      // QPs and address handles reported by audit
-    NoAnswer,     // QPs and address handles that kept their SL for want of an answer
+    Resolves,       // Resolve messages answered
+    CacheHits,      // of those, answered from the cache
+    SaQueries,      // PathRecord queries sent to the SA
+    SaFailed,       // of those, no answer after the retries
+    Busy,           // Resolves refused: too many pending
+    Replaced,       // QPs and address handles whose SL was replaced
+    Differs,        // QPs and address handles reported by audit
+    NoAnswer,       // QPs and address handles that kept their SL for want of an answer
     Invalidations,  // cache flushes (policy or fabric change, reload)
 };
 inline constexpr size_t CounterCount = static_cast<size_t>(Counter::Invalidations) + 1;
@@ -91,10 +91,10 @@ struct AgentMessage {
     std::optional<uint8_t> appSl;  // Rtr, Qp, Ah: the SL the application chose
     std::optional<uint8_t> saSl;   // Rtr, Qp, Ah: the SA's answer, when one came
     SlOutcome outcome = SlOutcome::None;
-    uint32_t id = 0;               // Resolve, Path: the question's number
-    uint16_t slid = 0;             // Resolve
-    uint16_t dlid = 0;             // Resolve, Ah; Rtr, Qp: 0 when not said
-    std::optional<uint16_t> pkey;  // Resolve: nullopt asks without a P_Key
+    uint32_t id = 0;                         // Resolve, Path: the question's number
+    uint16_t slid = 0;                       // Resolve
+    uint16_t dlid = 0;                       // Resolve, Ah; Rtr, Qp: 0 when not said
+    std::optional<uint16_t> pkey;            // Resolve: nullopt asks without a P_Key
     PathAnswer answer = PathAnswer::Failed;  // Path
     std::optional<Counters> counters;        // End
     bool operator==(const AgentMessage&) const = default;

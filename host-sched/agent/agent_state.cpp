@@ -234,8 +234,9 @@ std::vector<std::string> AgentState::resolve(uint64_t client, const AgentMessage
         return {};  // answered when the SA is
     } else {
         ++counter(counters_, Counter::Busy);
-        logOnce("busy", "too many paths waiting for the SA: RTRs keep their own SL until the "
-                        "queue drains (counted as busy)");
+        logOnce("busy",
+                "too many paths waiting for the SA: RTRs keep their own SL until the "
+                "queue drains (counted as busy)");
         known = PathReply{PathAnswer::Busy, std::nullopt};
     }
     return {pathMessage(m.id, *known)};

@@ -26,7 +26,7 @@ uint64_t nowNs() {
     return static_cast<uint64_t>(t.tv_sec) * 1000000000u + static_cast<uint64_t>(t.tv_nsec);
 }
 
-uint64_t hashOf(const TablePath& p) {
+uint64_t hashOf(const PathKey& p) {
     uint64_t h = 1469598103934665603ull;
     auto mix = [&h](uint64_t v) {
         h ^= v;
@@ -64,7 +64,8 @@ struct PathTable::Slot {
     char device[MaxDevice];
 };
 
-static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free);
+static_assert(std::atomic<uint64_t>::is_always_lock_free &&
+              std::atomic<uint32_t>::is_always_lock_free);
 
 PathTable::PathTable(void* base, size_t size, bool writable)
     : base_(base), size_(size), writable_(writable) {
@@ -152,7 +153,7 @@ std::optional<PathTable> PathTable::open(const std::string& path) {
     return PathTable(base, size, false);
 }
 
-void PathTable::publish(const TablePath& path, const TableAnswer& answer,
+void PathTable::publish(const PathKey& path, const TableAnswer& answer,
                         std::chrono::milliseconds validFor) {
     if (!writable_ || path.device.size() >= MaxDevice) return;
     const uint64_t now = nowNs();
@@ -191,7 +192,7 @@ void PathTable::invalidate() {
     if (writable_) static_cast<Header*>(base_)->generation.fetch_add(1);
 }
 
-std::optional<TableAnswer> PathTable::find(const TablePath& path) const {
+std::optional<TableAnswer> PathTable::find(const PathKey& path) const {
     if (!base_ || path.device.size() >= MaxDevice) return std::nullopt;
     const uint64_t generation = static_cast<const Header*>(base_)->generation.load();
     const uint32_t pkey = path.pkey ? 0x10000u | *path.pkey : 0;

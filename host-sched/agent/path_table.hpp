@@ -10,20 +10,21 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <string_view>
 
 namespace ibqos::host {
 
 // Where the agent publishes the table unless --path-table (and IBQOS_PATH_TABLE) say otherwise.
 inline constexpr const char* DefaultPathTable = "/run/ibqos/path-table";
 
-// One path's answer as the table holds it.
-struct TablePath {
-    std::string_view device;
+// One path as a QP's RTR asks for it: the local port, the exact SLID (LID | path bits), the
+// exact DLID and the QP's P_Key (none for an address handle).
+struct PathKey {
+    std::string device;
     uint8_t port = 0;
     uint16_t slid = 0;
     uint16_t dlid = 0;
     std::optional<uint16_t> pkey;
+    auto operator<=>(const PathKey&) const = default;
 };
 
 struct TableAnswer {
@@ -46,12 +47,12 @@ class PathTable {
     ~PathTable();
 
     // Writer: publishes an answer valid until `validFor` from now.
-    void publish(const TablePath& path, const TableAnswer& answer,
+    void publish(const PathKey& path, const TableAnswer& answer,
                  std::chrono::milliseconds validFor);
     // Writer: every answer published so far stops counting.
     void invalidate();
     // Reader: the answer for exactly this path, if one is published, current and unexpired.
-    std::optional<TableAnswer> find(const TablePath& path) const;
+    std::optional<TableAnswer> find(const PathKey& path) const;
 
   private:
     struct Header;

@@ -29,7 +29,8 @@ PathSource makeSaPathSource(RetryPolicy retry, std::function<void(const std::str
     return [ports, retry, logOnce](const std::vector<PathKey>& keys) {
         std::vector<PathReply> replies(keys.size());
         std::map<Port, std::vector<size_t>> byPort;
-        for (size_t i = 0; i < keys.size(); ++i) byPort[{keys[i].device, keys[i].port}].push_back(i);
+        for (size_t i = 0; i < keys.size(); ++i)
+            byPort[{keys[i].device, keys[i].port}].push_back(i);
         for (const auto& [where, indices] : byPort) {
             const std::string name = where.first + " port " + std::to_string(where.second);
             PortClient& port = (*ports)[where];
@@ -41,8 +42,8 @@ PathSource makeSaPathSource(RetryPolicy retry, std::function<void(const std::str
                     ports->erase(where);  // tried again with the next questions
                     continue;
                 }
-                port.client = std::make_unique<SaClient>(*port.transport, retry,
-                                                         randomTransactionIdSeed());
+                port.client =
+                    std::make_unique<SaClient>(*port.transport, retry, randomTransactionIdSeed());
             }
             std::vector<SaQuery> queries;
             for (size_t i : indices) {

@@ -142,9 +142,9 @@ void SlResolver::work(std::function<PathSource()> makeSource) {
                 // Processes read it until the refresh age; then they ask, and the path is
                 // asked again.
                 if (table_ && reply.answer != PathAnswer::Busy)
-                    table_->publish(TablePath{key.device, key.port, key.slid, key.dlid, key.pkey},
-                                    TableAnswer{reply.answer == PathAnswer::Found, reply.sl.value_or(0)},
-                                    std::min(options_.refresh, options_.lifetime));
+                    table_->publish(
+                        key, TableAnswer{reply.answer == PathAnswer::Found, reply.sl.value_or(0)},
+                        std::min(options_.refresh, options_.lifetime));
             }
             auto waiting = pending_.extract(key);
             if (!waiting.empty()) {

@@ -21,17 +21,6 @@
 
 namespace ibqos::host {
 
-// One path as a QP's RTR asks for it: the local port, the exact SLID (LID | path bits), the
-// exact DLID and the QP's P_Key.
-struct PathKey {
-    std::string device;
-    uint8_t port = 0;
-    uint16_t slid = 0;
-    uint16_t dlid = 0;
-    std::optional<uint16_t> pkey;
-    auto operator<=>(const PathKey&) const = default;
-};
-
 struct PathReply {
     PathAnswer answer = PathAnswer::Failed;
     std::optional<uint8_t> sl;

@@ -81,8 +81,7 @@ std::optional<size_t> HostPlan::leafForSl(uint8_t sl) const {
     return static_cast<size_t>(leafOfSl_[sl]);
 }
 
-const SlEnforcement* HostPlan::enforcementFor(
-    std::initializer_list<std::string_view> names) const {
+const SlEnforcement* HostPlan::enforcementFor(std::initializer_list<std::string_view> names) const {
     auto named = [&names](const std::vector<std::string>& list) {
         for (std::string_view n : names) {
             if (!n.empty() && std::find(list.begin(), list.end(), n) != list.end()) return true;

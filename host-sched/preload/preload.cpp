@@ -82,7 +82,6 @@ constexpr auto PortFactsLifetime = std::chrono::seconds(1);
 // Vectors librdmacm handed out for UD (dlid, sl), remembered at most.
 constexpr size_t MaxCmVectors = 4096;
 
-
 // Set while ibv_create_ah_from_wc runs: the address handle it makes answers a requester and
 // takes the SL the requester used.
 thread_local bool makingReplyAh = false;
@@ -350,7 +349,7 @@ SlDecision Preload::decide(ibv_context* context, const std::string& device, uint
 
 std::optional<AgentMessage> Preload::askAgent(const AgentMessage& question) {
     if (table_) {
-        TablePath path{question.device, question.port, question.slid, question.dlid, question.pkey};
+        PathKey path{question.device, question.port, question.slid, question.dlid, question.pkey};
         if (std::optional<TableAnswer> known = table_->find(path)) {
             AgentMessage m;
             m.kind = MessageKind::Path;
@@ -454,19 +453,20 @@ std::optional<uint8_t> Preload::beforeRtr(ibv_qp* qp, const ibv_qp_attr* attr, i
             // The QP's port and P_Key index, when the transition does not name them.
             ibv_qp_attr current{};
             ibv_qp_init_attr init{};
-            bool known = queryQp && queryQp(qp, &current, IBV_QP_PKEY_INDEX | IBV_QP_PORT, &init) == 0;
+            bool known =
+                queryQp && queryQp(qp, &current, IBV_QP_PKEY_INDEX | IBV_QP_PORT, &init) == 0;
             if (!record.port && known) record.port = current.port_num;
             std::optional<uint16_t> pkey;
             uint16_t index = (mask & IBV_QP_PKEY_INDEX) ? attr->pkey_index : current.pkey_index;
-            bool fromCm = cmQps_.count(qp) ||
-                          (attr == cmAttr && attr->ah_attr.dlid == cmDlid && attr->ah_attr.sl == cmSl);
+            bool fromCm = cmQps_.count(qp) || (attr == cmAttr && attr->ah_attr.dlid == cmDlid &&
+                                               attr->ah_attr.sl == cmSl);
             cmAttr = nullptr;  // it describes one transition
             if (record.port && (known || (mask & IBV_QP_PKEY_INDEX)) && !fromCm) {
                 if (PortState* port = portState(qp->context, record.port, record.device))
                     pkey = pkeyAt(qp->context, *port, record.port, index);
             }
-            SlDecision d = decide(qp->context, record.device, record.port, attr->ah_attr, pkey,
-                                  fromCm);
+            SlDecision d =
+                decide(qp->context, record.device, record.port, attr->ah_attr, pkey, fromCm);
             record.outcome = d.outcome;
             record.saSl = d.saSl;
             if (d.outcome == SlOutcome::Replaced) {

@@ -26,9 +26,7 @@ uint64_t randomTransactionIdSeed() {
     return uint64_t{device()} & 0xffff0000u;
 }
 
-PathResult SaClient::query(SaQuery query) {
-    return std::move(queryMany({&query, 1}).front());
-}
+PathResult SaClient::query(SaQuery query) { return std::move(queryMany({&query, 1}).front()); }
 
 std::vector<PathResult> SaClient::queryMany(std::span<const SaQuery> queries) {
     const LocalPort& port = transport_.localPort();
@@ -58,7 +56,8 @@ std::vector<PathResult> SaClient::queryMany(std::span<const SaQuery> queries) {
         }
     }
     auto open = [&pending] {
-        return std::count_if(pending.begin(), pending.end(), [](const Pending& p) { return !p.done; });
+        return std::count_if(pending.begin(), pending.end(),
+                             [](const Pending& p) { return !p.done; });
     };
 
     for (unsigned attempt = 0; attempt <= policy_.retries && open() > 0; ++attempt) {
@@ -122,7 +121,8 @@ std::vector<PathResult> SaClient::queryMany(std::span<const SaQuery> queries) {
                         p.done = true;
                         break;
                     case AnswerKind::Invalid:
-                        p.result.message = "the SA's answer is unusable: " + answer.error.toString();
+                        p.result.message =
+                            "the SA's answer is unusable: " + answer.error.toString();
                         p.done = true;
                         break;
                     case AnswerKind::NotOurs:
@@ -135,10 +135,9 @@ std::vector<PathResult> SaClient::queryMany(std::span<const SaQuery> queries) {
     std::vector<PathResult> results;
     for (Pending& p : pending) {
         if (!p.done) {
-            p.result.message = p.lastProblem + " from the SA at LID " +
-                               std::to_string(port.smLid) + " after " +
-                               std::to_string(p.result.attempts) + " attempts (timeouts " +
-                               formatTimeouts(p.result.timeouts) + ")";
+            p.result.message = p.lastProblem + " from the SA at LID " + std::to_string(port.smLid) +
+                               " after " + std::to_string(p.result.attempts) +
+                               " attempts (timeouts " + formatTimeouts(p.result.timeouts) + ")";
         }
         results.push_back(std::move(p.result));
     }

@@ -12,12 +12,10 @@
 //     cmrtr QPN DLID SL          INIT -> RTR with the attributes rdma_init_qp_attr fills
 //     ah DEV DLID SL             ibv_create_ah (prints the SL the caller's struct still holds)
 //     ahwc DEV SLID SL           ibv_create_ah_from_wc for a completion from SLID on SL
-//     cmah DEV DLID SL           a UD event of rdma_get_cm_event, then ibv_create_ah with its vector
-//     rts QPN                    RTR -> RTS
-//     destroy QPN                ibv_destroy_qp
-//     close DEV                  ibv_close_device
-//     wait                       print "driver: waiting" and read a line from stdin
-//     exit                       leave at once, without destroying anything
+//     cmah DEV DLID SL           a UD event of rdma_get_cm_event, then ibv_create_ah with its
+//     vector rts QPN                    RTR -> RTS destroy QPN                ibv_destroy_qp close
+//     DEV                  ibv_close_device wait                       print "driver: waiting" and
+//     read a line from stdin exit                       leave at once, without destroying anything
 // Each verbs call prints "driver: CALL rc=N errno=E".
 #include <unistd.h>
 
@@ -114,7 +112,8 @@ int main(int argc, char** argv) {
         } else if (step == "cmrtr") {
             ibv_qp* qp = qpOf(next());
             uint16_t dlid = static_cast<uint16_t>(std::strtoul(next().c_str(), nullptr, 0));
-            standin_set_cm_path(dlid, static_cast<uint8_t>(std::strtoul(next().c_str(), nullptr, 0)));
+            standin_set_cm_path(dlid,
+                                static_cast<uint8_t>(std::strtoul(next().c_str(), nullptr, 0)));
             ibv_qp_attr attr{};
             int mask = 0;
             rdma_init_qp_attr(&cmId, &attr, &mask);

@@ -397,11 +397,12 @@ TEST_CASE("the enforcement messages survive writing and reading, and bad ones ar
     }
     CHECK(encodeAgentMessage(withPkey) ==
           "ibqos1 resolve id=77 dev=mlx5_1 port=2 slid=0x0011 dlid=0x002a pkey=0x8001");
-    for (std::string bad : {"ibqos1 path id=1 answer=found", "ibqos1 path id=1 answer=busy sl=2",
-                            "ibqos1 resolve id=1 dev=d port=1 slid=0 dlid=2",
-                            "ibqos1 rtr pid=5 dev=d qpn=1 type=rc sl=1 leaf=- attached=1 outcome=none",
-                            "ibqos1 rtr pid=5 dev=d qpn=1 type=rc sl=1 leaf=- attached=1 mode=Audit",
-                            "ibqos1 ah pid=5 dev=d port=1 dlid=2 sl=1 mode=audit"}) {
+    for (std::string bad :
+         {"ibqos1 path id=1 answer=found", "ibqos1 path id=1 answer=busy sl=2",
+          "ibqos1 resolve id=1 dev=d port=1 slid=0 dlid=2",
+          "ibqos1 rtr pid=5 dev=d qpn=1 type=rc sl=1 leaf=- attached=1 outcome=none",
+          "ibqos1 rtr pid=5 dev=d qpn=1 type=rc sl=1 leaf=- attached=1 mode=Audit",
+          "ibqos1 ah pid=5 dev=d port=1 dlid=2 sl=1 mode=audit"}) {
         MessageError error;
         INFO(bad);
         CHECK_FALSE(parseAgentMessage(bad, error));
@@ -426,9 +427,12 @@ struct FakeSource {
             batches.push_back(keys.size());
             std::vector<PathReply> out;
             for (const PathKey& k : keys) {
-                if (k.dlid == 99) out.push_back({PathAnswer::NoPath, std::nullopt});
-                else if (k.dlid == 98) out.push_back({});
-                else out.push_back({PathAnswer::Found, static_cast<uint8_t>((k.dlid + flip) % 16)});
+                if (k.dlid == 99)
+                    out.push_back({PathAnswer::NoPath, std::nullopt});
+                else if (k.dlid == 98)
+                    out.push_back({});
+                else
+                    out.push_back({PathAnswer::Found, static_cast<uint8_t>((k.dlid + flip) % 16)});
             }
             return out;
         };
@@ -509,7 +513,7 @@ TEST_CASE("old answers expire, are asked again, and a changed one drops the whol
     CHECK_FALSE(r.cached(key(1)));
     REQUIRE(r.cached(key(4)));
     std::this_thread::sleep_for(std::chrono::milliseconds(40));
-    sa.flip = 1;  // the SM now answers every path differently
+    sa.flip = 1;                // the SM now answers every path differently
     REQUIRE(r.cached(key(4)));  // still given, and asked again
     for (int i = 0; i < 200 && r.changes() == 0; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -555,7 +559,8 @@ TEST_CASE("the agent answers resolve questions from its cache or later, and coun
         later = a.state.answers();
     }
     REQUIRE(later.size() == 1);
-    CHECK(later[0] == std::make_pair(uint64_t{1}, std::string("ibqos1 path id=1 answer=found sl=3")));
+    CHECK(later[0] ==
+          std::make_pair(uint64_t{1}, std::string("ibqos1 path id=1 answer=found sl=3")));
     q.id = 2;
     CHECK(a.send(2, 11, q) == std::vector<std::string>{"ibqos1 path id=2 answer=found sl=3"});
 
@@ -609,9 +614,9 @@ TEST_CASE("the path table gives processes exactly the answers published, until t
     REQUIRE(writer);
     auto reader = PathTable::open(path);
     REQUIRE(reader);
-    TablePath a{"mlx5_0", 1, 7, 42, 0xffff};
-    TablePath noPkey{"mlx5_0", 1, 7, 42, std::nullopt};
-    TablePath otherPort{"mlx5_0", 2, 7, 42, 0xffff};
+    PathKey a{"mlx5_0", 1, 7, 42, 0xffff};
+    PathKey noPkey{"mlx5_0", 1, 7, 42, std::nullopt};
+    PathKey otherPort{"mlx5_0", 2, 7, 42, 0xffff};
     CHECK_FALSE(reader->find(a));
     writer->publish(a, TableAnswer{true, 5}, std::chrono::seconds(10));
     writer->publish(noPkey, TableAnswer{false, 0}, std::chrono::seconds(10));
@@ -622,18 +627,18 @@ TEST_CASE("the path table gives processes exactly the answers published, until t
     CHECK_FALSE(reader->find(otherPort));
     // Many paths: each finds its own answer or none, never another path's.
     for (uint16_t d = 1; d < 2000; ++d)
-        writer->publish(TablePath{"mlx5_0", 1, 7, d, 0xffff}, TableAnswer{true, uint8_t(d % 16)},
+        writer->publish(PathKey{"mlx5_0", 1, 7, d, 0xffff}, TableAnswer{true, uint8_t(d % 16)},
                         std::chrono::seconds(10));
     size_t found = 0;
     for (uint16_t d = 1; d < 2000; ++d) {
-        auto answer = reader->find(TablePath{"mlx5_0", 1, 7, d, 0xffff});
+        auto answer = reader->find(PathKey{"mlx5_0", 1, 7, d, 0xffff});
         if (!answer) continue;
         ++found;
         CHECK(answer->sl == d % 16);
     }
     CHECK(found >= 64);  // 128 slots: the newest answers stay
     writer->invalidate();
-    CHECK_FALSE(reader->find(TablePath{"mlx5_0", 1, 7, 1999, 0xffff}));
+    CHECK_FALSE(reader->find(PathKey{"mlx5_0", 1, 7, 1999, 0xffff}));
     writer->publish(a, TableAnswer{true, 5}, std::chrono::milliseconds(20));
     CHECK(reader->find(a));
     std::this_thread::sleep_for(std::chrono::milliseconds(30));

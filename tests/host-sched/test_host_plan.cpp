@@ -240,8 +240,8 @@ TEST_CASE("a mistaken sl-enforcement block is reported where it is written",
     end-sl-enforcement
 )"));
     // Lines count from the policy's first line: withHostSched puts 7 lines before the body.
-    CHECK(c.codes() == std::vector<std::string>{"value-range", "value-range", "value-range",
-                                                "missing-field"});
+    CHECK(c.codes() ==
+          std::vector<std::string>{"value-range", "value-range", "value-range", "missing-field"});
     CHECK(c.lines() == std::vector<uint32_t>{10, 11, 12, 14});
     CHECK(c.codes(Severity::Warning) == std::vector<std::string>{"unused-enforcement"});
     CHECK(c.lines(Severity::Warning) == std::vector<uint32_t>{20});

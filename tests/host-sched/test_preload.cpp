@@ -89,8 +89,8 @@ std::vector<std::string> lines(const std::string& text) {
 }
 
 // How the test's agent answers a resolve question: nullopt leaves it unanswered.
-using Answerer = std::function<std::optional<ibqos::host::AgentMessage>(
-    const ibqos::host::AgentMessage&)>;
+using Answerer =
+    std::function<std::optional<ibqos::host::AgentMessage>(const ibqos::host::AgentMessage&)>;
 
 // Runs the driver with the given steps and environment, serving as the agent when asked.
 Run runDriver(const Scratch& scratch, const std::vector<std::string>& steps,
@@ -402,8 +402,8 @@ struct FakeSa {
     }
 };
 
-const std::vector<std::string> slZeroToFive{"open", "mlx5_0", "qp",  "mlx5_0", "0x100", "rc",
-                                            "rtr-to", "0x100", "5", "0"};
+const std::vector<std::string> slZeroToFive{"open", "mlx5_0", "qp",    "mlx5_0", "0x100",
+                                            "rc",   "rtr-to", "0x100", "5",      "0"};
 
 }  // namespace
 
@@ -447,7 +447,8 @@ TEST_CASE("audit reports the SA's SL and changes nothing; respect does not ask",
     }
 }
 
-TEST_CASE("the environment makes a process stricter, never looser", "[host-sched][preload][enforce]") {
+TEST_CASE("the environment makes a process stricter, never looser",
+          "[host-sched][preload][enforce]") {
     FakeSa sa;
     Scratch audit(enforcement("audit"));
     Run r = runDriver(audit, slZeroToFive, {{"IBQOS_SL_ENFORCEMENT", "enforce"}}, true, true,
@@ -481,8 +482,8 @@ TEST_CASE("without an answer in time, or without a path, the application's SL is
     Scratch s(enforcement("enforce"));
     // An agent that never answers: one bounded wait per RTR, logged once.
     Run r = runDriver(s,
-                      {"open", "mlx5_0", "qp", "mlx5_0", "0x100", "rc", "rtr-to", "0x100", "5",
-                       "0", "qp", "mlx5_0", "0x101", "rc", "rtr-to", "0x101", "5", "2"},
+                      {"open", "mlx5_0", "qp", "mlx5_0", "0x100", "rc", "rtr-to", "0x100", "5", "0",
+                       "qp", "mlx5_0", "0x101", "rc", "rtr-to", "0x101", "5", "2"},
                       {}, true, true, [](const AgentMessage&) { return std::nullopt; });
     CHECK(indexOf(r.out, {"qpn=256", "state=RTR sl=0 -> 0"}) != SIZE_MAX);
     CHECK(indexOf(r.out, {"qpn=257", "state=RTR sl=2 -> 0"}) != SIZE_MAX);
@@ -506,10 +507,9 @@ TEST_CASE("librdmacm's QPs, RoCE ports, reply and multicast address handles keep
           "[host-sched][preload][enforce]") {
     Scratch s(enforcement("enforce"));
     FakeSa sa;
-    Run r = runDriver(s,
-                      {"open", "mlx5_0", "cmqp", "mlx5_0", "0x100", "rc", "cmrtr", "0x100", "5",
-                       "1", "ahwc", "mlx5_0", "5", "1", "cmah", "mlx5_0", "5", "1", "ah", "mlx5_0",
-                       "0xc001", "1"},
+    Run r = runDriver(s, {"open", "mlx5_0", "cmqp", "mlx5_0", "0x100",  "rc", "cmrtr", "0x100",
+                          "5",    "1",      "ahwc", "mlx5_0", "5",      "1",  "cmah",  "mlx5_0",
+                          "5",    "1",      "ah",   "mlx5_0", "0xc001", "1"},
                       {}, true, true, sa.answerer());
     INFO(r.err);
     CHECK(sa.questions.empty());
@@ -519,8 +519,7 @@ TEST_CASE("librdmacm's QPs, RoCE ports, reply and multicast address handles keep
     CHECK(indexOf(r.out, {"ibv_create_ah dlid=49153 sl=1"}) != SIZE_MAX);
     CHECK(indexOf(r.out, {"ibv_create_ah", "sl=3"}) == SIZE_MAX);
 
-    r = runDriver(s, slZeroToFive, {{"STANDIN_LINK_LAYER", "ethernet"}}, true, true,
-                  sa.answerer());
+    r = runDriver(s, slZeroToFive, {{"STANDIN_LINK_LAYER", "ethernet"}}, true, true, sa.answerer());
     CHECK(sa.questions.empty());
     CHECK(indexOf(r.out, {"state=RTR sl=0 -> 0"}) != SIZE_MAX);
     CHECK(r.messages.back().find("outcome=ethernet") != std::string::npos);
@@ -530,8 +529,8 @@ TEST_CASE("enforce: a UD address handle gets the SA's SL; the caller's struct is
           "[host-sched][preload][enforce]") {
     Scratch s(enforcement("enforce"));
     FakeSa sa;
-    Run r = runDriver(s, {"open", "mlx5_0", "ah", "mlx5_0", "5", "0"}, {}, true, true,
-                      sa.answerer());
+    Run r =
+        runDriver(s, {"open", "mlx5_0", "ah", "mlx5_0", "5", "0"}, {}, true, true, sa.answerer());
     INFO(r.err);
     REQUIRE(sa.questions.size() == 1);
     CHECK_FALSE(sa.questions[0].pkey);  // an address handle serves every QP of its PD
@@ -568,8 +567,9 @@ TEST_CASE("when the host's own plan enforces, a process cannot point itself else
     INFO(text);
     CHECK(rc == 0);
     // The lax plan and its socket were ignored: the host's agent was asked (and is absent).
-    CHECK(text.find("IBQOS_PLAN is ignored: this host's plan (/run/ibqos/host-plan) enforces SLs") !=
-          std::string::npos);
+    CHECK(
+        text.find("IBQOS_PLAN is ignored: this host's plan (/run/ibqos/host-plan) enforces SLs") !=
+        std::string::npos);
     CHECK(text.find("IBQOS_AGENT_SOCKET is ignored") != std::string::npos);
     CHECK(text.find("no agent at /run/ibqos/agent.sock") != std::string::npos);
     CHECK(text.find("state=RTR sl=0 -> 0") != std::string::npos);  // no answer: its own SL

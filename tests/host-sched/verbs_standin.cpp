@@ -133,7 +133,7 @@ int ibv_query_port(ibv_context*, uint8_t port, _compat_ibv_port_attr* compat) {
     attr->lmc = static_cast<uint8_t>(envNumber("STANDIN_LMC", 0));
     const char* layer = std::getenv("STANDIN_LINK_LAYER");
     attr->link_layer = layer && std::strcmp(layer, "ethernet") == 0 ? IBV_LINK_LAYER_ETHERNET
-                                                                     : IBV_LINK_LAYER_INFINIBAND;
+                                                                    : IBV_LINK_LAYER_INFINIBAND;
     return 0;
 }
 
