@@ -23,7 +23,9 @@ const char* const planFooter =
 (in the order it is created: the root, nodes parent-first, then leaves), which SL attaches to
 which leaf, and the congestion-control slots with their algorithms. --json prints {"depth",
 "elements": [{"name", "kind", "parent", "bw_share", "max_avg_bw", "sls", "pcc_slot",
-"pcc_algorithm"}], "sl_to_leaf": [16], "pcc_slots": [{"slot", "algorithm", "leaves"}]}.
+"pcc_algorithm"}], "sl_to_leaf": [16], "pcc_slots": [{"slot", "algorithm", "leaves"}],
+"sl_enforcement": [{"mode", "programs", "except_programs", "resolve_timeout_ms"}]} (the
+sl-enforcement blocks in order; a process takes the first that applies to it, none: respect).
 
 Exit status: 0 success, 1 the policy has errors, 2 usage or I/O error.)";
 
@@ -133,16 +135,37 @@ int showPlan(const PlanOptions& o) {
             for (size_t l : s.leaves) leaves.push_back(elements[l].name);
             slots.push_back({{"slot", s.slot}, {"algorithm", s.algorithm}, {"leaves", leaves}});
         }
+        Json enforcement = Json::array();
+        for (const SlEnforcement& e : plan->enforcement()) {
+            enforcement.push_back({{"mode", slModeName(e.mode)},
+                                   {"programs", e.programs},
+                                   {"except_programs", e.exceptPrograms},
+                                   {"resolve_timeout_ms", e.resolveTimeoutMs}});
+        }
         Json out = {{"depth", plan->depth()},
                     {"elements", std::move(list)},
                     {"sl_to_leaf", std::move(slToLeaf)},
-                    {"pcc_slots", std::move(slots)}};
+                    {"pcc_slots", std::move(slots)},
+                    {"sl_enforcement", std::move(enforcement)}};
         std::cout << dumpJson(out) << "\n";
         return ExitOk;
     }
 
+    auto names = [](const std::vector<std::string>& list) {
+        std::string out;
+        for (const std::string& n : list) out += (out.empty() ? "" : ", ") + n;
+        return out;
+    };
+    for (const SlEnforcement& e : plan->enforcement()) {
+        std::cout << "sl-enforcement " << slModeName(e.mode) << " for "
+                  << (e.programs.empty() ? "every program" : names(e.programs))
+                  << (e.exceptPrograms.empty() ? "" : " except " + names(e.exceptPrograms))
+                  << " (resolve-timeout " << e.resolveTimeoutMs << " ms)\n";
+    }
+    if (plan->enforcement().empty())
+        std::cout << "no sl-enforcement block: every program's own SL is used (respect)\n";
     if (plan->empty()) {
-        std::cout << "no host-sched section: QPs keep the device's default scheduling\n";
+        std::cout << "no scheduling tree: QPs keep the device's default scheduling\n";
         return ExitOk;
     }
     std::cout << "root (no weight, no cap: the device's share of the port)\n";

@@ -412,6 +412,9 @@ try:
             elif mode == "respect":
                 check(counters is not None and counters["resolves"] == 0, f"respect: nothing asked ({counters})")
             previous = counters
+        shown = json.loads(agent("plan", enforced_policy, "--json").stdout)["sl_enforcement"]
+        check(shown == [{"mode": "enforce", "programs": ["preload-driver"], "except_programs": [],
+                         "resolve_timeout_ms": 1000}], f"ibqos-agent plan shows the block in force ({shown})")
         # Once more in enforce mode: every answer from the table the agent published.
         lines, qps, counters, stderr, rc = run_hardcoded(env2)
         delta = {k: counters[k] - previous[k] for k in counters} if counters and previous else {}
