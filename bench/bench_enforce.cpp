@@ -9,6 +9,7 @@
 //              Figures per RTR, those named "added" minus the same child in respect mode.
 //   resolves:  clients on their own connections ask for cached paths as fast as the agent
 //              answers: resolves per second.
+//   table_find: the lookup a warm RTR makes in the agent's shared table.
 //   job_start: a job start on one host: --ranks processes each connect to --peers others, one
 //              RTR after another with the policy's default 5 ms bound, the cache cold. How the
 //              agent merges and batches the SA queries, and how many QPs keep their own SL.
@@ -379,6 +380,23 @@ int main(int argc, char** argv) {
         ->Iterations(1)
         ->UseRealTime()
         ->Unit(benchmark::kSecond);
+
+    benchmark::RegisterBenchmark("table_find", [&](benchmark::State& state) {
+        // What a warm RTR adds in the library: one lookup in the agent's published table.
+        auto table = PathTable::open(tablePath);
+        if (!table) {
+            state.SkipWithError("no table");
+            return;
+        }
+        PathKey key{"mlx5_0", 1, 1, static_cast<uint16_t>(nextDlid - 1), 0xffff};
+        uint64_t found = 0;
+        for (auto _ : state) {
+            auto answer = table->find(key);
+            found += answer.has_value();
+            benchmark::DoNotOptimize(answer);
+        }
+        if (found != state.iterations()) state.SkipWithError("the path is not in the table");
+    })->Unit(benchmark::kNanosecond);
 
     int status = program.run();
     for (const std::string& f : {respectPlan, enforcePlan, tablePath}) unlink(f.c_str());
