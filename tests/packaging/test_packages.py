@@ -163,7 +163,7 @@ def check_files(root, multiarch, checks):
         "usr/share/man/man8/ibqos-agent.8.gz",
         "usr/share/doc/ibqos-opensm-plugin/README.Debian",
         "usr/share/doc/ibqos-opensm-plugin/examples/ibqos-plugin.conf",
-        "usr/share/doc/ibqos-agent/sl-enforcement.md",
+        "usr/share/doc/ibqos-agent/sl-enforcement.md.gz",
     ]
     missing = [p for p in expected if not os.path.exists(os.path.join(root, p))]
     if missing:
