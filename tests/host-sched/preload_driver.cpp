@@ -10,12 +10,15 @@
 //     rtr-noav QPN               INIT -> RTR without an address vector (as UD QPs do)
 //     cmqp DEV QPN rc|ud         a QP made by rdma_create_qp, moved to INIT
 //     cmrtr QPN DLID SL          INIT -> RTR with the attributes rdma_init_qp_attr fills
-//     ah DEV DLID SL             ibv_create_ah (prints the SL the caller's struct still holds)
+//     ah DEV DLID SL             ibv_create_ah, then ibv_destroy_ah (says if the caller's
+//                                struct changed)
 //     ahwc DEV SLID SL           ibv_create_ah_from_wc for a completion from SLID on SL
-//     cmah DEV DLID SL           a UD event of rdma_get_cm_event, then ibv_create_ah with its
-//     vector rts QPN                    RTR -> RTS destroy QPN                ibv_destroy_qp close
-//     DEV                  ibv_close_device wait                       print "driver: waiting" and
-//     read a line from stdin exit                       leave at once, without destroying anything
+//     cmah DEV DLID SL           ibv_create_ah with the vector of a UD rdma_get_cm_event
+//     rts QPN                    RTR -> RTS
+//     destroy QPN                ibv_destroy_qp
+//     close DEV                  ibv_close_device
+//     wait                       print "driver: waiting" and read a line from stdin
+//     exit                       leave at once, without destroying anything
 // Each verbs call prints "driver: CALL rc=N errno=E".
 #include <unistd.h>
 
@@ -145,6 +148,7 @@ int main(int argc, char** argv) {
                 if (attr.sl != sl) std::printf("driver: the caller's attributes changed\n");
             }
             report(step + " " + std::to_string(lid), ah ? 0 : -1);
+            if (ah) ibv_destroy_ah(ah);
         } else if (step == "rts") {
             ibv_qp* qp = qpOf(next());
             ibv_qp_attr attr{};

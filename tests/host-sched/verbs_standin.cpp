@@ -170,6 +170,12 @@ ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
     return ah;
 }
 
+int ibv_destroy_ah(ibv_ah* ah) {
+    record("ibv_destroy_ah -> 0");
+    delete ah;
+    return 0;
+}
+
 // As libibverbs does: the address vector of the requester, made through ibv_create_ah.
 ibv_ah* ibv_create_ah_from_wc(ibv_pd* pd, ibv_wc* wc, ibv_grh*, uint8_t port) {
     ibv_ah_attr attr{};
