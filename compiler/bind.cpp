@@ -43,6 +43,22 @@ class Binder {
         diagnostics_.error(code, policy_.file, at, std::move(message));
     }
 
+    // OpenSM drops the policy when a port-name, as it reads it, names a node of the fabric and a
+    // port that node does not have. Returns whether it does (reported).
+    bool judgePortName(const PortNameRef& n) {
+        if (n.openSmPort == 0) return false;
+        for (uint32_t node : fabric_.nodesByDescription(n.openSmNodeDescription)) {
+            if (n.openSmPort > 254 || fabric_.portOf(node, static_cast<unsigned>(n.openSmPort)) ==
+                                          NoPort) {
+                error("port-name", n.location,
+                      "'" + n.openSmNodeDescription + "' has no port " +
+                          std::to_string(n.openSmPort) + " (OpenSM rejects the policy)");
+                return true;
+            }
+        }
+        return false;
+    }
+
     void addPartition(const Partition& p, std::vector<uint32_t>& out) {
         for (const PartitionMember& m : p.members) out.push_back(m.port);
     }
@@ -67,19 +83,31 @@ class Binder {
             }
         }
         for (const PortNameRef& n : g.portNames) {
+            const bool openSmRejects = judgePortName(n);
+            if (n.port == 0) continue;  // ibqos's reading names no port
             auto nodes = fabric_.nodesByDescription(n.nodeDescription);
             if (nodes.empty()) {
+                std::string hint;
+                if (n.openSmNodeDescription != n.nodeDescription &&
+                    !fabric_.nodesByDescription(n.openSmNodeDescription).empty()) {
+                    hint = "; OpenSM reads it as '" + n.openSmNodeDescription +
+                           "' (blanks outside quotes dropped), a node it selects";
+                }
                 warning("unknown-node", n.location,
                         "no node in " + fabric_.source + " is described as '" + n.nodeDescription +
-                            "' (OpenSM ignores it silently)");
+                            "' (OpenSM ignores it silently)" + hint);
                 continue;
             }
             for (uint32_t node : nodes) {
                 uint32_t port = fabric_.portOf(node, n.port);
                 if (port == NoPort) {
-                    error("port-name", n.location,
-                          "'" + n.nodeDescription + "' has no port " + std::to_string(n.port) +
-                              " (OpenSM rejects the policy)");
+                    if (!openSmRejects) {
+                        diagnostics_.stricterError(
+                            "port-name", policy_.file, n.location,
+                            "'" + n.nodeDescription + "' has no port " + std::to_string(n.port) +
+                                " (OpenSM, which reads the name as '" + n.openSmNodeDescription +
+                                "', lets it through)");
+                    }
                     continue;
                 }
                 if (uint32_t endpoint = fabric_.endpointFor(port); endpoint != NoPort)

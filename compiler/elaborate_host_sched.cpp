@@ -40,7 +40,7 @@ void Elaborator::schedElement(const ast::Block& b) {
                 break;
             case Key::Parent:
                 if (auto* t = single<ast::Text>(*f, seen, b.kind))
-                    e.parentName = {name(*t), at(*t)};
+                    e.parentName = nameRef(*t);
                 break;
             case Key::BwShare:
                 if (auto* n = single<ast::Number>(*f, seen, b.kind)) {

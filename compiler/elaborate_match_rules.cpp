@@ -48,7 +48,7 @@ void Elaborator::matchRule(const ast::Block& b) {
                 break;
             case Key::QosLevelName:
                 if (auto* t = single<ast::Text>(*f, seen, b.kind))
-                    rule.levelName = {name(*t), at(*t)};
+                    rule.levelName = nameRef(*t);
                 break;
             default:
                 break;

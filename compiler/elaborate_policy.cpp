@@ -202,10 +202,12 @@ void Elaborator::guidRangesOpenSmWalks(const std::vector<WrittenRange>& written,
 }
 
 void Elaborator::names(const ast::TextList& list, std::vector<NameRef>& out) {
-    for (const ast::Text& t : list) {
-        if (t.value.empty()) report_.stricterError("value-range", at(t), "empty name");
-        out.push_back({t.value, at(t)});
-    }
+    for (const ast::Text& t : list) out.push_back(nameRef(t));
+}
+
+NameRef Elaborator::nameRef(const ast::Text& t) {
+    name(t);
+    return {t.value, t.openSm, at(t)};
 }
 
 std::string Elaborator::name(const ast::Text& t) {

@@ -18,7 +18,10 @@ void Elaborator::portGroup(const ast::Block& b) {
         if (!f) continue;
         switch (f->key) {
             case Key::Name:
-                if (auto* t = single<ast::Text>(*f, seen, b.kind)) g.name = name(*t);
+                if (auto* t = single<ast::Text>(*f, seen, b.kind)) {
+                    g.name = name(*t);
+                    g.openSmName = t->openSm;
+                }
                 break;
             case Key::Use:
                 if (auto* t = single<ast::Text>(*f, seen, b.kind)) g.use = t->value;
@@ -67,35 +70,75 @@ void Elaborator::portGroup(const ast::Block& b) {
     policy_.groups.push_back(std::move(g));
 }
 
-// "NodeDescription/P<n>": split at the last '/', the port read as OpenSM's strtoul(.., 0).
-void Elaborator::portName(const ast::Text& text, PortGroup& g) {
-    const std::string& s = text.value;
+namespace {
+
+// "NodeDescription/P<n>" read as OpenSM's parser reads it: split at the last '/', 'P' or 'p',
+// then the port number with strtoul(.., 0) into an unsigned int (0 is no port).
+struct PortNameParts {
+    enum Problem : uint8_t { None, NoPort, BadNumber } problem = None;
+    std::string description;
+    uint64_t port = 0;
+    std::string trailing;  // what strtoul left after the number
+};
+
+PortNameParts splitPortName(const std::string& s) {
+    PortNameParts parts;
     size_t slash = s.rfind('/');
     if (slash == std::string::npos || s.size() - slash < 3 ||
         (s[slash + 1] != 'P' && s[slash + 1] != 'p')) {
-        error("port-name", at(text),
-              "'" + s + "' is not a port name: write NodeDescription/P<port number>");
-        return;
+        parts.problem = PortNameParts::NoPort;
+        return parts;
     }
     std::string digits = s.substr(slash + 2);
     char* end = nullptr;
-    unsigned long port = std::strtoul(digits.c_str(), &end, 0);
-    if (port == 0 || end == digits.c_str()) {
+    parts.port = static_cast<unsigned>(std::strtoul(digits.c_str(), &end, 0));
+    if (parts.port == 0) {
+        parts.problem = PortNameParts::BadNumber;
+        return parts;
+    }
+    parts.description = s.substr(0, slash);
+    parts.trailing = end;
+    return parts;
+}
+
+}  // namespace
+
+// The port a port-name selects is ibqos's reading of it (inner blanks kept); whether OpenSM
+// drops the policy for it is judged on OpenSM's reading (blanks outside quotes dropped), here
+// for its syntax and in bindPolicy for the port number on a fabric.
+void Elaborator::portName(const ast::Text& text, PortGroup& g) {
+    const std::string& s = text.value;
+    const PortNameParts ours = splitPortName(s);
+    const PortNameParts theirs = splitPortName(text.openSm);
+    const std::string reads =
+        text.openSm == s ? "" : " (OpenSM reads it as '" + text.openSm + "')";
+    if (theirs.problem == PortNameParts::NoPort) {
         error("port-name", at(text),
-              "'" + s + "': the port number after '/P' must be a number from 1 up");
+              "'" + s + "' is not a port name: write NodeDescription/P<port number>" + reads);
         return;
     }
-    if (*end != '\0') {
-        report_.warning("port-name", at(text),
-                        "'" + s + "': '" + std::string(end) +
-                            "' after the port number is ignored (as OpenSM does)");
+    if (theirs.problem == PortNameParts::BadNumber) {
+        error("port-name", at(text),
+              "'" + s + "': the port number after '/P' must be a number from 1 up" + reads);
+        return;
     }
-    if (port > 254) {
+    PortNameRef ref{ours.description, static_cast<uint32_t>(ours.port), at(text),
+                    theirs.description, theirs.port};
+    if (ours.problem != PortNameParts::None) {
+        report_.stricterError("port-name", at(text),
+                              "'" + s + "' is not a port name as written" + reads +
+                                  "; write NodeDescription/P<port number>");
+        ref.port = 0;
+    } else if (ours.port > 254) {
         // OpenSM rejects it only when the node is in the fabric (bindPolicy says so then).
         report_.stricterError("port-name", at(text), "'" + s + "': a port number is at most 254");
-        return;
+        ref.port = 0;
+    } else if (!ours.trailing.empty()) {
+        report_.warning("port-name", at(text),
+                        "'" + s + "': '" + ours.trailing +
+                            "' after the port number is ignored (as OpenSM does)");
     }
-    g.portNames.push_back({s.substr(0, slash), static_cast<uint32_t>(port), at(text)});
+    g.portNames.push_back(std::move(ref));
 }
 
 void Elaborator::nodeType(const ast::NodeType& t, PortGroup& g) {

@@ -18,7 +18,10 @@ void Elaborator::qosLevel(const ast::Block& b) {
         if (!f) continue;
         switch (f->key) {
             case Key::Name:
-                if (auto* t = single<ast::Text>(*f, seen, b.kind)) level.name = name(*t);
+                if (auto* t = single<ast::Text>(*f, seen, b.kind)) {
+                    level.name = name(*t);
+                    level.openSmName = t->openSm;
+                }
                 break;
             case Key::Use:
                 if (auto* t = single<ast::Text>(*f, seen, b.kind)) level.use = t->value;

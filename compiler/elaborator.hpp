@@ -77,7 +77,9 @@ class Elaborator {
     // good. OpenSM "accepts" it; ibqos says what it costs (the plugin writes GUID lists).
     void guidRangesOpenSmWalks(const std::vector<WrittenRange>& written, size_t first);
     void names(const ast::TextList& list, std::vector<NameRef>& out);
+    // A name (an empty one is an error), and the same with OpenSM's reading and its location.
     std::string name(const ast::Text& t);
+    NameRef nameRef(const ast::Text& t);
     // Blocks nested in a section, checked for OpenSM's "at least one" rules.
     void section(ast::Block& b);
 

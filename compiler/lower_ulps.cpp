@@ -41,6 +41,7 @@ uint32_t simpleLevel(Policy& policy, uint8_t sl) {
     }
     QosLevel level;
     level.name = name;
+    level.openSmName = name;
     level.use = "qos-ulps lines with SL " + std::to_string(sl);
     level.generated = true;
     level.sl = sl;
@@ -53,6 +54,7 @@ uint32_t guidGroup(Policy& policy, const UlpEntry& e, GroupOrigin origin) {
                                   "_SRP_Targets_"};
     PortGroup g;
     g.name = names[static_cast<size_t>(origin)];
+    g.openSmName = g.name;
     g.use = "Generated from ULP rules";
     g.location = e.location;
     g.origin = origin;
@@ -84,6 +86,7 @@ void lowerUlps(const std::vector<UlpEntry>& ulps, const Reporter& report, Policy
             defaultAt = e.location;
             QosLevel level;
             level.name = "SimpleQoSLevel_DEFAULT";
+            level.openSmName = level.name;
             level.use = "the qos-ulps default";
             level.location = e.location;
             level.generated = true;
@@ -108,7 +111,7 @@ void lowerUlps(const std::vector<UlpEntry>& ulps, const Reporter& report, Policy
         }
         rule.use += " : " + std::to_string(e.sl);
         rule.level = simpleLevel(policy, e.sl);
-        rule.levelName = {policy.levels[rule.level].name, e.location};
+        rule.levelName = {policy.levels[rule.level].name, policy.levels[rule.level].name, e.location};
 
         switch (e.qualifier) {
             case UlpQualifier::None:

@@ -19,14 +19,18 @@ namespace ibqos {
 // A name used somewhere in the policy, with where it was written.
 struct NameRef {
     std::string name;
+    std::string openSm;  // OpenSM's reading: blanks outside quotes dropped
     SourceLocation location;
 };
 
-// "NodeDescription/P<n>" from a port-name list.
+// "NodeDescription/P<n>" from a port-name list. The port it names is ibqos's reading (blanks
+// kept); whether OpenSM rejects the policy for it is judged on OpenSM's reading.
 struct PortNameRef {
     std::string nodeDescription;
-    uint32_t port = 0;
+    uint32_t port = 0;  // 1..254; 0 when only OpenSM's reading names a port
     SourceLocation location;
+    std::string openSmNodeDescription;
+    uint64_t openSmPort = 0;  // 0 when OpenSM's reading is no port name (it rejects the policy)
 };
 
 // One range as written, for warnings that point at it (a GUID range that matches no port).
@@ -45,6 +49,7 @@ enum class GroupOrigin : uint8_t {
 
 struct PortGroup {
     std::string name;
+    std::string openSmName;  // OpenSM's reading of the name, which references resolve by
     std::string use;
     SourceLocation location;
     GroupOrigin origin = GroupOrigin::Written;
@@ -68,6 +73,7 @@ constexpr std::optional<uint8_t> answeredSl(uint8_t sl) {
 
 struct QosLevel {
     std::string name;
+    std::string openSmName;  // OpenSM's reading of the name, which references resolve by
     std::string use;
     SourceLocation location;
     bool generated = false;             // one of OpenSM's implicit levels behind qos-ulps lines

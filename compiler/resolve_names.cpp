@@ -18,78 +18,110 @@ std::string folded(std::string_view name) {
     return s;
 }
 
-std::string withoutBlanks(std::string_view name) {
-    std::string s;
-    for (char c : name) {
-        if (c != ' ' && c != '\t')
-            s.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-    }
-    return s;
-}
-
-// Case-insensitive name -> index, first definition wins (as OpenSM's lookup).
+// Names as OpenSM looks them up: its reading (blanks outside quotes dropped), without case,
+// first definition wins. A reference resolves exactly where OpenSM resolves it, so the policy
+// keeps OpenSM's meaning and verdict; where ibqos's reading (blanks kept) would say otherwise,
+// a diagnostic says so.
 class NameTable {
   public:
     NameTable(const Reporter& report, const char* what) : report_(report), what_(what) {}
 
-    void define(const std::string& name, SourceLocation where, uint32_t index) {
+    void define(const std::string& name, const std::string& openSm, SourceLocation where,
+                uint32_t index) {
         if (name.empty()) return;
-        auto [it, fresh] = index_.emplace(folded(name), Entry{index, where});
-        if (!fresh) {
-            report_.stricterError(
-                "duplicate-name", where,
-                std::string(what_) + " '" + name + "' is already defined at line " +
-                    std::to_string(it->second.where.line) +
-                    " (names are case-insensitive; OpenSM would silently use the first)");
+        auto [it, fresh] = index_.emplace(folded(openSm), Entry{index, name, where});
+        if (fresh) {
+            written_.emplace(folded(name), index);
+            return;
         }
+        const Entry& first = it->second;
+        const bool sameAsWritten = folded(first.name) == folded(name);
+        report_.stricterError(
+            "duplicate-name", where,
+            std::string(what_) + " '" + name + "' is already defined at line " +
+                std::to_string(first.where.line) +
+                (sameAsWritten ? " (names are case-insensitive"
+                               : " as '" + first.name +
+                                     "' (OpenSM drops blanks outside quotes and ignores case") +
+                "; OpenSM would silently use the first)");
     }
 
+    // The definition of a name written without blanks or quotes ("default"), if any.
     std::optional<uint32_t> find(std::string_view name) const {
         auto it = index_.find(folded(name));
         if (it == index_.end()) return std::nullopt;
         return it->second.index;
     }
 
-    // A name that only matches once blanks are dropped: OpenSM's reading of unquoted names.
-    std::string blankHint(std::string_view name, const std::vector<std::string>& originals) const {
-        std::string key = withoutBlanks(name);
-        for (const std::string& original : originals) {
-            if (withoutBlanks(original) == key) {
-                return "; did you mean '" + original +
-                       "'? (OpenSM drops blanks inside unquoted names, ibqos keeps them)";
-            }
+    // What a reference resolves to in OpenSM, reporting where ibqos's reading differs:
+    // nullopt when OpenSM finds no definition (the caller reports it).
+    std::optional<uint32_t> resolve(const NameRef& ref) const {
+        auto it = index_.find(folded(ref.openSm));
+        if (it == index_.end()) return std::nullopt;
+        const Entry& e = it->second;
+        if (folded(e.name) != folded(ref.name)) {
+            auto mine = written_.find(folded(ref.name));
+            report_.warning(
+                "name-blanks", ref.location,
+                "'" + ref.name + "' refers to " + what_ + " '" + e.name + "' (line " +
+                    std::to_string(e.where.line) +
+                    ") only as OpenSM reads names, without blanks outside quotes" +
+                    (mine != written_.end() ? ", not to the one written '" + ref.name + "'"
+                                            : "") +
+                    "; write the name as it is defined");
+        }
+        return e.index;
+    }
+
+    // Why a reference OpenSM cannot resolve fails: a hint when ibqos's reading would resolve
+    // it (blanks OpenSM drops) or the names differ only in blanks.
+    std::string hint(const NameRef& ref) const {
+        if (auto it = written_.find(folded(ref.name)); it != written_.end()) {
+            return " as OpenSM reads it ('" + ref.openSm +
+                   "': blanks outside quotes are dropped); quote it: \"" + ref.name + "\"";
+        }
+        std::string key = withoutBlanks(ref.name);
+        for (const auto& [k, e] : index_) {
+            if (withoutBlanks(e.name) == key) return "; did you mean '" + e.name + "'?";
         }
         return "";
     }
 
   private:
+    static std::string withoutBlanks(std::string_view name) {
+        std::string s;
+        for (char c : name) {
+            if (c != ' ' && c != '\t')
+                s.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+        }
+        return s;
+    }
+
     struct Entry {
         uint32_t index;
+        std::string name;  // as ibqos reads it
         SourceLocation where;
     };
     const Reporter& report_;
     const char* what_;
-    std::map<std::string, Entry> index_;
+    std::map<std::string, Entry> index_;       // OpenSM's reading, folded -> first definition
+    std::map<std::string, uint32_t> written_;  // ibqos's reading, folded -> definition
 };
 
 }  // namespace
 
 void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy) {
     NameTable groups(report, ast::openKeyword(ast::BlockKind::PortGroup));
-    std::vector<std::string> groupNames;
     for (uint32_t i = 0; i < policy.groups.size(); ++i) {
         const PortGroup& g = policy.groups[i];
         if (g.origin != GroupOrigin::Written) continue;
-        groups.define(g.name, g.location, i);
-        groupNames.push_back(g.name);
+        groups.define(g.name, g.openSmName, g.location, i);
     }
     NameTable levels(report, ast::openKeyword(ast::BlockKind::QosLevel));
-    std::vector<std::string> levelNames;
     for (uint32_t i = 0; i < policy.levels.size(); ++i) {
         const QosLevel& l = policy.levels[i];
         if (l.generated) continue;
-        levels.define(l.name, l.location, i);
-        levelNames.push_back(l.name);
+        levels.define(l.name, l.openSmName, l.location, i);
     }
 
     // A match rule's group must exist (OpenSM's AC12 and AC13); a qos-setup scope's is checked
@@ -98,13 +130,13 @@ void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy) {
                              bool inQosSetup = false) {
         bool ok = true;
         for (const NameRef& ref : refs) {
-            if (auto index = groups.find(ref.name)) {
+            if (auto index = groups.resolve(ref)) {
                 out.push_back(*index);
             } else if (gaps.groupName) {
                 ok = false;  // the group may be the one whose name a syntax error hid
             } else {
-                std::string message = "no port-group is named '" + ref.name + "'" +
-                                      groups.blankHint(ref.name, groupNames);
+                std::string message =
+                    "no port-group is named '" + ref.name + "'" + groups.hint(ref);
                 if (inQosSetup) {
                     report.stricterError("undefined-group", ref.location, std::move(message));
                     policy.qosSetupIgnored = true;
@@ -124,12 +156,12 @@ void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy) {
         MatchRule& rule = policy.rules[r];
         bool ok = true;
         if (!rule.fromUlps) {
-            if (auto index = levels.find(rule.levelName.name)) {
+            if (auto index = levels.resolve(rule.levelName)) {
                 rule.level = *index;
             } else if (!rule.levelName.name.empty() && !gaps.levelName) {
                 report.error("undefined-level", rule.levelName.location,
                              "no qos-level is named '" + rule.levelName.name + "'" +
-                                 levels.blankHint(rule.levelName.name, levelNames));
+                                 levels.hint(rule.levelName));
                 ok = false;
             } else {
                 ok = false;  // no qos-level-name: reported already
@@ -183,7 +215,7 @@ void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy) {
     NameTable elements(report, "scheduling element");
     std::vector<std::string> nodeNames;
     for (uint32_t i = 0; i < host.nodes.size(); ++i) {
-        elements.define(host.nodes[i].name, host.nodes[i].location, i);
+        elements.define(host.nodes[i].name, host.nodes[i].name, host.nodes[i].location, i);
         nodeNames.push_back(host.nodes[i].name);
     }
     NameTable leafTable(report, "scheduling element");
@@ -193,7 +225,7 @@ void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy) {
                 "duplicate-name", host.leaves[i].location,
                 "scheduling element '" + host.leaves[i].name + "' is already defined");
         }
-        leafTable.define(host.leaves[i].name, host.leaves[i].location, i);
+        leafTable.define(host.leaves[i].name, host.leaves[i].name, host.leaves[i].location, i);
     }
     auto resolveParent = [&](SchedElement& e) {
         if (e.parentName.name.empty()) return;

@@ -49,6 +49,9 @@ using RangeList = std::vector<Range>;
 // A string value: a name, a description, a port name. Unquoted text keeps its inner blanks.
 struct Text : Node {
     std::string value;
+    // OpenSM's reading of the same text: blanks outside quotes dropped (except in a
+    // description, where OpenSM keeps them too). What decides whether OpenSM accepts a policy.
+    std::string openSm;
 };
 using TextList = std::vector<Text>;
 

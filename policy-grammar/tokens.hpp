@@ -244,10 +244,18 @@ enum class TextMode : uint8_t {
     Remainder,  // a description ("use:"): the rest of the line, commas included
 };
 
+// Drops blanks at both ends, as OpenSM's __parser_strip_white() does.
+inline void trimBlanks(std::string& s) {
+    size_t from = 0, to = s.size();
+    while (from < to && isTrimmedBlank(s[from])) ++from;
+    while (to > from && isTrimmedBlank(s[to - 1])) --to;
+    s = s.substr(from, to - from);
+}
+
 // A string: quoted parts ("...", no line break inside; commas and '#' are text there) and
 // unquoted parts, glued together as OpenSM's lexer glues its text tokens. Inner blanks are kept
-// (OpenSM drops unquoted ones: a documented deviation); blanks at both ends are trimmed,
-// quoted or not, as OpenSM's __parser_strip_white() does.
+// (OpenSM drops unquoted ones: a documented deviation, and the node keeps OpenSM's reading
+// too); blanks at both ends are trimmed, quoted or not, as OpenSM's __parser_strip_white() does.
 struct TextToken : x3::parser<TextToken> {
     using attribute_type = ast::Text;
     explicit constexpr TextToken(TextMode mode) : mode(mode) {}
@@ -264,6 +272,9 @@ struct TextToken : x3::parser<TextToken> {
         It end = first;
         while (!ends(end)) {
             if (*end != '"') {
+                // OpenSM's lexer swallows blanks outside quotes, except in a description.
+                if (mode == TextMode::Remainder || (*end != ' ' && *end != '\t'))
+                    text.openSm.push_back(*end);
                 text.value.push_back(*end++);
                 continue;
             }
@@ -280,12 +291,11 @@ struct TextToken : x3::parser<TextToken> {
                                                            column + " is not closed on its line"));
             }
             text.value.append(end + 1, close);
+            text.openSm.append(end + 1, close);
             end = close + 1;
         }
-        size_t from = 0, to = text.value.size();
-        while (from < to && isTrimmedBlank(text.value[from])) ++from;
-        while (to > from && isTrimmedBlank(text.value[to - 1])) --to;
-        text.value = text.value.substr(from, to - from);
+        trimBlanks(text.value);
+        trimBlanks(text.openSm);
         first = end;
         x3::traits::move_to(std::move(text), attr);
         return true;

@@ -275,3 +275,44 @@ TEST_CASE("an IPoIB line needs a partition with two full members", "[compiler][b
     // here.
     CHECK(lines == std::vector<uint32_t>{3, 4, 5});
 }
+
+TEST_CASE("a port-name's port number is judged as OpenSM reads the name", "[compiler][bind]") {
+    Fabric f;
+    f.source = "test fabric";
+    f.addNode(NodeType::Switch, 0x200000, "Leaf R2", 8);
+    f.addNode(NodeType::Switch, 0x200010, "LeafR3", 8);
+    f.index();
+    test::Compiled c(R"(
+port-groups
+    port-group
+        name: kept
+        port-name: Leaf R2/P40, "Leaf R2/P3"
+    end-port-group
+    port-group
+        name: dropped
+        port-name: Leaf R3/P40
+    end-port-group
+end-port-groups
+qos-ulps
+    default : 0
+end-qos-ulps
+)");
+    REQUIRE(c.codes().empty());
+    Diagnostics d;
+    BoundPolicy b = bindPolicy(c.policy, f, d);
+    d.sort();
+    REQUIRE(d.all().size() == 3);
+    // OpenSM reads "LeafR2/P40": no such node, so it lets the file through; ibqos, which keeps
+    // the blank, finds a switch without port 40: an error only ibqos reports.
+    CHECK(d.all()[0].code == "port-name");
+    CHECK(d.all()[0].severity == Severity::Error);
+    CHECK_FALSE(d.all()[0].openSmRejects);
+    // OpenSM reads "LeafR3/P40", a switch without port 40: it drops the policy. ibqos finds no
+    // "Leaf R3" and says what OpenSM reads.
+    CHECK(d.all()[1].code == "port-name");
+    CHECK(d.all()[1].openSmRejects);
+    CHECK(d.all()[2].code == "unknown-node");
+    CHECK(d.all()[2].message.find("'LeafR3'") != std::string::npos);
+    REQUIRE(b.groups[0].all(f).size() == 1);
+    CHECK(f.portName(b.groups[0].all(f)[0]) == "Leaf R2/P0");
+}

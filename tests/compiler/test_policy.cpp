@@ -291,7 +291,27 @@ TEST_CASE("a qos-ulps line after a broader one never matches", "[compiler][shado
     CHECK(fine.codes(Severity::Warning).empty());
 }
 
-TEST_CASE("an undefined name is an error, with a hint when only blanks differ",
+TEST_CASE("an undefined name is an error", "[compiler][names]") {
+    Compiled c(std::string(levels) + R"(
+port-groups
+    port-group
+        name: servers
+        node-type: CA
+    end-port-group
+end-port-groups
+qos-match-rules
+    qos-match-rule
+        source: nowhere
+        qos-level-name: silver
+    end-qos-match-rule
+end-qos-match-rules
+)");
+    REQUIRE(c.codes() == std::vector<std::string>{"undefined-group", "undefined-level"});
+    CHECK(c.diagnostics.all()[0].openSmRejects);
+    CHECK(c.policy.rules.empty());  // the broken rule is not kept
+}
+
+TEST_CASE("a name resolves as OpenSM reads it, blanks outside quotes dropped, with a warning",
           "[compiler][names]") {
     Compiled c(std::string(levels) + R"(
 port-groups
@@ -303,13 +323,69 @@ end-port-groups
 qos-match-rules
     qos-match-rule
         source: VirtualServers
-        qos-level-name: silver
+        destination: "virtualservers"
+        qos-level-name: Go ld
     end-qos-match-rule
 end-qos-match-rules
 )");
-    REQUIRE(c.codes() == std::vector<std::string>{"undefined-group", "undefined-level"});
-    CHECK(c.diagnostics.all()[0].message.find("'Virtual Servers'") != std::string::npos);
-    CHECK(c.policy.rules.empty());  // the broken rule is not kept
+    // OpenSM reads the definition and both references as "VirtualServers" and the level as
+    // "Gold": it puts the policy in force, so ibqos does, with the same meaning.
+    CHECK(c.diagnostics.errorCount() == 0);
+    CHECK(c.codes(Severity::Warning) ==
+          std::vector<std::string>{"name-blanks", "name-blanks", "name-blanks"});
+    REQUIRE(c.policy.rules.size() == 1);
+    CHECK(c.policy.rules[0].sources == std::vector<uint32_t>{0});
+    CHECK(c.policy.rules[0].destinations == std::vector<uint32_t>{0});
+    CHECK(c.policy.levels[c.policy.rules[0].level].name == "gold");
+}
+
+TEST_CASE("a quoted name with a blank is not found by an unquoted reference, as in OpenSM",
+          "[compiler][names]") {
+    Compiled c(std::string(levels) + R"(
+port-groups
+    port-group
+        name: "Web Servers"
+        node-type: CA
+    end-port-group
+end-port-groups
+qos-match-rules
+    qos-match-rule
+        source: Web Servers
+        qos-level-name: gold
+    end-qos-match-rule
+end-qos-match-rules
+)");
+    // OpenSM reads the reference as "WebServers" and finds no such group: it drops the file.
+    REQUIRE(c.codes() == std::vector<std::string>{"undefined-group"});
+    const Diagnostic& d = c.diagnostics.all()[0];
+    CHECK(d.openSmRejects);
+    CHECK(d.message.find("quote it") != std::string::npos);
+}
+
+TEST_CASE("two names that differ only in blanks are one name to OpenSM", "[compiler][names]") {
+    Compiled c(std::string(levels) + R"(
+port-groups
+    port-group
+        name: ab
+        node-type: CA
+    end-port-group
+    port-group
+        name: a b
+        node-type: SWITCH
+    end-port-group
+end-port-groups
+qos-match-rules
+    qos-match-rule
+        source: a b
+        qos-level-name: gold
+    end-qos-match-rule
+end-qos-match-rules
+)");
+    // A duplicate OpenSM lets through (it uses the first): the reference means "ab".
+    CHECK(c.codes(Severity::Error) == std::vector<std::string>{"duplicate-name"});
+    CHECK_FALSE(c.diagnostics.all()[0].openSmRejects);
+    REQUIRE(c.policy.rules.size() == 1);
+    CHECK(c.policy.rules[0].sources == std::vector<uint32_t>{0});
 }
 
 TEST_CASE("a field lost to a syntax error is not also reported as missing",

@@ -101,7 +101,10 @@ struct RandomPolicy {
                 uint64_t lo = 0x100 + pick(60);
                 group.guidRanges.push_back({{lo, lo + pick(8)}, {}});
             }
-            if (pick(4) == 0) group.partitions.push_back({"p" + std::to_string(1 + pick(3)), {}});
+            if (pick(4) == 0) {
+                std::string name = "p" + std::to_string(1 + pick(3));
+                group.partitions.push_back({name, name, {}});
+            }
             if (pick(4) == 0) group.pkeyRanges.push_back({{1 + pick(3), 3}, {}});
             group.self = pick(6) == 0;
             policy.groups.push_back(group);
