@@ -86,21 +86,23 @@ OpenSmConf loadOpenSmConf(const Value& path, Inputs& inputs, Diagnostics& diagno
 
 std::vector<std::unique_ptr<FabricCompilation>> compileForFabric(
     const std::vector<const Policy*>& policies, const FabricOptions& options, Inputs& inputs,
-    Diagnostics& diagnostics, CompileStage upTo) {
+    Diagnostics& diagnostics, CompileStage upTo, std::optional<uint64_t> analysisBudget) {
     std::optional<Fabric> fabric = loadFabric(options, inputs, diagnostics);
     if (!fabric) return {};
     OpenSmConf conf = loadOpenSmConf(options.opensmConf, inputs, diagnostics);
     negotiateOperVls(*fabric, conf.maxOpVls);
     std::vector<std::unique_ptr<FabricCompilation>> out;
     for (const Policy* policy : policies)
-        out.push_back(FabricCompilation::compile(*policy, *fabric, conf, diagnostics, upTo));
+        out.push_back(
+            FabricCompilation::compile(*policy, *fabric, conf, diagnostics, upTo, analysisBudget));
     return out;
 }
 
 std::unique_ptr<FabricCompilation> compileForFabric(const Policy& policy,
                                                     const FabricOptions& options, Inputs& inputs,
-                                                    Diagnostics& diagnostics, CompileStage upTo) {
-    auto compiled = compileForFabric({&policy}, options, inputs, diagnostics, upTo);
+                                                    Diagnostics& diagnostics, CompileStage upTo,
+                                                    std::optional<uint64_t> analysisBudget) {
+    auto compiled = compileForFabric({&policy}, options, inputs, diagnostics, upTo, analysisBudget);
     return compiled.empty() ? nullptr : std::move(compiled.front());
 }
 

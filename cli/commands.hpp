@@ -55,11 +55,13 @@ OpenSmConf loadOpenSmConf(const Value& path, Inputs& inputs, Diagnostics& diagno
 // stage.
 std::unique_ptr<FabricCompilation> compileForFabric(
     const Policy& policy, const FabricOptions& options, Inputs& inputs, Diagnostics& diagnostics,
-    CompileStage upTo = CompileStage::Realizability);
+    CompileStage upTo = CompileStage::Realizability,
+    std::optional<uint64_t> analysisBudget = std::nullopt);
 // The same for several policies on one fabric, whose files are read once.
 std::vector<std::unique_ptr<FabricCompilation>> compileForFabric(
     const std::vector<const Policy*>& policies, const FabricOptions& options, Inputs& inputs,
-    Diagnostics& diagnostics, CompileStage upTo);
+    Diagnostics& diagnostics, CompileStage upTo,
+    std::optional<uint64_t> analysisBudget = std::nullopt);
 
 // Writes a file whole or not at all: a temporary file renamed over the target. Throws IoError.
 void writeFileAtomically(const std::string& path, const std::string& content);

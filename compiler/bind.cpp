@@ -48,8 +48,8 @@ class Binder {
     bool judgePortName(const PortNameRef& n) {
         if (n.openSmPort == 0) return false;
         for (uint32_t node : fabric_.nodesByDescription(n.openSmNodeDescription)) {
-            if (n.openSmPort > 254 || fabric_.portOf(node, static_cast<unsigned>(n.openSmPort)) ==
-                                          NoPort) {
+            if (n.openSmPort > 254 ||
+                fabric_.portOf(node, static_cast<unsigned>(n.openSmPort)) == NoPort) {
                 error("port-name", n.location,
                       "'" + n.openSmNodeDescription + "' has no port " +
                           std::to_string(n.openSmPort) + " (OpenSM rejects the policy)");

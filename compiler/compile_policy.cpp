@@ -2,6 +2,7 @@
 // compilePolicy: the pass list, in the order the data flows.
 #include "compiler/compile_policy.hpp"
 
+#include <algorithm>
 #include <array>
 
 #include "compiler/passes.hpp"
@@ -10,17 +11,26 @@
 
 namespace ibqos {
 
-Policy compilePolicy(ast::PolicyFile&& file, const SourceFile& source, Diagnostics& diagnostics) {
+uint64_t analysisBudgetFor(const Policy& policy) {
+    // Decision-diagram steps per byte of policy text (a step is about 0.1 us), and a floor
+    // for small policies.
+    constexpr uint64_t StepsPerByte = 1, Floor = 200'000;
+    return std::max<uint64_t>(Floor, StepsPerByte * policy.sourceBytes);
+}
+
+Policy compilePolicy(ast::PolicyFile&& file, const SourceFile& source, Diagnostics& diagnostics,
+                     std::optional<uint64_t> analysisBudget) {
     passes::Reporter report{source, diagnostics};
     Policy policy;
     policy.file = source.name();
+    policy.sourceBytes = source.text().size();
     std::vector<passes::UlpEntry> ulps;
     passes::Gaps gaps;
     gaps.anySyntaxError = diagnostics.hasErrors();
     passes::elaboratePolicy(std::move(file), report, policy, ulps, gaps);
     passes::lowerUlps(ulps, report, policy);
     passes::resolveNames(report, gaps, policy);
-    passes::findShadowedRules(report, policy);
+    passes::findShadowedRules(report, policy, analysisBudget.value_or(analysisBudgetFor(policy)));
     passes::checkQosSetup(report, policy);
     passes::checkHostSched(report, policy);
     if (policy.qosSetupIgnored) {
@@ -30,14 +40,15 @@ Policy compilePolicy(ast::PolicyFile&& file, const SourceFile& source, Diagnosti
     return policy;
 }
 
-Policy loadPolicy(const SourceFile& source, Diagnostics& diagnostics) {
+Policy loadPolicy(const SourceFile& source, Diagnostics& diagnostics,
+                  std::optional<uint64_t> analysisBudget) {
     std::optional<ast::PolicyFile> file = parsePolicy(source, diagnostics);
     if (!file) {
         Policy empty;
         empty.file = source.name();
         return empty;
     }
-    return compilePolicy(std::move(*file), source, diagnostics);
+    return compilePolicy(std::move(*file), source, diagnostics, analysisBudget);
 }
 
 namespace passes {

@@ -39,8 +39,7 @@ void Elaborator::schedElement(const ast::Block& b) {
                 if (auto* t = single<ast::Text>(*f, seen, b.kind)) e.use = t->value;
                 break;
             case Key::Parent:
-                if (auto* t = single<ast::Text>(*f, seen, b.kind))
-                    e.parentName = nameRef(*t);
+                if (auto* t = single<ast::Text>(*f, seen, b.kind)) e.parentName = nameRef(*t);
                 break;
             case Key::BwShare:
                 if (auto* n = single<ast::Number>(*f, seen, b.kind)) {

@@ -47,8 +47,7 @@ void Elaborator::matchRule(const ast::Block& b) {
                 if (auto* r = value<ast::RangeList>(*f)) ranges(*r, pkeys, nullptr, true);
                 break;
             case Key::QosLevelName:
-                if (auto* t = single<ast::Text>(*f, seen, b.kind))
-                    rule.levelName = nameRef(*t);
+                if (auto* t = single<ast::Text>(*f, seen, b.kind)) rule.levelName = nameRef(*t);
                 break;
             default:
                 break;

@@ -110,8 +110,7 @@ void Elaborator::portName(const ast::Text& text, PortGroup& g) {
     const std::string& s = text.value;
     const PortNameParts ours = splitPortName(s);
     const PortNameParts theirs = splitPortName(text.openSm);
-    const std::string reads =
-        text.openSm == s ? "" : " (OpenSM reads it as '" + text.openSm + "')";
+    const std::string reads = text.openSm == s ? "" : " (OpenSM reads it as '" + text.openSm + "')";
     if (theirs.problem == PortNameParts::NoPort) {
         error("port-name", at(text),
               "'" + s + "' is not a port name: write NodeDescription/P<port number>" + reads);

@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "compiler/compile_policy.hpp"
 #include "compiler/reachability.hpp"
 #include "compiler/realizability.hpp"
 
@@ -17,10 +18,9 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-std::unique_ptr<FabricCompilation> FabricCompilation::compile(const Policy& policy, Fabric fabric,
-                                                              OpenSmConf conf,
-                                                              Diagnostics& diagnostics,
-                                                              CompileStage upTo) {
+std::unique_ptr<FabricCompilation> FabricCompilation::compile(
+    const Policy& policy, Fabric fabric, OpenSmConf conf, Diagnostics& diagnostics,
+    CompileStage upTo, std::optional<uint64_t> analysisBudget) {
     std::unique_ptr<FabricCompilation> c(new FabricCompilation());
     c->fabric_ = std::move(fabric);
     c->conf_ = std::move(conf);
@@ -37,7 +37,7 @@ std::unique_ptr<FabricCompilation> FabricCompilation::compile(const Policy& poli
     c->timings_.realizability = secondsSince(start);
     // What no request reaches says little about a policy with errors (dropped references).
     if (upTo == CompileStage::Realizability || diagnostics.hasErrors()) return c;
-    checkReachability(c->bound_, diagnostics);
+    checkReachability(c->bound_, diagnostics, analysisBudget.value_or(analysisBudgetFor(policy)));
     return c;
 }
 

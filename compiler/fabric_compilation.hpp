@@ -4,7 +4,9 @@
 // the OpenSM plugin and the benchmarks.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "common/diagnostics.hpp"
 #include "compiler/bind.hpp"
@@ -22,10 +24,12 @@ enum class CompileStage : uint8_t { Bind, Tables, Realizability, Reachability };
 class FabricCompilation {
   public:
     // Compiles the policy for the fabric, which the compilation keeps; problems go to
-    // diagnostics. The policy is borrowed: it must outlive the compilation.
+    // diagnostics. The policy is borrowed: it must outlive the compilation. analysisBudget
+    // bounds the reachability analysis (0: no bound; nullopt: analysisBudgetFor(policy)).
     static std::unique_ptr<FabricCompilation> compile(
         const Policy& policy, Fabric fabric, OpenSmConf conf, Diagnostics& diagnostics,
-        CompileStage upTo = CompileStage::Realizability);
+        CompileStage upTo = CompileStage::Realizability,
+        std::optional<uint64_t> analysisBudget = std::nullopt);
     // The bound policy points into the fabric: a compilation stays where it was made.
     FabricCompilation(const FabricCompilation&) = delete;
     FabricCompilation& operator=(const FabricCompilation&) = delete;

@@ -111,7 +111,8 @@ void lowerUlps(const std::vector<UlpEntry>& ulps, const Reporter& report, Policy
         }
         rule.use += " : " + std::to_string(e.sl);
         rule.level = simpleLevel(policy, e.sl);
-        rule.levelName = {policy.levels[rule.level].name, policy.levels[rule.level].name, e.location};
+        rule.levelName = {policy.levels[rule.level].name, policy.levels[rule.level].name,
+                          e.location};
 
         switch (e.qualifier) {
             case UlpQualifier::None:

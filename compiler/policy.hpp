@@ -98,7 +98,8 @@ struct MatchRule {
     std::vector<uint32_t> sources;       // indices into Policy::groups
     std::vector<uint32_t> destinations;  // indices into Policy::groups
     NameRef levelName;
-    uint32_t level = 0;  // index into Policy::levels
+    uint32_t level = 0;     // index into Policy::levels
+    bool shadowed = false;  // no request reaches it on any fabric (found by the policy pass)
 };
 
 struct VlWeight {
@@ -199,6 +200,7 @@ struct HostSched {
 // (an unresolved reference is dropped), so later stages can run and find more problems.
 struct Policy {
     std::string file;
+    size_t sourceBytes = 0;  // the size of the text it was compiled from
     std::vector<PortGroup> groups;
     std::vector<QosLevel> levels;
     std::vector<MatchRule> rules;  // qos-match-rules in file order, then qos-ulps lines

@@ -10,6 +10,7 @@
 
 namespace ibqos {
 
-void checkReachability(const BoundPolicy& bound, Diagnostics& diagnostics);
+// workBudget bounds the decision diagrams (0: no bound); rules left undecided get a note.
+void checkReachability(const BoundPolicy& bound, Diagnostics& diagnostics, uint64_t workBudget);
 
 }  // namespace ibqos

@@ -66,8 +66,7 @@ class NameTable {
                 "'" + ref.name + "' refers to " + what_ + " '" + e.name + "' (line " +
                     std::to_string(e.where.line) +
                     ") only as OpenSM reads names, without blanks outside quotes" +
-                    (mine != written_.end() ? ", not to the one written '" + ref.name + "'"
-                                            : "") +
+                    (mine != written_.end() ? ", not to the one written '" + ref.name + "'" : "") +
                     "; write the name as it is defined");
         }
         return e.index;

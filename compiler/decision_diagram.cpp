@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: MIT
+// DecisionDiagram: the unique table, the memo and the recursive operations.
+//
+// Nodes are hash-consed in an open-addressing table that doubles at half load; operation
+// results go to a direct-mapped memo that grows with the nodes (a lost entry only costs a
+// recomputation). Every recursive step counts against the work budget.
+#include "compiler/decision_diagram.hpp"
+
+#include <algorithm>
+
+namespace ibqos {
+
+namespace {
+constexpr size_t InitialSlots = 1 << 12;
+}
+
+DecisionDiagram::DecisionDiagram(uint64_t workBudget) : budget_(workBudget) { clear(); }
+
+void DecisionDiagram::clear() {
+    // The tables keep their size: a diagram cleared once tends to grow as large again.
+    nodes_.clear();
+    if (unique_.empty()) {
+        unique_.assign(InitialSlots, 0);
+        memo_.assign(InitialSlots / 4, Memo{});
+    } else {
+        std::fill(unique_.begin(), unique_.end(), 0);
+        std::fill(memo_.begin(), memo_.end(), Memo{});
+    }
+    intern(TerminalVar, 0, 0);
+    intern(TerminalVar, 1, 0);
+}
+
+uint64_t DecisionDiagram::hash(uint32_t a, uint32_t b, uint32_t c) {
+    // Refs are small, dense numbers: mix every bit into the low ones (the table index).
+    uint64_t h = (uint64_t{a} << 32 | b) * 0x9e3779b97f4a7c15ULL;
+    h = (h ^ (h >> 29) ^ c) * 0xbf58476d1ce4e5b9ULL;
+    return h ^ (h >> 32);
+}
+
+void DecisionDiagram::growUnique() {
+    std::vector<uint64_t> bigger(unique_.size() * 2, 0);
+    const uint64_t mask = bigger.size() - 1;
+    for (Ref r = 0; r < nodes_.size(); ++r) {
+        const uint64_t h = hash(nodes_[r].var, nodes_[r].lo, nodes_[r].hi);
+        uint64_t i = h & mask;
+        while (bigger[i] != 0) i = (i + 1) & mask;
+        bigger[i] = (h & 0xffffffff00000000ULL) | (uint64_t{r} + 1);
+    }
+    unique_ = std::move(bigger);
+    // The memo follows the nodes: about one entry for every two.
+    if (memo_.size() < unique_.size() / 4) memo_.assign(unique_.size() / 4, Memo{});
+}
+
+// The node (v, lo, hi), found or made. Slots hold Ref + 1, so that 0 means empty.
+DecisionDiagram::Ref DecisionDiagram::intern(uint32_t v, Ref lo, Ref hi) {
+    const uint64_t h = hash(v, lo, hi);
+    const uint64_t mask = unique_.size() - 1;
+    const uint64_t tag = h & 0xffffffff00000000ULL;
+    uint64_t i = h & mask;
+    for (; unique_[i] != 0; i = (i + 1) & mask) {
+        if ((unique_[i] & 0xffffffff00000000ULL) != tag) continue;
+        const Ref r = static_cast<Ref>((unique_[i] & 0xffffffffULL) - 1);
+        const Node& n = nodes_[r];
+        if (n.var == v && n.lo == lo && n.hi == hi) return r;
+    }
+    if (nodes_.size() >= UINT32_MAX - 2) throw AnalysisBudgetSpent();
+    nodes_.push_back({v, lo, hi});
+    const auto r = static_cast<Ref>(nodes_.size() - 1);
+    unique_[i] = tag | (uint64_t{r} + 1);
+    if (nodes_.size() * 2 > unique_.size()) growUnique();
+    return r;
+}
+
+DecisionDiagram::Ref DecisionDiagram::terminal(uint32_t value) {
+    return intern(TerminalVar, value, 0);
+}
+
+DecisionDiagram::Ref DecisionDiagram::node(uint32_t v, Ref lo, Ref hi) {
+    if (lo == hi) return lo;
+    return intern(v, lo, hi);
+}
+
+DecisionDiagram::Memo& DecisionDiagram::memoFor(uint32_t op, Ref a, Ref b, Ref c) {
+    return memo_[(hash(a, b, c) + op * 0x27d4eb2fULL) & (memo_.size() - 1)];
+}
+
+uint32_t DecisionDiagram::top(Ref a, Ref b) const { return std::min(nodes_[a].var, nodes_[b].var); }
+
+DecisionDiagram::Ref DecisionDiagram::boolean(Op op, Ref a, Ref b) {
+    switch (op) {
+        case And:
+            if (a == False || b == False) return False;
+            if (a == True || a == b) return b;
+            if (b == True) return a;
+            if (a > b) std::swap(a, b);
+            break;
+        case Or:
+            if (a == True || b == True) return True;
+            if (a == False || a == b) return b;
+            if (b == False) return a;
+            if (a > b) std::swap(a, b);
+            break;
+        default:  // Minus
+            if (a == False || b == True || a == b) return False;
+            if (b == False) return a;
+            break;
+    }
+    Memo& m = memoFor(op, a, b, 0);
+    if (m.op == op && m.a == a && m.b == b && m.c == 0) return m.result;
+    step();
+    const uint32_t v = top(a, b);
+    auto [a0, a1] = split(a, v);
+    auto [b0, b1] = split(b, v);
+    Ref lo = boolean(op, a0, b0);
+    Ref hi = boolean(op, a1, b1);
+    Ref r = node(v, lo, hi);
+    // The memo may have moved while the recursion grew it.
+    Memo& slot = memoFor(op, a, b, 0);
+    slot = {op, a, b, 0, r};
+    return r;
+}
+
+DecisionDiagram::Ref DecisionDiagram::conj(Ref a, Ref b) { return boolean(And, a, b); }
+DecisionDiagram::Ref DecisionDiagram::disj(Ref a, Ref b) { return boolean(Or, a, b); }
+DecisionDiagram::Ref DecisionDiagram::minus(Ref a, Ref b) { return boolean(Minus, a, b); }
+
+bool DecisionDiagram::intersects(Ref a, Ref b) {
+    if (a == False || b == False) return false;
+    if (a == True || b == True || a == b) return true;
+    if (a > b) std::swap(a, b);
+    Memo& m = memoFor(Intersects, a, b, 0);
+    if (m.op == Intersects && m.a == a && m.b == b) return m.result != 0;
+    step();
+    const uint32_t v = top(a, b);
+    auto [a0, a1] = split(a, v);
+    auto [b0, b1] = split(b, v);
+    bool r = intersects(a0, b0) || intersects(a1, b1);
+    memoFor(Intersects, a, b, 0) = {Intersects, a, b, 0, r ? 1u : 0u};
+    return r;
+}
+
+bool DecisionDiagram::implies(Ref a, Ref b) {
+    // a implies b: a and (not b) is empty, walked without building not b.
+    if (a == False || b == True || a == b) return true;
+    if (b == False) return false;  // a is not False
+    if (a == True) return false;   // b is not True
+    Memo& m = memoFor(Intersects + 1, a, b, 0);
+    if (m.op == Intersects + 1 && m.a == a && m.b == b) return m.result != 0;
+    step();
+    const uint32_t v = top(a, b);
+    auto [a0, a1] = split(a, v);
+    auto [b0, b1] = split(b, v);
+    bool r = implies(a0, b0) && implies(a1, b1);
+    memoFor(Intersects + 1, a, b, 0) = {Intersects + 1, a, b, 0, r ? 1u : 0u};
+    return r;
+}
+
+DecisionDiagram::Ref DecisionDiagram::ite(Ref cond, Ref then, Ref otherwise) {
+    if (cond == True || then == otherwise) return then;
+    if (cond == False) return otherwise;
+    Memo& m = memoFor(Ite, cond, then, otherwise);
+    if (m.op == Ite && m.a == cond && m.b == then && m.c == otherwise) return m.result;
+    step();
+    const uint32_t v = std::min({nodes_[cond].var, nodes_[then].var, nodes_[otherwise].var});
+    auto [c0, c1] = split(cond, v);
+    auto [t0, t1] = split(then, v);
+    auto [e0, e1] = split(otherwise, v);
+    Ref lo = ite(c0, t0, e0);
+    Ref hi = ite(c1, t1, e1);
+    Ref r = node(v, lo, hi);
+    memoFor(Ite, cond, then, otherwise) = {Ite, cond, then, otherwise, r};
+    return r;
+}
+
+DecisionDiagram::Ref DecisionDiagram::combine(
+    Ref a, Ref b, uint32_t op, const std::function<uint32_t(uint32_t, uint32_t)>& f) {
+    if (isTerminal(a) && isTerminal(b)) return terminal(f(terminalValue(a), terminalValue(b)));
+    Memo& m = memoFor(op, a, b, 0);
+    if (m.op == op && m.a == a && m.b == b && m.c == 0) return m.result;
+    step();
+    const uint32_t v = top(a, b);
+    auto [a0, a1] = split(a, v);
+    auto [b0, b1] = split(b, v);
+    Ref lo = combine(a0, b0, op, f);
+    Ref hi = combine(a1, b1, op, f);
+    Ref r = node(v, lo, hi);
+    memoFor(op, a, b, 0) = {op, a, b, 0, r};
+    return r;
+}
+
+DecisionDiagram::Ref DecisionDiagram::mapTerminals(Ref a, uint32_t op,
+                                                   const std::function<uint32_t(uint32_t)>& f) {
+    if (isTerminal(a)) return terminal(f(terminalValue(a)));
+    Memo& m = memoFor(op, a, 0, 1);
+    if (m.op == op && m.a == a && m.b == 0 && m.c == 1) return m.result;
+    step();
+    Ref lo = mapTerminals(low(a), op, f);
+    Ref hi = mapTerminals(high(a), op, f);
+    Ref r = node(var(a), lo, hi);
+    memoFor(op, a, 0, 1) = {op, a, 0, 1, r};
+    return r;
+}
+
+size_t DecisionDiagram::memoryBytes() const {
+    return nodes_.capacity() * sizeof(Node) + unique_.capacity() * sizeof(uint64_t) +
+           memo_.capacity() * sizeof(Memo);
+}
+
+}  // namespace ibqos

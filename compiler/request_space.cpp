@@ -1,0 +1,708 @@
+// SPDX-License-Identifier: MIT
+// RequestSpace: dimensions and their bit encodings, groups and rules as diagrams and as direct
+// tests on one request, the overlap index, and the products a diagram splits into.
+//
+// Each dimension's value index is written in `bits` variables, most significant first, so a
+// range of indices is a diagram of O(bits) nodes. Indices past a dimension's size stand for
+// its last value (every set holding the last value holds them too), so no "valid index" mask is
+// needed and a dimension a rule does not name is simply True.
+#include "compiler/request_space.hpp"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "fabric/node_type.hpp"
+
+namespace ibqos {
+
+namespace {
+
+using Ref = DecisionDiagram::Ref;
+
+uint32_t bitsFor(uint64_t size) {
+    uint32_t bits = 0;
+    while (bits < 64 && (uint64_t{1} << bits) < size) ++bits;
+    return bits;
+}
+
+constexpr uint64_t FieldMax[3] = {4095, UINT64_MAX, 0xffff};
+constexpr uint64_t PkeyFullMember = 0x8000;
+constexpr size_t WideRule = 64;  // intervals past which a rule is indexed as "wide"
+constexpr NodeType Types[] = {NodeType::Ca, NodeType::Switch, NodeType::Router};
+constexpr uint64_t SwitchType = 1;
+
+size_t fieldNumber(RequestField f) { return static_cast<size_t>(f); }
+
+const RangeSet& ruleField(const MatchRule& r, RequestField f) {
+    return f == RequestField::QosClass    ? r.qosClasses
+           : f == RequestField::ServiceId ? r.serviceIds
+                                          : r.pkeys;
+}
+
+void addRange(IndexRanges& out, uint64_t lo, uint64_t hi) {
+    if (!out.empty() && out.back().hi + 1 >= lo) {
+        out.back().hi = std::max(out.back().hi, hi);
+    } else {
+        out.push_back({lo, hi});
+    }
+}
+
+bool inRanges(const IndexRanges& ranges, uint64_t v) {
+    auto it = std::lower_bound(ranges.begin(), ranges.end(), v,
+                               [](const Range& r, uint64_t x) { return r.hi < x; });
+    return it != ranges.end() && it->lo <= v;
+}
+
+bool rangesMeet(const IndexRanges& a, const IndexRanges& b) {
+    size_t i = 0, j = 0;
+    while (i < a.size() && j < b.size()) {
+        if (a[i].hi < b[j].lo) {
+            ++i;
+        } else if (b[j].hi < a[i].lo) {
+            ++j;
+        } else {
+            return true;
+        }
+    }
+    return false;
+}
+
+}  // namespace
+
+RequestSpace::RequestSpace(DecisionDiagram& dd, const std::vector<const Policy*>& policies,
+                           const Cuts& extra)
+    : dd_(dd), policies_(policies) {
+    addFieldCuts(extra);
+    // Port attributes from every group of every policy.
+    ElementaryIntervals guids(UINT64_MAX), pkeys(0x7fff);
+    std::vector<Range> pkeyNamed;
+    for (const Policy* p : policies_) {
+        for (const PortGroup& g : p->groups) {
+            guids.add(g.guids);
+            pkeys.add(g.pkeys);
+            for (const Range& r : g.pkeys.ranges()) pkeyNamed.push_back(r);
+            for (const PortNameRef& n : g.portNames) {
+                if (n.port != 0) attributes_.names.emplace_back(n.nodeDescription, n.port);
+            }
+            for (const NameRef& n : g.partitions) attributes_.partitions.push_back(n.name);
+        }
+    }
+    guids.finish();
+    pkeys.finish();
+    for (size_t i = 0; i < guids.starts.size(); ++i)
+        attributes_.guidIntervals.push_back({guids.starts[i], guids.last(i)});
+    const RangeSet named = RangeSet::build(std::move(pkeyNamed));
+    for (size_t i = 0; i < pkeys.starts.size(); ++i) {
+        if (named.contains(pkeys.starts[i]))
+            attributes_.pkeyIntervals.push_back({pkeys.starts[i], pkeys.last(i)});
+    }
+    auto& names = attributes_.names;
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    names.insert(names.begin(), {std::string(), 0});
+    auto& parts = attributes_.partitions;
+    std::sort(parts.begin(), parts.end());
+    parts.erase(std::unique(parts.begin(), parts.end()), parts.end());
+
+    addFieldDimensions();
+    addPortDimensions(Ends::Source);
+    addPortDimensions(Ends::Destination);
+    for (const Policy* p : policies_) {
+        selectors_.emplace_back();
+        for (const PortGroup& g : p->groups) selectors_.back().push_back(selectorsOf(g));
+    }
+    indexRules();
+}
+
+RequestSpace::RequestSpace(DecisionDiagram& dd, const std::vector<const BoundPolicy*>& bound,
+                           const Cuts& extra)
+    : dd_(dd), bound_(bound) {
+    if (bound.empty()) throw std::logic_error("RequestSpace: no policy");
+    for (const BoundPolicy* b : bound) {
+        if (b->fabric != bound[0]->fabric)
+            throw std::logic_error("RequestSpace: the policies are bound to different fabrics");
+        policies_.push_back(b->policy);
+    }
+    addFieldCuts(extra);
+    // Endpoints in the same groups of every policy are one class.
+    const Fabric& fabric = *bound[0]->fabric;
+    std::vector<std::vector<uint32_t>> signature(fabric.ports.size());
+    uint32_t tag = 0;
+    for (const BoundPolicy* b : bound) {
+        for (const GroupMembers& g : b->groups) {
+            for (uint32_t port : g.all(fabric)) signature[port].push_back(tag);
+            ++tag;
+        }
+    }
+    std::map<std::vector<uint32_t>, uint32_t> index;
+    classOf_.assign(fabric.ports.size(), UINT32_MAX);
+    for (uint32_t port : fabric.endpoints()) {
+        auto [it, fresh] =
+            index.emplace(std::move(signature[port]), static_cast<uint32_t>(classes_.size()));
+        if (fresh) classes_.emplace_back();
+        classes_[it->second].push_back(port);
+        classOf_[port] = it->second;
+    }
+    for (const BoundPolicy* b : bound) {
+        groupClasses_.emplace_back();
+        for (const GroupMembers& g : b->groups) {
+            std::vector<uint32_t> cs;
+            for (uint32_t port : g.all(fabric)) cs.push_back(classOf_[port]);
+            std::sort(cs.begin(), cs.end());
+            cs.erase(std::unique(cs.begin(), cs.end()), cs.end());
+            groupClasses_.back().push_back(std::move(cs));
+        }
+    }
+    addFieldDimensions();
+    for (Ends end : {Ends::Source, Ends::Destination}) {
+        Dimension d{DimKind::Classes, end};
+        d.size = std::max<uint64_t>(classes_.size(), 1);
+        addDimension(d);
+        classDims_[static_cast<size_t>(end)] = dims_.size() - 1;
+    }
+    indexRules();
+}
+
+void RequestSpace::addFieldCuts(const Cuts& extra) {
+    auto add = [this](RequestField f, const Range& r) {
+        ElementaryIntervals& cuts = fields_[fieldNumber(f)];
+        const uint64_t max = FieldMax[fieldNumber(f)];
+        if (r.lo > max) return;
+        cuts.add(r.lo, std::min(r.hi, max));
+    };
+    for (const Policy* p : policies_) {
+        for (const MatchRule& rule : p->rules) {
+            for (RequestField f : RequestFields) {
+                for (const Range& r : ruleField(rule, f).ranges()) {
+                    add(f, r);
+                    // A request's PKey matches by its base: both halves split alike.
+                    if (f == RequestField::Pkey && r.lo <= 0x7fff)
+                        add(f, {r.lo | PkeyFullMember,
+                                std::min<uint64_t>(r.hi, 0x7fff) | PkeyFullMember});
+                }
+            }
+        }
+    }
+    for (const Range& r : extra.qosClasses) add(RequestField::QosClass, r);
+    for (const Range& r : extra.serviceIds) add(RequestField::ServiceId, r);
+    for (const Range& r : extra.pkeys) add(RequestField::Pkey, r);
+    for (auto& cuts : fields_) cuts.finish();
+}
+
+void RequestSpace::addDimension(Dimension d) {
+    d.size = std::max<uint64_t>(d.size, 1);
+    d.bits = bitsFor(d.size);
+    d.firstVar = vars_;
+    vars_ += d.bits;
+    dims_.push_back(d);
+}
+
+// The fields come first in the diagrams: most rules tell requests apart by their fields more
+// finely than by their ports, and what is left of a rule below them is a few port sets.
+void RequestSpace::addFieldDimensions() {
+    for (RequestField f : RequestFields) {
+        Dimension d{DimKind::Field};
+        d.field = f;
+        d.size = fields_[fieldNumber(f)].starts.size() + 1;
+        addDimension(d);
+        fieldDims_[fieldNumber(f)] = dims_.size() - 1;
+    }
+}
+
+void RequestSpace::addPortDimensions(Ends end) {
+    PortDims& at = portDims_[static_cast<size_t>(end)];
+    auto add = [&](DimKind kind, uint64_t size, uint32_t item = 0) {
+        Dimension d{kind, end};
+        d.item = item;
+        d.size = size;
+        addDimension(d);
+        return dims_.size() - 1;
+    };
+    at.nodeType = add(DimKind::NodeType, 3);
+    at.sm = add(DimKind::Sm, 2);
+    for (uint32_t i = 0; i < attributes_.partitions.size(); ++i)
+        at.partitions.push_back(add(DimKind::Partition, 2, i));
+    for (uint32_t i = 0; i < attributes_.pkeyIntervals.size(); ++i)
+        at.pkeys.push_back(add(DimKind::PkeyMember, 2, i));
+    at.name = add(DimKind::Name, attributes_.names.size());
+    at.guid = add(DimKind::Guid, attributes_.guidIntervals.size());
+}
+
+RequestSpace::Selectors RequestSpace::selectorsOf(const PortGroup& g) const {
+    Selectors s;
+    for (uint8_t t = 0; t < 3; ++t) {
+        if (g.nodeTypes & nodeTypeBit(Types[t])) s.types |= static_cast<uint8_t>(1u << t);
+    }
+    s.self = g.self;
+    const auto& intervals = attributes_.guidIntervals;
+    auto intervalOf = [&](uint64_t v) {
+        return static_cast<uint64_t>(
+            std::lower_bound(intervals.begin(), intervals.end(), v,
+                             [](const Range& i, uint64_t x) { return i.hi < x; }) -
+            intervals.begin());
+    };
+    for (const Range& r : g.guids.ranges()) addRange(s.guids, intervalOf(r.lo), intervalOf(r.hi));
+    const auto& names = attributes_.names;
+    for (const PortNameRef& n : g.portNames) {
+        if (n.port == 0) continue;
+        // A CA or router port answers to its own name; a switch (its port 0) to any port
+        // number of its description.
+        auto exact =
+            std::lower_bound(names.begin(), names.end(), std::make_pair(n.nodeDescription, n.port));
+        s.ownNames.push_back(static_cast<uint64_t>(exact - names.begin()));
+        auto from = std::lower_bound(names.begin(), names.end(),
+                                     std::make_pair(n.nodeDescription, uint32_t{0}));
+        auto to = std::upper_bound(names.begin(), names.end(),
+                                   std::make_pair(n.nodeDescription, UINT32_MAX));
+        s.switchNames.push_back({static_cast<uint64_t>(from - names.begin()),
+                                 static_cast<uint64_t>(to - names.begin()) - 1});
+    }
+    std::sort(s.ownNames.begin(), s.ownNames.end());
+    std::sort(s.switchNames.begin(), s.switchNames.end(),
+              [](const Range& a, const Range& b) { return a.lo < b.lo; });
+    IndexRanges merged;
+    for (const Range& r : s.switchNames) addRange(merged, r.lo, r.hi);
+    s.switchNames = std::move(merged);
+    for (const NameRef& p : g.partitions) {
+        auto it =
+            std::lower_bound(attributes_.partitions.begin(), attributes_.partitions.end(), p.name);
+        s.partitions.push_back(static_cast<uint32_t>(it - attributes_.partitions.begin()));
+    }
+    for (uint32_t i = 0; i < attributes_.pkeyIntervals.size(); ++i) {
+        if (g.pkeys.contains(attributes_.pkeyIntervals[i].lo)) s.pkeys.push_back(i);
+    }
+    return s;
+}
+
+void RequestSpace::indexRules() {
+    for (RequestField f : RequestFields) {
+        auto& fieldRules = ruleFields_[fieldNumber(f)];
+        auto& index = fieldIndex_[fieldNumber(f)];
+        for (const Policy* p : policies_) {
+            fieldRules.emplace_back();
+            index.emplace_back();
+            FieldIndex& fi = index.back();
+            fi.byInterval.resize(dims_[fieldDim(f)].size);
+            for (uint32_t r = 0; r < p->rules.size(); ++r) {
+                IndexRanges set = fieldIndices(f, ruleField(p->rules[r], f));
+                if (ruleField(p->rules[r], f).empty()) {
+                    fi.unnamed.push_back(r);
+                } else {
+                    uint64_t count = 0;
+                    for (const Range& x : set) count += x.hi - x.lo + 1;
+                    if (count > WideRule) {
+                        fi.wide.push_back(r);
+                    } else {
+                        for (const Range& x : set) {
+                            for (uint64_t i = x.lo; i <= x.hi; ++i) fi.byInterval[i].push_back(r);
+                        }
+                    }
+                }
+                fieldRules.back().push_back(std::move(set));
+            }
+        }
+    }
+    for (auto& memo : groupMemo_) {
+        for (const Policy* p : policies_)
+            memo.emplace_back(p->groups.size(), DecisionDiagram::False);
+    }
+    for (const Policy* p : policies_)
+        ruleMemo_.emplace_back(p->rules.size(), DecisionDiagram::False);
+    pointIndex_.resize(policies_.size());
+    for (size_t p = 0; p < policies_.size(); ++p) {
+        buildPointIndex(p);
+        extents_.emplace_back();
+        for (uint32_t r = 0; r < policies_[p]->rules.size(); ++r)
+            extents_.back().push_back(measureExtent(p, r));
+    }
+}
+
+Range RequestSpace::fieldInterval(RequestField f, uint64_t index) const {
+    const ElementaryIntervals& cuts = fields_[fieldNumber(f)];
+    return {cuts.starts[index - 1], cuts.last(index - 1)};
+}
+
+IndexRanges RequestSpace::fieldIndices(RequestField f, const RangeSet& set) const {
+    const ElementaryIntervals& cuts = fields_[fieldNumber(f)];
+    const uint64_t max = FieldMax[fieldNumber(f)];
+    std::vector<Range> values;
+    for (const Range& r : set.ranges()) {
+        if (r.lo > max) continue;
+        values.push_back({r.lo, std::min(r.hi, max)});
+        if (f == RequestField::Pkey)
+            values.push_back({r.lo | PkeyFullMember, std::min(r.hi, max) | PkeyFullMember});
+    }
+    std::sort(values.begin(), values.end(),
+              [](const Range& a, const Range& b) { return a.lo < b.lo; });
+    IndexRanges indices;
+    for (const Range& v : values) addRange(indices, cuts.find(v.lo) + 1, cuts.find(v.hi) + 1);
+    return indices;
+}
+
+Ref RequestSpace::indexIn(size_t dim, const IndexRanges& ranges) {
+    const Dimension& d = dims_[dim];
+    if (d.bits == 0) return ranges.empty() ? DecisionDiagram::False : DecisionDiagram::True;
+    // Indices past the size stand for the last value.
+    IndexRanges padded = ranges;
+    const uint64_t full = d.bits == 64 ? UINT64_MAX : (uint64_t{1} << d.bits) - 1;
+    if (!padded.empty() && padded.back().hi >= d.size - 1) padded.back().hi = full;
+    // Over the prefix [lo, lo + 2^bit), with the ranges [from, to) that meet it.
+    auto build = [&](auto& self, uint32_t bit, uint64_t lo, size_t from, size_t to) -> Ref {
+        if (from == to) return DecisionDiagram::False;
+        const uint64_t hi = bit == 64 ? UINT64_MAX : lo + ((uint64_t{1} << bit) - 1);
+        if (padded[from].lo <= lo && padded[from].hi >= hi) return DecisionDiagram::True;
+        const uint64_t mid = lo + (uint64_t{1} << (bit - 1));
+        // Ranges below mid go low, those from mid up go high, one across mid goes both ways.
+        size_t split = from;
+        while (split < to && padded[split].hi < mid) ++split;
+        const bool across = split < to && padded[split].lo < mid;
+        Ref low = self(self, bit - 1, lo, from, across ? split + 1 : split);
+        Ref high = self(self, bit - 1, mid, split, to);
+        return dd_.node(d.firstVar + (d.bits - bit), low, high);
+    };
+    return build(build, d.bits, 0, 0, padded.size());
+}
+
+bool RequestSpace::trimDiagram(size_t nodes) {
+    if (dd_.size() <= nodes) return false;
+    dd_.clear();
+    for (auto& memo : groupMemo_) {
+        for (auto& policy : memo) std::fill(policy.begin(), policy.end(), DecisionDiagram::False);
+    }
+    for (auto& policy : ruleMemo_) std::fill(policy.begin(), policy.end(), DecisionDiagram::False);
+    return true;
+}
+
+Ref RequestSpace::fieldIn(RequestField f, const RangeSet& set) {
+    return indexIn(fieldDim(f), fieldIndices(f, set));
+}
+
+Ref RequestSpace::fieldAbsent(RequestField f) { return indexIn(fieldDim(f), {{0, 0}}); }
+
+Ref RequestSpace::group(size_t p, uint32_t g, Ends end) {
+    Ref& memo = groupMemo_[static_cast<size_t>(end)][p][g];
+    if (memo != DecisionDiagram::False) return memo;
+    Ref any = DecisionDiagram::False;
+    if (onFabric()) {
+        IndexRanges ranges;
+        for (uint32_t c : groupClasses_[p][g]) addRange(ranges, c, c);
+        any = indexIn(classDim(end), ranges);
+    } else {
+        const Selectors& s = selectors_[p][g];
+        const PortDims& at = portDims_[static_cast<size_t>(end)];
+        IndexRanges types;
+        for (uint64_t t = 0; t < 3; ++t) {
+            if (s.types >> t & 1) types.push_back({t, t});
+        }
+        any = dd_.disj(any, indexIn(at.nodeType, types));
+        if (s.self) any = dd_.disj(any, indexIn(at.sm, {{1, 1}}));
+        any = dd_.disj(any, indexIn(at.guid, s.guids));
+        IndexRanges own;
+        for (uint64_t n : s.ownNames) addRange(own, n, n);
+        any =
+            dd_.disj(any, dd_.conj(indexIn(at.nodeType, {{0, 0}, {2, 2}}), indexIn(at.name, own)));
+        any = dd_.disj(any, dd_.conj(indexIn(at.nodeType, {{SwitchType, SwitchType}}),
+                                     indexIn(at.name, s.switchNames)));
+        for (uint32_t item : s.partitions)
+            any = dd_.disj(any, indexIn(at.partitions[item], {{1, 1}}));
+        for (uint32_t item : s.pkeys) any = dd_.disj(any, indexIn(at.pkeys[item], {{1, 1}}));
+    }
+    memo = any;
+    return any;
+}
+
+Ref RequestSpace::rule(size_t p, uint32_t r) {
+    Ref& memo = ruleMemo_[p][r];
+    if (memo != DecisionDiagram::False) return memo;
+    const MatchRule& rule = policies_[p]->rules[r];
+    Ref f = DecisionDiagram::True;
+    for (RequestField field : RequestFields) {
+        if (!ruleField(rule, field).empty())
+            f = dd_.conj(f, indexIn(fieldDim(field), ruleFields_[fieldNumber(field)][p][r]));
+    }
+    for (Ends end : {Ends::Source, Ends::Destination}) {
+        const auto& groups = end == Ends::Source ? rule.sources : rule.destinations;
+        if (groups.empty()) continue;
+        Ref side = DecisionDiagram::False;
+        for (uint32_t g : groups) side = dd_.disj(side, group(p, g, end));
+        f = dd_.conj(f, side);
+    }
+    // A rule that matches nothing stays False (recomputed when asked again, which is cheap).
+    memo = f;
+    return f;
+}
+
+RequestPoint RequestSpace::pointIn(Ref f, uint64_t seed) const {
+    std::vector<char> bits(vars_, -1);  // -1: not on the path, free
+    uint64_t state = seed;
+    auto coin = [&]() {  // splitmix64
+        uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        return ((z ^ (z >> 31)) & 1) != 0;
+    };
+    while (!dd_.isTerminal(f)) {
+        const bool high = dd_.low(f) == DecisionDiagram::False ||
+                          (seed != 0 && dd_.high(f) != DecisionDiagram::False && coin());
+        bits[dd_.var(f)] = high ? 1 : 0;
+        f = high ? dd_.high(f) : dd_.low(f);
+    }
+    // Bits the walk skipped are free: 0, or with a seed drawn too.
+    for (char& b : bits) {
+        if (b < 0) b = seed != 0 && coin() ? 1 : 0;
+    }
+    RequestPoint point;
+    for (const Dimension& d : dims_) {
+        uint64_t v = 0;
+        for (uint32_t b = 0; b < d.bits; ++b)
+            v = v << 1 | static_cast<uint64_t>(bits[d.firstVar + b]);
+        point.values.push_back(std::min(v, d.size - 1));
+    }
+    return point;
+}
+
+bool RequestSpace::holds(size_t p, uint32_t g, Ends end, const RequestPoint& point) const {
+    if (onFabric()) {
+        const auto& cs = groupClasses_[p][g];
+        return std::binary_search(cs.begin(), cs.end(), point.values[classDim(end)]);
+    }
+    const Selectors& s = selectors_[p][g];
+    const PortDims& at = portDims_[static_cast<size_t>(end)];
+    const uint64_t type = point.values[at.nodeType];
+    if (s.types >> type & 1) return true;
+    if (s.self && point.values[at.sm]) return true;
+    if (inRanges(s.guids, point.values[at.guid])) return true;
+    const uint64_t name = point.values[at.name];
+    if (type == SwitchType ? inRanges(s.switchNames, name)
+                           : std::binary_search(s.ownNames.begin(), s.ownNames.end(), name))
+        return true;
+    for (uint32_t item : s.partitions) {
+        if (point.values[at.partitions[item]]) return true;
+    }
+    for (uint32_t item : s.pkeys) {
+        if (point.values[at.pkeys[item]]) return true;
+    }
+    return false;
+}
+
+bool RequestSpace::sideHolds(size_t p, const std::vector<uint32_t>& groups, Ends end,
+                             const RequestPoint& point) const {
+    if (groups.empty()) return true;
+    return std::any_of(groups.begin(), groups.end(),
+                       [&](uint32_t g) { return holds(p, g, end, point); });
+}
+
+bool RequestSpace::matches(size_t p, uint32_t r, const RequestPoint& point) const {
+    for (RequestField f : RequestFields) {
+        const IndexRanges& set = ruleFields_[fieldNumber(f)][p][r];
+        if (ruleField(policies_[p]->rules[r], f).empty()) continue;
+        const uint64_t v = point.values[fieldDim(f)];
+        if (v == 0 || !inRanges(set, v)) return false;
+    }
+    const MatchRule& rule = policies_[p]->rules[r];
+    return sideHolds(p, rule.sources, Ends::Source, point) &&
+           sideHolds(p, rule.destinations, Ends::Destination, point);
+}
+
+double RequestSpace::measureExtent(size_t p, uint32_t r) const {
+    const MatchRule& rule = policies_[p]->rules[r];
+    double share = 1;
+    for (RequestField f : RequestFields) {
+        if (ruleField(rule, f).empty()) continue;
+        uint64_t covered = 0;
+        for (const Range& x : ruleFields_[fieldNumber(f)][p][r]) covered += x.hi - x.lo + 1;
+        share *= static_cast<double>(covered) / static_cast<double>(dims_[fieldDim(f)].size);
+    }
+    for (Ends end : {Ends::Source, Ends::Destination}) {
+        const auto& groups = end == Ends::Source ? rule.sources : rule.destinations;
+        if (groups.empty()) continue;
+        double side = 0;
+        for (uint32_t g : groups) {
+            if (onFabric()) {
+                side += static_cast<double>(groupClasses_[p][g].size()) /
+                        static_cast<double>(classes_.size());
+                continue;
+            }
+            const Selectors& s = selectors_[p][g];
+            if (s.types || s.self || !s.ownNames.empty() || !s.partitions.empty() ||
+                !s.pkeys.empty()) {
+                side = 1;
+                break;
+            }
+            uint64_t covered = 0;
+            for (const Range& x : s.guids) covered += x.hi - x.lo + 1;
+            side += static_cast<double>(covered) /
+                    static_cast<double>(attributes_.guidIntervals.size());
+        }
+        share *= std::min(side, 1.0);
+    }
+    return share;
+}
+
+bool RequestSpace::groupsMeet(size_t p, uint32_t g, size_t q, uint32_t h) const {
+    if (onFabric()) {
+        const auto& a = groupClasses_[p][g];
+        const auto& b = groupClasses_[q][h];
+        size_t i = 0, j = 0;
+        while (i < a.size() && j < b.size()) {
+            if (a[i] == b[j]) return true;
+            a[i] < b[j] ? ++i : ++j;
+        }
+        return false;
+    }
+    // Selectors exclude each other only pairwise by the same attribute: two node types, two
+    // GUID ranges, two port names of different nodes. A port may be the SM's and in any
+    // partitions whatever else it is.
+    const Selectors& a = selectors_[p][g];
+    const Selectors& b = selectors_[q][h];
+    auto any = [](const Selectors& s) {
+        return s.types || s.self || !s.guids.empty() || !s.ownNames.empty() ||
+               !s.partitions.empty() || !s.pkeys.empty();
+    };
+    if (!any(a) || !any(b)) return false;
+    if (a.self || b.self || !a.partitions.empty() || !b.partitions.empty() || !a.pkeys.empty() ||
+        !b.pkeys.empty())
+        return true;
+    const bool aNames = !a.ownNames.empty(), bNames = !b.ownNames.empty();
+    const bool aGuids = !a.guids.empty(), bGuids = !b.guids.empty();
+    if ((a.types && (bNames || bGuids)) || (b.types && (aNames || aGuids))) return true;
+    if ((aNames && bGuids) || (bNames && aGuids)) return true;
+    return (a.types & b.types) || rangesMeet(a.guids, b.guids) ||
+           rangesMeet(a.switchNames, b.switchNames);
+}
+
+bool RequestSpace::sidesMeet(size_t p, const std::vector<uint32_t>& a, size_t q,
+                             const std::vector<uint32_t>& b) const {
+    if (a.empty() || b.empty()) return true;
+    for (uint32_t g : a) {
+        for (uint32_t h : b) {
+            if (groupsMeet(p, g, q, h)) return true;
+        }
+    }
+    return false;
+}
+
+std::vector<uint32_t> RequestSpace::overlapping(size_t p, uint32_t before, size_t qp,
+                                                uint32_t q) const {
+    const MatchRule& query = policies_[qp]->rules[q];
+    auto below = [before](const std::vector<uint32_t>& sorted) {
+        return static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), before) -
+                                   sorted.begin());
+    };
+    // The field whose index lists the fewest candidates.
+    const std::vector<const std::vector<uint32_t>*>* best = nullptr;
+    std::vector<const std::vector<uint32_t>*> lists[3];
+    size_t bestCount = SIZE_MAX;
+    for (RequestField f : RequestFields) {
+        const IndexRanges& set = ruleFields_[fieldNumber(f)][qp][q];
+        if (ruleField(query, f).empty()) continue;
+        const FieldIndex& index = fieldIndex_[fieldNumber(f)][p];
+        auto& l = lists[fieldNumber(f)];
+        l = {&index.unnamed, &index.wide};
+        for (const Range& x : set) {
+            for (uint64_t i = x.lo; i <= x.hi && l.size() < 4 * WideRule; ++i)
+                l.push_back(&index.byInterval[i]);
+        }
+        if (l.size() >= 4 * WideRule) continue;  // too wide to be worth it
+        size_t count = 0;
+        for (const auto* v : l) count += below(*v);
+        if (count < bestCount) {
+            bestCount = count;
+            best = &l;
+        }
+    }
+    std::vector<uint32_t> out;
+    if (!best) {
+        for (uint32_t i = 0; i < before; ++i) out.push_back(i);
+    } else {
+        for (const auto* v : *best) out.insert(out.end(), v->begin(), v->begin() + below(*v));
+        std::sort(out.begin(), out.end());
+        out.erase(std::unique(out.begin(), out.end()), out.end());
+    }
+    // Keep those that meet the query in every field and on both sides.
+    std::vector<uint32_t> kept;
+    for (uint32_t i : out) {
+        const MatchRule& rule = policies_[p]->rules[i];
+        bool meet = true;
+        for (RequestField f : RequestFields) {
+            if (ruleField(rule, f).empty() || ruleField(query, f).empty()) continue;
+            meet = meet && rangesMeet(ruleFields_[fieldNumber(f)][p][i],
+                                      ruleFields_[fieldNumber(f)][qp][q]);
+        }
+        if (meet && sidesMeet(p, rule.sources, qp, query.sources) &&
+            sidesMeet(p, rule.destinations, qp, query.destinations))
+            kept.push_back(i);
+    }
+    return kept;
+}
+
+void RequestSpace::cubes(Ref f, const std::function<bool(uint32_t)>& keep,
+                         const std::function<void(const RequestCube&)>& out) const {
+    // Whether a diagram reaches a kept terminal, remembered per node.
+    std::unordered_map<Ref, bool> reaches;
+    auto useful = [&](auto& self, Ref g) -> bool {
+        if (dd_.isTerminal(g)) return keep(dd_.terminalValue(g));
+        auto it = reaches.find(g);
+        if (it != reaches.end()) return it->second;
+        bool r = self(self, dd_.low(g)) || self(self, dd_.high(g));
+        reaches.emplace(g, r);
+        return r;
+    };
+    RequestCube cube;
+    cube.dims.resize(dims_.size());
+    // The runs of dimension d's values from node g: which node each leads to.
+    auto runs = [&](const Dimension& d, Ref g) {
+        std::vector<std::pair<Range, Ref>> list;
+        auto walk = [&](auto& self, Ref h, uint32_t bit, uint64_t lo) -> void {
+            if (lo >= d.size) return;
+            const uint64_t span = bit == 64 ? UINT64_MAX : (uint64_t{1} << bit) - 1;
+            const uint64_t hi = std::min(lo + span, d.size - 1);
+            if (bit == 0 || dd_.isTerminal(h) || dd_.var(h) >= d.firstVar + d.bits) {
+                if (!useful(useful, h)) return;
+                if (!list.empty() && list.back().second == h && list.back().first.hi + 1 == lo) {
+                    list.back().first.hi = hi;
+                } else {
+                    list.push_back({{lo, hi}, h});
+                }
+                return;
+            }
+            const uint64_t mid = lo + (uint64_t{1} << (bit - 1));
+            if (dd_.var(h) == d.firstVar + (d.bits - bit)) {
+                self(self, dd_.low(h), bit - 1, lo);
+                self(self, dd_.high(h), bit - 1, mid);
+            } else {
+                self(self, h, bit - 1, lo);
+                self(self, h, bit - 1, mid);
+            }
+        };
+        walk(walk, g, d.bits, 0);
+        return list;
+    };
+    auto visit = [&](auto& self, size_t dim, Ref g) -> void {
+        if (dim == dims_.size()) {
+            cube.terminal = dd_.terminalValue(g);
+            out(cube);
+            return;
+        }
+        // The runs grouped by where they lead, in order of first appearance.
+        std::vector<std::pair<Ref, IndexRanges>> byTarget;
+        std::unordered_map<Ref, size_t> at;
+        for (auto& [range, target] : runs(dims_[dim], g)) {
+            auto [it, fresh] = at.emplace(target, byTarget.size());
+            if (fresh) {
+                byTarget.push_back({target, {range}});
+            } else {
+                byTarget[it->second].second.push_back(range);
+            }
+        }
+        for (auto& [target, ranges] : byTarget) {
+            cube.dims[dim] = std::move(ranges);
+            self(self, dim + 1, target);
+        }
+    };
+    visit(visit, 0, f);
+}
+
+}  // namespace ibqos

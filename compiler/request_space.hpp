@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: MIT
+// RequestSpace: the PathRecord requests one or more policies can tell apart, as decision
+// diagrams: which requests a rule matches, the requests a rule gets first, concrete requests
+// inside a diagram, and the products (regions) a diagram splits into. The analyses (dead rules,
+// reachability on a fabric, ibqos diff) are questions on these.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/bind.hpp"
+#include "compiler/decision_diagram.hpp"
+#include "compiler/policy.hpp"
+#include "compiler/range_set.hpp"
+
+namespace ibqos {
+
+// The request fields a rule can name. Each is a dimension of the space whose values are the
+// elementary intervals of the ranges the policies write, and one more: the field is absent.
+enum class RequestField : uint8_t { QosClass, ServiceId, Pkey };
+constexpr RequestField RequestFields[] = {RequestField::QosClass, RequestField::ServiceId,
+                                          RequestField::Pkey};
+
+// What a port is, on every fabric, as far as the policies' groups can tell ports apart: an
+// elementary interval of the GUIDs the groups name, its node type, whether it is the SM's port,
+// the port name it answers to (one a group writes, or none), and for each partition name and
+// PKey interval the groups name, whether it is a member. Every combination of these is a port
+// of some fabric. (On one fabric a port is its membership class instead.)
+struct PortAttributes {
+    std::vector<Range> guidIntervals;                     // elementary, over the whole 64 bits
+    std::vector<std::pair<std::string, uint32_t>> names;  // index 0: a name no group writes
+    std::vector<std::string> partitions;                  // partition names (case-sensitive)
+    std::vector<Range> pkeyIntervals;  // PKey intervals (15 bits) inside some group's pkey
+};
+
+// The values of one dimension: inclusive ranges of value indices.
+using IndexRanges = std::vector<Range>;
+
+// A product of requests: per dimension, the value indices it holds.
+struct RequestCube {
+    std::vector<IndexRanges> dims;  // in RequestSpace::dimensions() order
+    uint32_t terminal = 0;
+};
+
+// One request of the space: a value index per dimension.
+struct RequestPoint {
+    std::vector<uint64_t> values;  // in RequestSpace::dimensions() order
+};
+
+class RequestSpace {
+  public:
+    using Ref = DecisionDiagram::Ref;
+    enum class Ends : uint8_t { Source, Destination };
+    // The dimensions, in diagram order. A port end is one dimension on a fabric (its classes)
+    // and several on every fabric (its attributes).
+    enum class DimKind : uint8_t {
+        Classes,     // endpoint membership class (one fabric)
+        NodeType,    // 0 CA, 1 switch, 2 router
+        Sm,          // 0 no, 1 the SM's own port
+        Partition,   // 0 not a member, 1 a member of PortAttributes::partitions[item]
+        PkeyMember,  // 0 not a member, 1 a member of a partition in pkeyIntervals[item]
+        Name,        // index into PortAttributes::names
+        Guid,        // index into PortAttributes::guidIntervals
+        Field,       // a request field: 0 absent, i > 0 the field's interval i - 1
+    };
+    struct Dimension {
+        DimKind kind;
+        Ends end = Ends::Source;
+        RequestField field = RequestField::QosClass;
+        uint32_t item = 0;  // partition or PKey interval index
+        uint32_t firstVar = 0, bits = 0;
+        uint64_t size = 0;  // values 0..size-1; indices past it act as size-1
+    };
+
+    // Range ends added to the fields beyond the rules' own (the levels' PKeys, a fabric's
+    // partitions), as request values.
+    struct Cuts {
+        std::vector<Range> qosClasses, serviceIds, pkeys;
+    };
+
+    // Every fabric the policies could meet.
+    RequestSpace(DecisionDiagram& dd, const std::vector<const Policy*>& policies,
+                 const Cuts& extra = {});
+    // One fabric: the policies bound to it (the same fabric).
+    RequestSpace(DecisionDiagram& dd, const std::vector<const BoundPolicy*>& bound,
+                 const Cuts& extra = {});
+
+    DecisionDiagram& diagram() const { return dd_; }
+    // Starts the diagram afresh (DecisionDiagram::clear) once it holds more than `nodes`:
+    // every Ref made so far is invalid then. Returns whether it did.
+    bool trimDiagram(size_t nodes);
+    const std::vector<Dimension>& dimensions() const { return dims_; }
+    bool onFabric() const { return !bound_.empty(); }
+    const PortAttributes& attributes() const { return attributes_; }
+    // On a fabric: the endpoints of each membership class, in port order.
+    const std::vector<std::vector<uint32_t>>& classes() const { return classes_; }
+    // The values of a field's interval index (1-based: 0 is "absent").
+    Range fieldInterval(RequestField f, uint64_t index) const;
+    size_t policies() const { return policies_.size(); }
+    const Policy& policy(size_t p) const { return *policies_[p]; }
+
+    // The requests a rule of policy p matches: every field it names present and inside, its
+    // sources and destinations holding the ends.
+    Ref rule(size_t p, uint32_t r);
+    // The ports a group holds, at one end.
+    Ref group(size_t p, uint32_t g, Ends end);
+    // Requests carrying a value of f inside set, and requests without f.
+    Ref fieldIn(RequestField f, const RangeSet& set);
+    Ref fieldAbsent(RequestField f);
+
+    // A request f holds (f must not be False): the least one in the diagram's order, or, with
+    // a seed, one a walk that takes either branch picks (the same seed, the same request).
+    RequestPoint pointIn(Ref f, uint64_t seed = 0) const;
+    // Whether rule r of policy p matches a request, tested directly (no diagram is made).
+    bool matches(size_t p, uint32_t r, const RequestPoint& point) const;
+    // The first rule of policy p, below `before`, that matches a request (nullopt: none), from
+    // an index of which rules each value of each dimension satisfies: a few bitset ANDs.
+    std::optional<uint32_t> firstMatch(size_t p, const RequestPoint& point, uint32_t before) const;
+    // Every rule of policy p below `before` that matches a request, in order.
+    std::vector<uint32_t> allMatches(size_t p, const RequestPoint& point, uint32_t before) const;
+    // The share of the space a rule's ranges cover, dimension by dimension, multiplied (its
+    // groups count by the GUIDs they name, or whole): a rough size, to prefer large rules.
+    double extent(size_t p, uint32_t r) const { return extents_[p][r]; }
+
+    // The earlier rules of policy p (index below `before`) that may match some request rule
+    // q of policy qp matches: a superset of those that do, from an index of the fields and
+    // groups, in rule order.
+    std::vector<uint32_t> overlapping(size_t p, uint32_t before, size_t qp, uint32_t q) const;
+
+    // The products f splits into, dimension by dimension, coarsest first: for each path, the
+    // values of every dimension that lead to the same rest. Only products whose terminal
+    // `keep` accepts are listed.
+    void cubes(Ref f, const std::function<bool(uint32_t)>& keep,
+               const std::function<void(const RequestCube&)>& out) const;
+
+  private:
+    using Bits = std::vector<uint64_t>;  // one bit per rule
+    // Which rules hold each index of a domain, from the ranges each rule holds: a bitset every
+    // `block` indices and the rules that enter or leave at each index in between.
+    struct StabIndex {
+        uint64_t block = 1;
+        std::vector<Bits> checkpoints;
+        std::vector<std::vector<std::pair<uint32_t, bool>>> changes;  // (rule, enters)
+        void build(uint64_t domain, const std::vector<IndexRanges>& perRule, size_t words);
+        // out |= the rules holding index i.
+        void addTo(uint64_t i, Bits& out) const;
+    };
+    // Which rules of one policy each value of each dimension satisfies.
+    struct PointIndex {
+        size_t words = 0;
+        Bits fieldUnnamed[3];
+        StabIndex fields[3];
+        Bits sideUnnamed[2];
+        // Every fabric: rules with a group on that side selecting by each attribute.
+        Bits byType[2][3], bySelf[2];
+        StabIndex byGuid[2], byOwnName[2], bySwitchName[2];
+        std::vector<Bits> byPartition[2], byPkey[2];
+        // One fabric: per class, filled when first asked.
+        mutable std::vector<Bits> byClass[2];
+    };
+    void buildPointIndex(size_t p);
+    double measureExtent(size_t p, uint32_t r) const;
+    // The rules of policy p that match a request, as bits (below `before` only).
+    Bits matchBits(size_t p, const RequestPoint& point, uint32_t before) const;
+    const Bits& classRules(size_t p, Ends end, uint64_t c) const;
+
+    // What a group selects, in the attributes' indices (every fabric).
+    struct Selectors {
+        uint8_t types = 0;  // bit t: node type t
+        bool self = false;
+        IndexRanges guids;               // GUID interval indices
+        std::vector<uint64_t> ownNames;  // name indices a CA or router port answers to
+        IndexRanges switchNames;         // name indices a switch answers to (its descriptions)
+        std::vector<uint32_t> partitions, pkeys;  // atom items
+    };
+    // Where each attribute of one end lives among the dimensions.
+    struct PortDims {
+        size_t nodeType = 0, sm = 0, name = 0, guid = 0;
+        std::vector<size_t> partitions, pkeys;
+    };
+    // A field index for overlap lookups: the rules of one policy by the intervals they name.
+    struct FieldIndex {
+        std::vector<std::vector<uint32_t>> byInterval;  // rules whose set holds interval i
+        std::vector<uint32_t> unnamed, wide;            // rules not naming it, or naming many
+    };
+
+    DecisionDiagram& dd_;
+    std::vector<const Policy*> policies_;
+    std::vector<const BoundPolicy*> bound_;
+    std::vector<Dimension> dims_;
+    PortAttributes attributes_;
+    PortDims portDims_[2];
+    ElementaryIntervals fields_[3]{ElementaryIntervals(4095), ElementaryIntervals(UINT64_MAX),
+                                   ElementaryIntervals(0xffff)};
+    std::vector<std::vector<Selectors>> selectors_;  // [policy][group], every fabric
+    std::vector<std::vector<uint32_t>> classes_;     // endpoints of each class
+    std::vector<uint32_t> classOf_;                  // [Fabric::ports index], one fabric
+    std::vector<std::vector<std::vector<uint32_t>>> groupClasses_;   // [policy][group], sorted
+    std::vector<std::vector<IndexRanges>> ruleFields_[3];            // [field][policy][rule]
+    std::vector<std::vector<Ref>> groupMemo_[2];                     // [end][policy][group]
+    std::vector<std::vector<Ref>> ruleMemo_;                         // [policy][rule]
+    std::vector<FieldIndex> fieldIndex_[3];                          // [field][policy]
+    std::vector<PointIndex> pointIndex_;                             // [policy]
+    std::vector<std::vector<double>> extents_;                       // [policy][rule]
+    mutable std::vector<std::vector<std::vector<uint32_t>>> meets_;  // [policy][group]
+    size_t fieldDims_[3] = {}, classDims_[2] = {};
+    uint32_t vars_ = 0;
+
+    void addFieldCuts(const Cuts& extra);
+    void addDimension(Dimension d);
+    void addPortDimensions(Ends end);
+    void indexRules();
+    size_t fieldDim(RequestField f) const { return fieldDims_[static_cast<size_t>(f)]; }
+    size_t classDim(Ends end) const { return classDims_[static_cast<size_t>(end)]; }
+    void addFieldDimensions();
+    IndexRanges fieldIndices(RequestField f, const RangeSet& set) const;
+    Selectors selectorsOf(const PortGroup& g) const;
+    // The diagram of "the dimension's value index is in these ranges" (sorted, disjoint).
+    Ref indexIn(size_t dim, const IndexRanges& ranges);
+    bool holds(size_t p, uint32_t g, Ends end, const RequestPoint& point) const;
+    bool sideHolds(size_t p, const std::vector<uint32_t>& groups, Ends end,
+                   const RequestPoint& point) const;
+    // Whether two groups (of policies p and q) can hold one port.
+    bool groupsMeet(size_t p, uint32_t g, size_t q, uint32_t h) const;
+    bool sidesMeet(size_t p, const std::vector<uint32_t>& a, size_t q,
+                   const std::vector<uint32_t>& b) const;
+};
+
+}  // namespace ibqos
