@@ -4,7 +4,6 @@
 #include <memory>
 
 #include "cli/commands.hpp"
-#include "common/text.hpp"
 #include "compiler/compile_policy.hpp"
 
 namespace ibqos::cli {
@@ -28,20 +27,10 @@ struct CheckOptions {
     std::string analysisBudget;
 };
 
-// --analysis-budget: a number of steps, or "unlimited" (also 0).
-std::optional<uint64_t> budgetOption(const std::string& text) {
-    if (text.empty()) return std::nullopt;
-    if (text == "unlimited") return 0;
-    std::optional<uint64_t> steps = parseNumber(text, 10);
-    if (!steps)
-        throw UsageError("--analysis-budget: '" + text + "' is not a number or 'unlimited'");
-    return steps;
-}
-
 int check(const CheckOptions& o) {
     Inputs inputs;
     Diagnostics diagnostics;
-    const std::optional<uint64_t> budget = budgetOption(o.analysisBudget);
+    const std::optional<uint64_t> budget = analysisBudgetOption(o.analysisBudget);
     Policy policy = loadPolicy(inputs.load(o.policy), diagnostics, budget);
     compileForFabric(policy, o.fabric, inputs, diagnostics, CompileStage::Reachability, budget);
     return emitDiagnostics(diagnostics, inputs, o.json);
@@ -60,11 +49,10 @@ void addCheck(Program& program) {
     c.add_flag("--json", o->json,
                "print the diagnostics on stdout as a JSON array of {\"severity\", \"code\", "
                "\"file\", \"line\", \"column\", \"message\", \"opensm_rejects\"}");
-    c.add_option("--analysis-budget", o->analysisBudget,
-                 "work the dead-rule and reachability analyses may do, in decision-diagram "
-                 "steps, or 'unlimited' (default: in proportion to the policy's size); rules "
-                 "left undecided get a reachability-undecided note")
-        ->type_name("STEPS");
+    addAnalysisBudget(c, o->analysisBudget,
+                      "work the dead-rule and reachability analyses may do, in decision-diagram "
+                      "steps, or 'unlimited' (default: in proportion to the policy's size); "
+                      "rules left undecided get a reachability-undecided note");
 }
 
 }  // namespace ibqos::cli

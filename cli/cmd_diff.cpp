@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: MIT
 // ibqos diff: what changes when NEW replaces OLD: the requests whose SA answer changes, and the
-// ports whose tables change.
+// ports whose tables change (with a topology) or the qos-setup scopes that may change them.
 #include <algorithm>
 #include <iostream>
-#include <map>
 #include <memory>
-#include <stdexcept>
 
 #include "cli/answer_json.hpp"
 #include "cli/commands.hpp"
@@ -13,6 +11,7 @@
 #include "common/text.hpp"
 #include "compiler/compile_policy.hpp"
 #include "compiler/emit.hpp"
+#include "policy-grammar/keywords.hpp"
 #include "sa-matcher/policy_diff.hpp"
 
 namespace ibqos::cli {
@@ -20,40 +19,48 @@ namespace ibqos::cli {
 namespace {
 
 const char* const diffFooter =
-    R"(Compares two policies on one fabric and prints what would change if NEW replaced OLD:
-the regions of the request space whose SA answer changes (accepted or rejected, SL, MTU and
-rate limits, packet life, the level's PKeys, the PKey answered), and every port whose SL2VL or
-VL arbitration tables change. A different level name or deciding rule with the same answer is
-no change, nor is a request the SA rejects under both policies (ports sharing no partition).
+    R"(Compares two policies and prints what would change if NEW replaced OLD: the regions of
+the request space whose SA answer changes (accepted or rejected, SL, MTU and rate limits,
+packet life, the level's PKeys, the PKey answered), and the tables: with a topology every port
+whose SL2VL or VL arbitration tables change, without one every qos-setup scope whose effect
+may differ. A different level name or deciding rule with the same answer is no change, nor is
+a request the SA rejects under both policies. The comparison is exact: every request whose
+answer changes lies in a region, and no region holds one whose answer stays.
 
 Each region is a product: source ports x destination ports x ServiceID ranges x QoS-class
-ranges x PKey ranges ("any": every value, and requests without the field). Regions with the
-same answers before and after are merged; each lists every rule that decides it. Two limits of
-that form: where a request without a field changes answer while some of its values do not,
-the field is "any"; the loopback paths of a region's ports go with it.
+ranges x PKey ranges ("any": every value, and requests without the field; "absent": only
+requests without it). Regions with the same answers before and after are joined; each lists
+every rule that decides it. A region may hold only paths between two different ports, or only
+loopback paths (a port to itself), where those answer otherwise.
 
-Without --topology the policies are compared on a witness fabric made from their own
-selectors (a port for each GUID interval and port name they use, one in no GUID range, the
-switches between them, and a partition for each PKey they name): the verdict holds for those ports, and regions name groups, not ports.
+Without --topology the comparison covers every fabric the policies could meet: a request
+changes when its answer differs on some fabric, ports are described by kind (GUID range, node
+type, SM port, port name, partition and PKey memberships), and the answers shown are those on
+a fabric where both ends share every partition (the PKey answered is then the requested one or
+the fabric's: null).
 
 --json prints {"equivalent": bool, "regions": [{"sources", "destinations", "service_ids",
 "qos_classes", "pkeys", "port_pairs", "old", "new"}], "ports": [{"guid", "port", "sl2vl",
-"vlarb", "old", "new"}]}: sources and destinations are port GUIDs with a topology and group
-names without (null: every port), ranges are [lo, hi] pairs, null means any value; "old" and
-"new" are the objects `ibqos query --json` prints, with "rule" a list of every deciding rule;
-"ports" entries hold the port's object of `ibqos compile --emit json` before and after.
+"vlarb", "old", "new", "changes"}], "scopes": [...]}: sources and destinations are port GUIDs
+with a topology and port kinds without (null: every port), ranges are [lo, hi] pairs, null
+means any value; a region adds "absent": [FIELD, ...] when it holds only requests without those
+fields, and "loopback": "excluded" or "only"; "old" and "new" are the objects `ibqos query
+--json` prints, with "rule" a list of every deciding rule; "ports" entries hold the port's
+object of `ibqos compile --emit json` before and after, and each changed table.
 
 Exit status (diff(1)'s convention): 0 nothing changes, 1 something changes, 2 usage or I/O
-error, or a policy, the topology or the partitions have errors (reported as by ibqos check).)";
+error, a policy, the topology or the partitions have errors (reported as by ibqos check), or
+the comparison did not finish within --analysis-budget.)";
 
 struct DiffOptions {
     std::string before, after;
     FabricOptions fabric;
     bool json = false;
+    std::string analysisBudget;
 };
 
 Json rangesJson(const FieldValues& values) {
-    if (values.any) return nullptr;
+    if (values.any || values.absent) return nullptr;
     Json out = Json::array();
     for (const Range& r : values.ranges) out.push_back({r.lo, r.hi});
     return out;
@@ -61,16 +68,78 @@ Json rangesJson(const FieldValues& values) {
 
 // The query object of an answer, with "rule" the list of every rule deciding the region.
 Json answerJson(const Policy& policy, const AnswerWriter& writer, const PathAnswer& answer,
-                const std::vector<uint32_t>& rules) {
+                bool pkeyKnown, const std::vector<uint32_t>& rules) {
     std::string text;
     writer.write(text, answer);
     Json out = Json::parse(text);
+    if (!pkeyKnown) out["pkey"] = nullptr;
     Json list = Json::array();
     for (uint32_t r : rules) {
         list.push_back(r == NoRule ? Json(nullptr)
                                    : Json{{"index", r}, {"line", policy.rules[r].location.line}});
     }
     out["rule"] = std::move(list);
+    return out;
+}
+
+Json portKindJson(const PortKind& k) {
+    Json out = Json::object();
+    if (k.guids) {
+        Json g = Json::array();
+        for (const Range& r : *k.guids) g.push_back({hex(r.lo, 16), hex(r.hi, 16)});
+        out["guids"] = std::move(g);
+    }
+    if (k.nodeTypes) {
+        Json t = Json::array();
+        for (NodeType type : *k.nodeTypes) t.push_back(nodeTypeName(type));
+        out["node_types"] = std::move(t);
+    }
+    if (k.sm) out["sm"] = *k.sm;
+    if (k.names) out["port_names"] = *k.names;
+    if (k.notNames) out["not_port_names"] = *k.notNames;
+    auto pkeys = [](const std::vector<Range>& ranges) {
+        Json out = Json::array();
+        for (const Range& r : ranges) out.push_back({r.lo, r.hi});
+        return out;
+    };
+    if (!k.inPartitions.empty()) out["partitions"] = k.inPartitions;
+    if (!k.notInPartitions.empty()) out["not_partitions"] = k.notInPartitions;
+    if (!k.inPkeys.empty()) out["pkeys"] = pkeys(k.inPkeys);
+    if (!k.notInPkeys.empty()) out["not_pkeys"] = pkeys(k.notInPkeys);
+    return out;
+}
+
+// The ports one end of a region names: GUIDs on a fabric, kinds without one; null for all.
+Json endJson(const Fabric* fabric, const std::vector<uint32_t>& ports,
+             const std::vector<PortKind>& kinds, bool any) {
+    if (!fabric) {
+        if (any) return nullptr;
+        Json out = Json::array();
+        for (const PortKind& k : kinds) out.push_back(portKindJson(k));
+        return out;
+    }
+    Json out = Json::array();
+    for (uint32_t p : ports) out.push_back(hex(fabric->ports[p].guid, 16));
+    return out;
+}
+
+// For people: up to four ports by name, or the kinds.
+std::string endText(const Fabric* fabric, const std::vector<uint32_t>& ports,
+                    const std::vector<PortKind>& kinds, bool any) {
+    std::string out;
+    if (!fabric) {
+        if (any) return "any port";
+        for (const PortKind& k : kinds) out += (out.empty() ? "" : "; or ") + describePortKind(k);
+        return out;
+    }
+    size_t shown = 0;
+    for (uint32_t p : ports) {
+        if (shown == 4) {
+            out += ", ... (" + std::to_string(ports.size()) + " in all)";
+            break;
+        }
+        out += (shown++ ? ", " : "") + fabric->portName(p);
+    }
     return out;
 }
 
@@ -85,30 +154,20 @@ std::string ruleNames(const Policy& policy, const std::vector<uint32_t>& rules) 
     return out;
 }
 
-// The ports a region names: GUIDs with a topology; without one, the groups of either policy
-// that hold one of the witness ports (null when the region holds every port).
-Json portsJson(const Fabric& fabric, const std::vector<uint32_t>& ports, bool witness,
-               const BoundPolicy& before, const BoundPolicy& after) {
-    if (!witness) {
-        Json out = Json::array();
-        for (uint32_t p : ports) out.push_back(hex(fabric.ports[p].guid, 16));
-        return out;
-    }
-    if (ports.size() == fabric.endpoints().size()) return nullptr;
-    std::vector<std::string> names;
-    for (const BoundPolicy* bound : {&after, &before}) {
-        for (size_t g = 0; g < bound->groups.size(); ++g) {
-            if (bound->policy->groups[g].origin != GroupOrigin::Written) continue;  // qos-ulps'
-            const std::string& name = bound->policy->groups[g].name;
-            bool holds = false;
-            for (uint32_t p : ports) holds = holds || bound->groups[g].contains(fabric, p);
-            if (holds && std::find_if(names.begin(), names.end(), [&](const std::string& n) {
-                             return sameName(n, name);
-                         }) == names.end())
-                names.push_back(name);
-        }
-    }
-    return names;
+const char* fieldName(int f) { return f == 0 ? "service_ids" : f == 1 ? "qos_classes" : "pkeys"; }
+
+const char* scopeKeyword(ScopeChange::Kind kind) {
+    return ast::openKeyword(kind == ScopeChange::Kind::VlArb ? ast::BlockKind::VlArbScope
+                                                             : ast::BlockKind::Sl2VlScope);
+}
+
+std::string scopeLine(const Policy& policy, const ScopeChange& c, bool before) {
+    const std::optional<uint32_t>& index = before ? c.before : c.after;
+    if (!index) return "none";
+    const SourceLocation at = c.kind == ScopeChange::Kind::VlArb
+                                  ? policy.vlarbScopes[*index].location
+                                  : policy.sl2vlScopes[*index].location;
+    return "line " + std::to_string(at.line);
 }
 
 int diff(const DiffOptions& o) {
@@ -120,130 +179,145 @@ int diff(const DiffOptions& o) {
         emitDiagnostics(diagnostics, inputs, false);
         return ExitUsage;
     }
-    const bool witness = !o.fabric.topology;
-    FabricOptions fabricOptions = o.fabric;
-    if (witness) {
-        const std::string path = "(witness fabric of " + o.before + " and " + o.after + ")";
-        fabricOptions.topology = path;
-        inputs.add(path, witnessTopology(oldPolicy, newPolicy));
-        if (!fabricOptions.partitions) {
-            fabricOptions.partitions = "(witness partitions)";
-            inputs.add(*fabricOptions.partitions, witnessPartitions(oldPolicy, newPolicy));
-        }
-    }
-    // On a witness fabric, what the policies name and it lacks is no finding.
-    Diagnostics witnessDiagnostics;
-    Diagnostics& fabricDiagnostics = witness ? witnessDiagnostics : diagnostics;
-    auto compiled =
-        compileForFabric({&oldPolicy, &newPolicy}, fabricOptions, inputs, fabricDiagnostics,
-                         witness ? CompileStage::Bind : CompileStage::Tables);
-    for (const Diagnostic& d : witnessDiagnostics.all()) {
-        if (d.severity == Severity::Error && (d.code == "topology" || d.code == "partitions"))
-            throw std::logic_error("the witness fabric cannot be read: " + d.message);
-    }
-    const FabricCompilation* before = compiled[0].get();
-    const FabricCompilation* after = compiled[1].get();
+    const std::optional<uint64_t> budget = analysisBudgetOption(o.analysisBudget);
+    auto compiled = compileForFabric({&oldPolicy, &newPolicy}, o.fabric, inputs, diagnostics,
+                                     CompileStage::Tables);
     if (diagnostics.hasErrors()) {
         emitDiagnostics(diagnostics, inputs, false);
         return ExitUsage;
     }
-    const Fabric& fabric = before->fabric();
-    std::vector<DiffRegion> regions = *diffRequests(before->bound(), after->bound());
-
-    // Ports whose tables change (the fabric's ports are the same on both sides).
-    struct PortChange {
-        Json old, now;
-        bool sl2vl, vlarb;
-    };
-    std::vector<PortChange> ports;
-    if (!witness) {
-        for (const TableChange& c : changedTables(fabric, before->tables(), after->tables())) {
-            ports.push_back(
-                {portTablesJson(fabric, before->tables(), before->tables().ports[c.before]),
-                 portTablesJson(fabric, after->tables(), after->tables().ports[c.after]), c.sl2vl,
-                 c.vlarb});
-        }
+    const Fabric* fabric = compiled.empty() ? nullptr : &compiled[0]->fabric();
+    const std::optional<PolicyDiff> found =
+        fabric ? diffPolicies(compiled[0]->bound(), compiled[1]->bound(), budget.value_or(0))
+               : diffPolicies(oldPolicy, newPolicy, budget.value_or(0));
+    if (!found) {
+        emitDiagnostics(diagnostics, inputs, false);
+        std::cerr << "ibqos diff: the comparison did not finish within the analysis budget of "
+                  << *budget << " steps; raise --analysis-budget (or give 'unlimited')\n";
+        return ExitUsage;
     }
-    const bool equivalent = regions.empty() && ports.empty();
+    const PolicyDiff& d = *found;
+    std::vector<TableChange> ports;
+    if (fabric) ports = changedTables(*fabric, compiled[0]->tables(), compiled[1]->tables());
+    const bool equivalent = d.regions.empty() && ports.empty() && d.scopes.empty();
 
     if (o.json) {
         const AnswerWriter oldWriter(oldPolicy), newWriter(newPolicy);
         Json regionList = Json::array();
-        for (const DiffRegion& r : regions) {
-            regionList.push_back(
-                {{"sources",
-                  portsJson(fabric, r.sources, witness, before->bound(), after->bound())},
-                 {"destinations",
-                  portsJson(fabric, r.destinations, witness, before->bound(), after->bound())},
-                 {"service_ids", rangesJson(r.serviceIds)},
-                 {"qos_classes", rangesJson(r.qosClasses)},
-                 {"pkeys", rangesJson(r.pkeys)},
-                 {"port_pairs", witness ? Json(nullptr) : Json(r.portPairs)},
-                 {"old", answerJson(oldPolicy, oldWriter, r.before, r.beforeRules)},
-                 {"new", answerJson(newPolicy, newWriter, r.after, r.afterRules)}});
+        for (const DiffRegion& r : d.regions) {
+            Json region = {
+                {"sources", endJson(fabric, r.sources, r.sourceKinds, r.anySource)},
+                {"destinations",
+                 endJson(fabric, r.destinations, r.destinationKinds, r.anyDestination)},
+                {"service_ids", rangesJson(r.serviceIds)},
+                {"qos_classes", rangesJson(r.qosClasses)},
+                {"pkeys", rangesJson(r.pkeys)},
+                {"port_pairs", fabric ? Json(r.portPairs) : Json(nullptr)},
+                {"old", answerJson(oldPolicy, oldWriter, r.before, r.pkeyKnown, r.beforeRules)},
+                {"new", answerJson(newPolicy, newWriter, r.after, r.pkeyKnown, r.afterRules)}};
+            Json absent = Json::array();
+            for (int f = 0; f < 3; ++f) {
+                const FieldValues& v = f == 0 ? r.serviceIds : f == 1 ? r.qosClasses : r.pkeys;
+                if (v.absent) absent.push_back(fieldName(f));
+            }
+            if (!absent.empty()) region["absent"] = std::move(absent);
+            if (r.loopback != Loopback::Both)
+                region["loopback"] = r.loopback == Loopback::Only ? "only" : "excluded";
+            regionList.push_back(std::move(region));
         }
         Json portList = Json::array();
-        for (PortChange& p : ports) {
-            Json guid = p.old["guid"], number = p.old["port"];
+        for (const TableChange& c : ports) {
+            const PortTables& a = compiled[0]->tables().ports[c.before];
+            const PortTables& b = compiled[1]->tables().ports[c.after];
+            Json old = portTablesJson(*fabric, compiled[0]->tables(), a);
+            Json changes = Json::array();
+            for (const TableDifference& t : c.differences)
+                changes.push_back({{"table", t.table}, {"old", t.before}, {"new", t.after}});
+            Json guid = old["guid"], number = old["port"];
             portList.push_back({{"guid", std::move(guid)},
                                 {"port", std::move(number)},
-                                {"sl2vl", p.sl2vl},
-                                {"vlarb", p.vlarb},
-                                {"old", std::move(p.old)},
-                                {"new", std::move(p.now)}});
+                                {"name", fabric->portName(a.port)},
+                                {"sl2vl", c.sl2vl},
+                                {"vlarb", c.vlarb},
+                                {"old", std::move(old)},
+                                {"new", portTablesJson(*fabric, compiled[1]->tables(), b)},
+                                {"changes", std::move(changes)}});
+        }
+        Json scopeList = Json::array();
+        for (const ScopeChange& c : d.scopes) {
+            auto line = [&](const Policy& p, const std::optional<uint32_t>& i) -> Json {
+                if (!i) return nullptr;
+                return c.kind == ScopeChange::Kind::VlArb ? p.vlarbScopes[*i].location.line
+                                                          : p.sl2vlScopes[*i].location.line;
+            };
+            scopeList.push_back({{"kind", scopeKeyword(c.kind)},
+                                 {"old_line", line(oldPolicy, c.before)},
+                                 {"new_line", line(newPolicy, c.after)},
+                                 {"changes", c.fields}});
         }
         std::cout << dumpJson({{"equivalent", equivalent},
                                {"regions", std::move(regionList)},
-                               {"ports", std::move(portList)}})
+                               {"ports", std::move(portList)},
+                               {"scopes", std::move(scopeList)}})
                   << "\n";
     } else if (equivalent) {
         std::cout << "No change: every request gets the same answer"
-                  << (witness ? " (on the policies' witness ports)"
-                              : " and every port keeps its tables")
+                  << (fabric ? " and every port keeps its tables"
+                             : " and every qos-setup scope is the same, on every fabric")
                   << ".\n";
     } else {
         uint64_t pairs = 0;
-        for (const DiffRegion& r : regions) pairs += r.portPairs;
-        std::cout << regions.size() << (regions.size() == 1 ? " region" : " regions")
+        for (const DiffRegion& r : d.regions) pairs += r.portPairs;
+        std::cout << d.regions.size() << (d.regions.size() == 1 ? " region" : " regions")
                   << " of requests change answer";
-        if (!witness) std::cout << " (" << pairs << " port pairs)";
-        std::cout << "; " << ports.size() << (ports.size() == 1 ? " port" : " ports")
-                  << " change tables.\n";
-        for (size_t i = 0; i < regions.size(); ++i) {
-            const DiffRegion& r = regions[i];
-            auto ends = [&](const std::vector<uint32_t>& list) {
-                Json names = portsJson(fabric, list, witness, before->bound(), after->bound());
-                if (names.is_null()) return std::string("any port");
-                std::string out;
-                size_t shown = 0;
-                for (const Json& n : names) {
-                    if (shown == 4) {
-                        out += ", ... (" + std::to_string(names.size()) + " in all)";
-                        break;
-                    }
-                    out += (shown++ ? ", " : "") + n.get<std::string>();
-                }
-                return out;
-            };
-            std::cout << "\nRegion " << i + 1 << ": from " << ends(r.sources) << "\n"
-                      << "          to " << ends(r.destinations) << "\n"
+        if (fabric) std::cout << " (" << pairs << " port pairs)";
+        if (fabric) {
+            std::cout << "; " << ports.size() << (ports.size() == 1 ? " port" : " ports")
+                      << " change tables.\n";
+        } else {
+            std::cout << "; " << d.scopes.size()
+                      << (d.scopes.size() == 1 ? " qos-setup scope changes"
+                                               : " qos-setup scopes change")
+                      << " (the tables of the ports they select may change).\n";
+        }
+        for (size_t i = 0; i < d.regions.size(); ++i) {
+            const DiffRegion& r = d.regions[i];
+            std::cout << "\nRegion " << i + 1 << ": from "
+                      << endText(fabric, r.sources, r.sourceKinds, r.anySource) << "\n"
+                      << "          to "
+                      << endText(fabric, r.destinations, r.destinationKinds, r.anyDestination)
+                      << "\n"
                       << "          service-id " << describeValues(r.serviceIds, true)
                       << ", qos-class " << describeValues(r.qosClasses, false) << ", pkey "
-                      << describeValues(r.pkeys, true) << "\n"
-                      << "  old: " << describeAnswer(oldPolicy, r.before) << "\n"
+                      << describeValues(r.pkeys, true);
+            if (r.loopback == Loopback::Excluded) std::cout << ", paths between two ports";
+            if (r.loopback == Loopback::Only) std::cout << ", loopback paths only";
+            std::cout << "\n  old: " << describeAnswer(oldPolicy, r.before, r.pkeyKnown) << "\n"
                       << "       decided by " << ruleNames(oldPolicy, r.beforeRules) << "\n"
-                      << "  new: " << describeAnswer(newPolicy, r.after) << "\n"
+                      << "  new: " << describeAnswer(newPolicy, r.after, r.pkeyKnown) << "\n"
                       << "       decided by " << ruleNames(newPolicy, r.afterRules) << "\n";
         }
-        for (const PortChange& p : ports) {
-            std::cout << "\nPort " << p.old["guid"].get<std::string>() << " port "
-                      << p.old["port"].get<unsigned>() << " ("
-                      << p.old["node_desc"].get<std::string>() << "): "
-                      << (p.sl2vl && p.vlarb ? "SL2VL and VL arbitration"
-                          : p.sl2vl          ? "SL2VL"
-                                             : "VL arbitration")
-                      << " change\n  old: " << dumpJson(p.old) << "\n  new: " << dumpJson(p.now)
-                      << "\n";
+        for (const TableChange& c : ports) {
+            const PortTables& a = compiled[0]->tables().ports[c.before];
+            std::cout << "\nPort " << fabric->portName(a.port) << " ("
+                      << hex(fabric->ports[a.port].guid, 16) << "):\n";
+            for (const TableDifference& t : c.differences)
+                std::cout << "  " << t.table << ": " << t.before << " -> " << t.after << "\n";
+        }
+        for (const ScopeChange& c : d.scopes) {
+            std::cout << "\n"
+                      << (scopeKeyword(c.kind)) << " (old " << scopeLine(oldPolicy, c, true)
+                      << ", new " << scopeLine(newPolicy, c, false) << "): ";
+            if (!c.before) {
+                std::cout << "added";
+            } else if (!c.after) {
+                std::cout << "removed";
+            } else {
+                std::string fields;
+                for (const std::string& f : c.fields) fields += (fields.empty() ? "" : ", ") + f;
+                std::cout << fields << " changed";
+            }
+            std::cout << "\n";
         }
     }
     emitDiagnostics(diagnostics, inputs, false);
@@ -261,6 +335,9 @@ void addDiff(Program& program) {
     c.add_option("NEW", o->after, "the policy that would replace it")->required()->type_name("");
     o->fabric.add(c, false);
     c.add_flag("--json", o->json, "print the changes as one JSON object (below)");
+    addAnalysisBudget(c, o->analysisBudget,
+                      "work the comparison may do, in decision-diagram steps (default: "
+                      "unlimited); past it the command stops with exit status 2");
 }
 
 }  // namespace ibqos::cli

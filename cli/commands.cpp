@@ -2,6 +2,7 @@
 // What the ibqos subcommands share.
 #include "cli/commands.hpp"
 
+#include "common/text.hpp"
 #include "fabric/partitions.hpp"
 #include "fabric/port_caps.hpp"
 #include "fabric/topology.hpp"
@@ -106,6 +107,19 @@ std::unique_ptr<FabricCompilation> compileForFabric(const Policy& policy,
     return compiled.empty() ? nullptr : std::move(compiled.front());
 }
 
+void addAnalysisBudget(CLI::App& command, std::string& value, const std::string& help) {
+    command.add_option("--analysis-budget", value, help)->type_name("STEPS");
+}
+
+std::optional<uint64_t> analysisBudgetOption(const std::string& value) {
+    if (value.empty()) return std::nullopt;
+    if (value == "unlimited") return 0;
+    std::optional<uint64_t> steps = parseNumber(value, 10);
+    if (!steps)
+        throw UsageError{"--analysis-budget: '" + value + "' is not a number or 'unlimited'"};
+    return steps;
+}
+
 void writeFileAtomically(const std::string& path, const std::string& content) {
     std::string temporary = path + ".tmp." + std::to_string(getpid());
     {
@@ -133,9 +147,12 @@ int emitDiagnostics(Diagnostics& diagnostics, const Inputs& inputs, bool json) {
         std::string out;
         for (const Diagnostic& d : diagnostics.all()) out += renderText(d, inputs.find(d.file));
         size_t errors = diagnostics.errorCount(), warnings = diagnostics.warningCount();
-        if (errors || warnings) {
+        size_t notes = diagnostics.all().size() - errors - warnings;
+        if (!diagnostics.all().empty()) {
             out += std::to_string(errors) + (errors == 1 ? " error" : " errors") + ", " +
-                   std::to_string(warnings) + (warnings == 1 ? " warning" : " warnings") + "\n";
+                   std::to_string(warnings) + (warnings == 1 ? " warning" : " warnings");
+            if (notes) out += ", " + std::to_string(notes) + (notes == 1 ? " note" : " notes");
+            out += "\n";
         }
         std::cerr << out;
     }

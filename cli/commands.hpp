@@ -63,6 +63,11 @@ std::vector<std::unique_ptr<FabricCompilation>> compileForFabric(
     Diagnostics& diagnostics, CompileStage upTo,
     std::optional<uint64_t> analysisBudget = std::nullopt);
 
+// --analysis-budget STEPS|unlimited: the work budget of the policy-space analyses (nullopt:
+// not given; 0: unlimited). Throws UsageError for anything else.
+void addAnalysisBudget(CLI::App& command, std::string& value, const std::string& help);
+std::optional<uint64_t> analysisBudgetOption(const std::string& value);
+
 // Writes a file whole or not at all: a temporary file renamed over the target. Throws IoError.
 void writeFileAtomically(const std::string& path, const std::string& content);
 

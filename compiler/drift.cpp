@@ -6,23 +6,6 @@
 
 namespace ibqos {
 
-namespace {
-
-std::string tableText(const Sl2VlTable& t) {
-    std::string s;
-    for (unsigned i = 0; i < 16; ++i) s += (i ? "," : "") + std::to_string(t[i]);
-    return s;
-}
-
-std::string vlarbText(const std::vector<VlArbEntry>& entries) {
-    std::string s;
-    for (const VlArbEntry& e : entries)
-        s += (s.empty() ? "" : ",") + std::to_string(e.vl) + ":" + std::to_string(e.weight);
-    return s;
-}
-
-}  // namespace
-
 std::vector<Drift> findDrift(TableReader& live, const FabricTables& tables) {
     std::vector<Drift> drift;
     const Fabric& fabric = live.fabric();
@@ -35,9 +18,9 @@ std::vector<Drift> findDrift(TableReader& live, const FabricTables& tables) {
             auto found = live.readSl2Vl(t.port, in, error);
             std::string what = "sl2vl in " + std::to_string(in);
             if (!found) {
-                drift.push_back({t.port, what, tableText(want), error});
+                drift.push_back({t.port, what, sl2vlText(want), error});
             } else if (*found != want) {
-                drift.push_back({t.port, what, tableText(want), tableText(*found)});
+                drift.push_back({t.port, what, sl2vlText(want), sl2vlText(*found)});
             }
         }
         if (!t.hasVlArb) continue;

@@ -68,7 +68,4 @@ ClassPlan planClassOptions(const Fabric& fabric, const FabricTables& tables);
 std::string vlarbOptionString(const VlArbTable& table);
 std::string sl2vlOptionString(const Sl2VlTable& table);
 
-// The node type as the JSON output names it ("CA", "SWITCH", "ROUTER").
-const char* nodeTypeName(NodeType type);
-
 }  // namespace ibqos

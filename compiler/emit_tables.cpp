@@ -33,18 +33,6 @@ unsigned inPortCount(const Fabric& fabric, const PortTables& t) {
 
 }  // namespace
 
-const char* nodeTypeName(NodeType type) {
-    switch (type) {
-        case NodeType::Ca:
-            return "CA";
-        case NodeType::Switch:
-            return "SWITCH";
-        case NodeType::Router:
-            return "ROUTER";
-    }
-    return "CA";
-}
-
 Json portTablesJson(const Fabric& fabric, const FabricTables& tables, const PortTables& t) {
     const FabricPort& port = fabric.ports[t.port];
     const FabricNode& node = fabric.nodes[port.node];

@@ -121,7 +121,7 @@ RequestSpace::RequestSpace(DecisionDiagram& dd, const std::vector<const BoundPol
     : dd_(dd), bound_(bound) {
     if (bound.empty()) throw std::logic_error("RequestSpace: no policy");
     for (const BoundPolicy* b : bound) {
-        if (b->fabric != bound[0]->fabric)
+        if (b->fabric->ports.size() != bound[0]->fabric->ports.size())
             throw std::logic_error("RequestSpace: the policies are bound to different fabrics");
         policies_.push_back(b->policy);
     }
@@ -172,22 +172,23 @@ void RequestSpace::addFieldCuts(const Cuts& extra) {
         if (r.lo > max) return;
         cuts.add(r.lo, std::min(r.hi, max));
     };
+    // A request's PKey matches by its base: both halves split alike.
+    auto addPkey = [&](const Range& r) {
+        if (r.lo > 0x7fff) return;
+        add(RequestField::Pkey, {r.lo, std::min<uint64_t>(r.hi, 0x7fff)});
+        add(RequestField::Pkey,
+            {r.lo | PkeyFullMember, std::min<uint64_t>(r.hi, 0x7fff) | PkeyFullMember});
+    };
     for (const Policy* p : policies_) {
         for (const MatchRule& rule : p->rules) {
-            for (RequestField f : RequestFields) {
-                for (const Range& r : ruleField(rule, f).ranges()) {
-                    add(f, r);
-                    // A request's PKey matches by its base: both halves split alike.
-                    if (f == RequestField::Pkey && r.lo <= 0x7fff)
-                        add(f, {r.lo | PkeyFullMember,
-                                std::min<uint64_t>(r.hi, 0x7fff) | PkeyFullMember});
-                }
-            }
+            for (const Range& r : rule.qosClasses.ranges()) add(RequestField::QosClass, r);
+            for (const Range& r : rule.serviceIds.ranges()) add(RequestField::ServiceId, r);
+            for (const Range& r : rule.pkeys.ranges()) addPkey(r);
         }
     }
     for (const Range& r : extra.qosClasses) add(RequestField::QosClass, r);
     for (const Range& r : extra.serviceIds) add(RequestField::ServiceId, r);
-    for (const Range& r : extra.pkeys) add(RequestField::Pkey, r);
+    for (const Range& r : extra.pkeys) addPkey({r.lo & 0x7fff, r.hi & 0x7fff});
     for (auto& cuts : fields_) cuts.finish();
 }
 

@@ -76,7 +76,7 @@ class RequestSpace {
     };
 
     // Range ends added to the fields beyond the rules' own (the levels' PKeys, a fabric's
-    // partitions), as request values.
+    // partitions): request values, PKeys by their base (both halves split alike).
     struct Cuts {
         std::vector<Range> qosClasses, serviceIds, pkeys;
     };
@@ -84,7 +84,7 @@ class RequestSpace {
     // Every fabric the policies could meet.
     RequestSpace(DecisionDiagram& dd, const std::vector<const Policy*>& policies,
                  const Cuts& extra = {});
-    // One fabric: the policies bound to it (the same fabric).
+    // One fabric: the policies bound to it (the same fabric, or copies of it).
     RequestSpace(DecisionDiagram& dd, const std::vector<const BoundPolicy*>& bound,
                  const Cuts& extra = {});
 

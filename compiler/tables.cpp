@@ -543,6 +543,19 @@ FabricTables computeTables(const BoundPolicy& bound, const OpenSmConf& conf,
     return TableBuilder(bound, conf, diagnostics).build();
 }
 
+std::string sl2vlText(const Sl2VlTable& t) {
+    std::string s;
+    for (unsigned i = 0; i < 16; ++i) s += (i ? "," : "") + std::to_string(t[i]);
+    return s;
+}
+
+std::string vlarbText(const std::vector<VlArbEntry>& entries) {
+    std::string s;
+    for (const VlArbEntry& e : entries)
+        s += (s.empty() ? "" : ",") + std::to_string(e.vl) + ":" + std::to_string(e.weight);
+    return s;
+}
+
 std::vector<TableChange> changedTables(const Fabric& fabric, const FabricTables& before,
                                        const FabricTables& after) {
     std::unordered_map<uint32_t, uint32_t> afterByPort;
@@ -561,13 +574,30 @@ std::vector<TableChange> changedTables(const Fabric& fabric, const FabricTables&
         const PortTables& b = after.ports[it->second];
         const FabricNode& node = fabric.nodeOf(a.port);
         const unsigned ins = node.type == NodeType::Switch ? node.portCount + 1u : 1u;
-        TableChange change{i, it->second};
-        for (unsigned in = 0; in < ins && !change.sl2vl; ++in)
-            change.sl2vl = before.sl2vls[a.sl2vlFor(in)] != after.sl2vls[b.sl2vlFor(in)];
-        change.vlarb = a.highLimit != b.highLimit ||
-                       sent(before, a, true) != sent(after, b, true) ||
-                       sent(before, a, false) != sent(after, b, false);
-        if (change.sl2vl || change.vlarb) out.push_back(change);
+        TableChange change;
+        change.before = i;
+        change.after = it->second;
+        for (unsigned in = 0; in < ins; ++in) {
+            const Sl2VlTable& x = before.sl2vls[a.sl2vlFor(in)];
+            const Sl2VlTable& y = after.sl2vls[b.sl2vlFor(in)];
+            if (x == y) continue;
+            change.sl2vl = true;
+            change.differences.push_back(
+                {"sl2vl in " + std::to_string(in), sl2vlText(x), sl2vlText(y)});
+        }
+        for (bool high : {true, false}) {
+            auto x = sent(before, a, high), y = sent(after, b, high);
+            if (x == y) continue;
+            change.vlarb = true;
+            change.differences.push_back(
+                {high ? "vlarb high" : "vlarb low", vlarbText(x), vlarbText(y)});
+        }
+        if (a.highLimit != b.highLimit) {
+            change.vlarb = true;
+            change.differences.push_back(
+                {"vl-high-limit", std::to_string(a.highLimit), std::to_string(b.highLimit)});
+        }
+        if (change.sl2vl || change.vlarb) out.push_back(std::move(change));
     }
     return out;
 }

@@ -105,11 +105,23 @@ void negotiateOperVls(Fabric& fabric, uint8_t maxOpVls);
 FabricTables computeTables(const BoundPolicy& bound, const OpenSmConf& conf,
                            Diagnostics& diagnostics);
 
+// Tables as people read them: an SL2VL table "0,1,2,...,7", VLArb entries "1:128,2:64".
+std::string sl2vlText(const Sl2VlTable& table);
+std::string vlarbText(const std::vector<VlArbEntry>& entries);
+
+// One table of a port that differs: which ("sl2vl in 3", "vlarb high", "vlarb low",
+// "vl-high-limit"), and both forms.
+struct TableDifference {
+    std::string table;
+    std::string before, after;
+};
+
 // A port whose tables differ between two computations on one fabric.
 struct TableChange {
     uint32_t before = 0, after = 0;  // indices into each FabricTables::ports
     bool sl2vl = false;              // some in-port's SL2VL table
     bool vlarb = false;              // the VLArb tables as sent, or the high limit
+    std::vector<TableDifference> differences;
 };
 std::vector<TableChange> changedTables(const Fabric& fabric, const FabricTables& before,
                                        const FabricTables& after);

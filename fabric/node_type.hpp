@@ -15,4 +15,9 @@ constexpr uint8_t nodeTypeBit(NodeType type) {
 constexpr uint8_t AllNodeTypes =
     nodeTypeBit(NodeType::Ca) | nodeTypeBit(NodeType::Switch) | nodeTypeBit(NodeType::Router);
 
+// The node type as outputs name it ("CA", "SWITCH", "ROUTER", the policy language's words).
+constexpr const char* nodeTypeName(NodeType type) {
+    return type == NodeType::Switch ? "SWITCH" : type == NodeType::Router ? "ROUTER" : "CA";
+}
+
 }  // namespace ibqos

@@ -171,18 +171,19 @@ std::string Plugin::lastGoodState() const {
 }
 
 void Plugin::logChange(const LoadedPolicy& previous, const CompiledSweep& sweep) {
-    // The previous policy on this fabric; the request space is compared up to a bound, as this
-    // runs in OpenSM's sweep (about 2 s at most).
-    constexpr uint64_t MaxCells = 20'000'000;
+    // The previous policy on this fabric; the request space is compared up to a work bound,
+    // as this runs in OpenSM's sweep (about a second at most).
+    constexpr uint64_t WorkBudget = 10'000'000;
     Diagnostics ignored;
     auto old = FabricCompilation::compile(*previous.policy, sweep.fabric(), original_, ignored,
                                           CompileStage::Tables);
     const size_t ports = changedTables(sweep.fabric(), old->tables(), sweep.tables()).size();
-    auto regions = diffRequests(old->bound(), sweep.bound(), MaxCells);
+    const std::optional<PolicyDiff> diff = diffPolicies(old->bound(), sweep.bound(), WorkBudget);
+    const std::vector<DiffRegion>* regions = diff ? &diff->regions : nullptr;
     std::string what = "version " + std::to_string(good_.version) + " replaces version " +
                        std::to_string(previous.version) + ": ";
     if (!regions) {
-        what += "the requests were not compared (the fabric's request space is too large)";
+        what += "the requests were not compared (past the comparison's work bound)";
     } else {
         uint64_t pairs = 0;
         size_t slChanges = 0;

@@ -1,6 +1,14 @@
 // SPDX-License-Identifier: MIT
-// The request space of two policies on one fabric, cell by cell, and the changed cells merged
-// into products one dimension at a time (so every region is exactly a union of changed cells).
+// The requests whose SA answer changes between two policies, on the request space of both
+// (compiler/request_space.hpp), and the qos-setup scopes that change.
+//
+// Each rule's "reach" (the requests it gets first) is its own requests minus the earlier rules
+// that overlap it, one diagram per rule: no diagram of a whole policy is ever built. The space
+// is walked old rule by old rule: a request of what is left of the old rule's reach names the
+// new rule that gets it; their common requests are one piece, answered under both, and taken
+// out; then the requests no old rule matches, new rule by new rule; then those neither policy
+// matches. Each piece is split into products, and the products into regions by the answers
+// the SA gives (on a fabric, per pair of PKey tables and for loopback paths apart).
 #include "sa-matcher/policy_diff.hpp"
 
 #include <algorithm>
@@ -10,95 +18,23 @@
 #include <tuple>
 
 #include "common/text.hpp"
-#include "sa-matcher/classifier.hpp"
 
 namespace ibqos {
 
 namespace {
 
-constexpr uint16_t FullMember = 0x8000;
+using Ref = DecisionDiagram::Ref;
+constexpr uint16_t PkeyBase = 0x7fff;
 
-// The elementary intervals of one field, and one more index, starts.size(), for a request
-// without the field.
-struct Cuts : ElementaryIntervals {
-    using ElementaryIntervals::ElementaryIntervals;
-    size_t absent() const { return starts.size(); }
-    size_t count() const { return starts.size() + 1; }
-
-    // The values of a set of interval indices (sorted), adjacent intervals joined.
-    FieldValues values(const std::vector<uint32_t>& intervals) const {
-        FieldValues out;
-        if (!intervals.empty() && intervals.back() == absent()) {
-            // A request without the field lies only where the field is `any`.
-            out.any = true;
-            return out;
-        }
-        for (uint32_t i : intervals) {
-            if (!out.ranges.empty() && out.ranges.back().hi + 1 == starts[i]) {
-                out.ranges.back().hi = last(i);
-            } else {
-                out.ranges.push_back({starts[i], last(i)});
-            }
-        }
-        return out;
-    }
-};
-
-// A request PKey matches by its base; both halves (limited and full member) are cut alike.
-void addPkeyRange(Cuts& cuts, uint64_t lo, uint64_t hi) {
-    cuts.add(lo, hi);
-    cuts.add(lo | FullMember, hi | FullMember);
+// What a level makes of an answer, as far as the level decides it: levels with equal keys
+// never answer a request differently.
+auto levelKey(const QosLevel& l) {
+    return std::make_tuple(answeredSl(l.sl), l.sl, l.mtuLimit, l.rateLimit,
+                           l.packetLife ? std::optional<uint8_t>(*l.packetLife & 63) : std::nullopt,
+                           l.pkeys.ranges());
 }
 
-void addRuleCuts(const Policy& policy, Cuts& serviceIds, Cuts& qosClasses, Cuts& pkeys) {
-    for (const MatchRule& rule : policy.rules) {
-        for (const Range& r : rule.serviceIds.ranges()) serviceIds.add(r.lo, r.hi);
-        for (const Range& r : rule.qosClasses.ranges()) qosClasses.add(r.lo, r.hi);
-        for (const Range& r : rule.pkeys.ranges()) addPkeyRange(pkeys, r.lo, r.hi);
-    }
-    for (const QosLevel& level : policy.levels) {
-        for (const Range& r : level.pkeys.ranges()) addPkeyRange(pkeys, r.lo, r.hi);
-    }
-}
-
-// Endpoints with the same groups in both policies and the same PKey table get the same answers.
-struct Classes {
-    std::vector<std::vector<uint32_t>> members;  // endpoints of each class, in port order
-};
-
-Classes membershipClasses(const BoundPolicy& before, const BoundPolicy& after,
-                          const PkeyTables& pkeys) {
-    const Fabric& fabric = *before.fabric;
-    std::vector<std::vector<uint32_t>> signature(fabric.ports.size());
-    uint32_t tag = 0;
-    for (const BoundPolicy* bound : {&before, &after}) {
-        for (const GroupMembers& group : bound->groups) {
-            for (uint32_t p : group.all(fabric)) signature[p].push_back(tag);
-            ++tag;
-        }
-    }
-    std::map<std::vector<uint32_t>, uint32_t> index;
-    Classes classes;
-    for (uint32_t p : fabric.endpoints()) {
-        std::vector<uint32_t> key = std::move(signature[p]);
-        key.push_back(UINT32_MAX);  // the PKey table follows
-        for (uint16_t k : pkeys.table(p)) key.push_back(k);
-        auto [it, fresh] = index.emplace(std::move(key), static_cast<uint32_t>(index.size()));
-        if (fresh) classes.members.emplace_back();
-        classes.members[it->second].push_back(p);
-    }
-    return classes;
-}
-
-// One side's answer with a loopback path's packet life put back to the level's, so that a
-// region's loopback and other paths compare alike.
-PathAnswer asNonLoopback(const Policy& policy, PathAnswer a) {
-    const QosLevel& level = policy.levels[a.match.level];
-    a.packetLife = level.packetLife ? std::optional<uint8_t>(*level.packetLife & 63) : std::nullopt;
-    return a;
-}
-
-// What a merged region keeps apart: the two answers, without the deciding rule.
+// What a region keeps apart: the two answers, without the deciding rule.
 using AnswerKey = std::tuple<bool, uint32_t, uint8_t, std::optional<uint8_t>,
                              std::optional<uint8_t>, std::optional<uint8_t>, uint16_t, Rejection>;
 AnswerKey keyOf(const PathAnswer& a) {
@@ -106,67 +42,674 @@ AnswerKey keyOf(const PathAnswer& a) {
             a.rateLimit, a.packetLife,  a.pkey, a.rejection};
 }
 
-// A set of values along one dimension, with the rules that decide any cell of it.
-struct Merged {
-    std::vector<uint32_t> values;
-    std::set<uint32_t> beforeRules, afterRules;
+// A loopback path's packet life put back to the level's, so that it shows as a path between
+// two ports does.
+PathAnswer asNonLoopback(const Policy& policy, PathAnswer a) {
+    const QosLevel& level = policy.levels[a.match.level];
+    a.packetLife = level.packetLife ? std::optional<uint8_t>(*level.packetLife & 63) : std::nullopt;
+    return a;
+}
 
-    void absorb(uint32_t value, const Merged& other) {
-        values.push_back(value);
-        beforeRules.insert(other.beforeRules.begin(), other.beforeRules.end());
-        afterRules.insert(other.afterRules.begin(), other.afterRules.end());
+// The answer on a fabric where both ends share every partition (what every fabric allows):
+// only the level can reject, by its SL or by a requested PKey it does not list.
+PathAnswer answerEverywhere(const Policy& policy, QosMatch match, std::optional<uint16_t> pkey) {
+    const QosLevel& level = policy.levels[match.level];
+    PathAnswer a;
+    a.match = match;
+    a.sl = answeredSl(level.sl).value_or(level.sl);
+    a.mtuLimit = level.mtuLimit;
+    a.rateLimit = level.rateLimit;
+    a.packetLife = level.packetLife ? std::optional<uint8_t>(*level.packetLife & 63) : std::nullopt;
+    if (!answeredSl(level.sl)) {
+        a.rejection = Rejection::InvalidSl;
+    } else if (pkey && !level.pkeys.empty() && !level.pkeys.contains(*pkey & PkeyBase)) {
+        a.rejection = Rejection::PkeyNotInLevel;
     }
+    return a;
+}
+
+// Index ranges as value ranges of a field (index 0, absent, left out).
+std::vector<Range> valuesOf(const RequestSpace& space, RequestField f, const IndexRanges& set) {
+    std::vector<Range> out;
+    for (const Range& r : set) {
+        for (uint64_t i = std::max<uint64_t>(r.lo, 1); i <= r.hi; ++i) {
+            const Range v = space.fieldInterval(f, i);
+            if (!out.empty() && out.back().hi + 1 == v.lo) {
+                out.back().hi = v.hi;
+            } else {
+                out.push_back(v);
+            }
+        }
+    }
+    return out;
+}
+
+bool holdsIndex(const IndexRanges& set, uint64_t i) {
+    return std::any_of(set.begin(), set.end(),
+                       [i](const Range& r) { return r.lo <= i && i <= r.hi; });
+}
+
+uint64_t countOf(const IndexRanges& set) {
+    uint64_t n = 0;
+    for (const Range& r : set) n += r.hi - r.lo + 1;
+    return n;
+}
+
+// A field's values in a product, split into what a region can say: every value and absent
+// (any), only absent, and ranges of values.
+std::vector<FieldValues> fieldParts(const RequestSpace& space, RequestField f, uint64_t size,
+                                    const IndexRanges& set) {
+    if (countOf(set) == size) return {FieldValues{true, false, {}}};
+    std::vector<FieldValues> out;
+    if (holdsIndex(set, 0)) out.push_back(FieldValues{false, true, {}});
+    std::vector<Range> values = valuesOf(space, f, set);
+    if (!values.empty()) out.push_back(FieldValues{false, false, std::move(values)});
+    return out;
+}
+
+// The part of a region that is not one of its dimensions, which joined regions share.
+struct RegionKey {
+    AnswerKey before, after;
+    Loopback loopback;
+    bool pkeyKnown;
+    auto tie() const { return std::tie(before, after, loopback, pkeyKnown); }
+    bool operator<(const RegionKey& o) const { return tie() < o.tie(); }
 };
 
-// Regions whose answers and all but one of sources and destinations are the same, as printed
-// (a field "any" for several reasons is one value), joined into one.
-std::vector<DiffRegion> joinRegions(std::vector<DiffRegion> regions) {
-    using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;
-    auto form = [](const FieldValues& v) {
-        Ranges out;
+RegionKey keyOf(const DiffRegion& r) {
+    return {keyOf(r.before), keyOf(r.after), r.loopback, r.pkeyKnown};
+}
+
+template <typename T>
+void addSorted(std::vector<T>& into, const std::vector<T>& more) {
+    into.insert(into.end(), more.begin(), more.end());
+    std::sort(into.begin(), into.end());
+    into.erase(std::unique(into.begin(), into.end()), into.end());
+}
+
+// Joins regions with the same answers that differ in one dimension only, one dimension after
+// the other: the union along that dimension is a product too.
+std::vector<DiffRegion> joinRegions(std::vector<DiffRegion> regions, bool onFabric) {
+    auto fieldForm = [](const FieldValues& v) {
+        std::vector<std::pair<uint64_t, uint64_t>> out;
         for (const Range& r : v.ranges) out.emplace_back(r.lo, r.hi);
-        return std::make_pair(v.any, out);
+        return std::make_tuple(v.any, v.absent, out);
     };
-    for (bool byDestination : {true, false}) {
-        std::map<std::tuple<AnswerKey, AnswerKey, std::vector<uint32_t>, std::pair<bool, Ranges>,
-                            std::pair<bool, Ranges>, std::pair<bool, Ranges>>,
+    using FieldForm = decltype(fieldForm(FieldValues{}));
+    auto kindsForm = [](const std::vector<PortKind>& kinds) {
+        std::vector<std::string> out;
+        for (const PortKind& k : kinds) out.push_back(describePortKind(k));
+        std::sort(out.begin(), out.end());
+        return out;
+    };
+    for (int dim = 0; dim < 5; ++dim) {
+        std::map<std::tuple<RegionKey, std::vector<uint32_t>, std::vector<uint32_t>,
+                            std::vector<std::string>, std::vector<std::string>, bool, bool,
+                            FieldForm, FieldForm, FieldForm>,
                  size_t>
             index;
         std::vector<DiffRegion> joined;
         for (DiffRegion& r : regions) {
-            auto& kept = byDestination ? r.sources : r.destinations;
-            auto key = std::make_tuple(keyOf(r.before), keyOf(r.after), kept, form(r.serviceIds),
-                                       form(r.qosClasses), form(r.pkeys));
+            // A ranges-only field can grow; "any" and "absent" stand as they are.
+            if (dim < 3) {
+                const FieldValues& v = dim == 0 ? r.qosClasses : dim == 1 ? r.serviceIds : r.pkeys;
+                if (v.any || v.absent) {
+                    joined.push_back(std::move(r));
+                    continue;
+                }
+            }
+            auto key = std::make_tuple(
+                keyOf(r), dim == 3 ? std::vector<uint32_t>{} : r.sources,
+                dim == 4 ? std::vector<uint32_t>{} : r.destinations,
+                dim == 3 ? std::vector<std::string>{} : kindsForm(r.sourceKinds),
+                dim == 4 ? std::vector<std::string>{} : kindsForm(r.destinationKinds), r.anySource,
+                r.anyDestination, dim == 0 ? FieldForm{} : fieldForm(r.qosClasses),
+                dim == 1 ? FieldForm{} : fieldForm(r.serviceIds),
+                dim == 2 ? FieldForm{} : fieldForm(r.pkeys));
+            // A loopback-only region is one set of ports at both ends: it joins by both.
+            if (r.loopback == Loopback::Only && dim >= 3) {
+                joined.push_back(std::move(r));
+                continue;
+            }
             auto [it, fresh] = index.emplace(std::move(key), joined.size());
             if (fresh) {
                 joined.push_back(std::move(r));
                 continue;
             }
             DiffRegion& into = joined[it->second];
-            auto& grown = byDestination ? into.destinations : into.sources;
-            const auto& more = byDestination ? r.destinations : r.sources;
-            grown.insert(grown.end(), more.begin(), more.end());
-            std::sort(grown.begin(), grown.end());
-            for (auto [rules, add] : {std::pair{&into.beforeRules, &r.beforeRules},
-                                      std::pair{&into.afterRules, &r.afterRules}}) {
-                rules->insert(rules->end(), add->begin(), add->end());
-                std::sort(rules->begin(), rules->end());
-                rules->erase(std::unique(rules->begin(), rules->end()), rules->end());
+            switch (dim) {
+                case 0:
+                case 1:
+                case 2: {
+                    FieldValues& v = dim == 0   ? into.qosClasses
+                                     : dim == 1 ? into.serviceIds
+                                                : into.pkeys;
+                    const FieldValues& w = dim == 0   ? r.qosClasses
+                                           : dim == 1 ? r.serviceIds
+                                                      : r.pkeys;
+                    std::vector<Range> all = v.ranges;
+                    all.insert(all.end(), w.ranges.begin(), w.ranges.end());
+                    v.ranges = RangeSet::build(std::move(all)).ranges();
+                    break;
+                }
+                case 3:
+                    if (onFabric) {
+                        addSorted(into.sources, r.sources);
+                    } else {
+                        for (PortKind& k : r.sourceKinds) {
+                            if (std::find(into.sourceKinds.begin(), into.sourceKinds.end(), k) ==
+                                into.sourceKinds.end())
+                                into.sourceKinds.push_back(std::move(k));
+                        }
+                    }
+                    break;
+                default:
+                    if (onFabric) {
+                        addSorted(into.destinations, r.destinations);
+                    } else {
+                        for (PortKind& k : r.destinationKinds) {
+                            if (std::find(into.destinationKinds.begin(),
+                                          into.destinationKinds.end(),
+                                          k) == into.destinationKinds.end())
+                                into.destinationKinds.push_back(std::move(k));
+                        }
+                    }
             }
-            into.portPairs = static_cast<uint64_t>(into.sources.size()) * into.destinations.size();
+            addSorted(into.beforeRules, r.beforeRules);
+            addSorted(into.afterRules, r.afterRules);
         }
         regions = std::move(joined);
+    }
+    for (DiffRegion& r : regions) {
+        if (!onFabric) continue;
+        const uint64_t both = r.sources.size() * r.destinations.size();
+        uint64_t same = 0;
+        for (uint32_t p : r.sources)
+            same += std::binary_search(r.destinations.begin(), r.destinations.end(), p);
+        r.portPairs = r.loopback == Loopback::Only       ? r.sources.size()
+                      : r.loopback == Loopback::Excluded ? both - same
+                                                         : both;
     }
     return regions;
 }
 
+class Differ {
+  public:
+    Differ(RequestSpace& space, const PkeyTables* pkeys)
+        : space_(space), dd_(space.diagram()), pkeys_(pkeys) {
+        for (size_t p = 0; p < 2; ++p) {
+            reach_[p].assign(space_.policy(p).rules.size(), std::nullopt);
+            for (const RequestSpace::Dimension& d : space_.dimensions()) sizes_.push_back(d.size);
+        }
+    }
+
+    std::vector<DiffRegion> run() {
+        const auto oldRules = static_cast<uint32_t>(space_.policy(0).rules.size());
+        const auto newRules = static_cast<uint32_t>(space_.policy(1).rules.size());
+        // Old rule by old rule: which new rule gets each part of its reach.
+        for (uint32_t i = 0; i < oldRules; ++i) {
+            Ref rest = reach(0, i);
+            while (rest != DecisionDiagram::False) {
+                const RequestPoint x = space_.pointIn(rest);
+                dd_.spend(1 + newRules / 512);
+                const std::optional<uint32_t> k = space_.firstMatch(1, x, newRules);
+                const Ref part =
+                    k ? dd_.conj(rest, reach(1, *k))
+                      : outside(1, rest, newRules, space_.overlapping(1, newRules, 0, i));
+                if (part == DecisionDiagram::False)
+                    throw std::logic_error("Differ: a request lies in no rule's reach");
+                piece(part, i, k.value_or(newRules));
+                rest = dd_.minus(rest, part);
+            }
+        }
+        // What no old rule matches, new rule by new rule.
+        for (uint32_t k = 0; k < newRules; ++k) {
+            if (!differ(oldRules, k)) continue;
+            piece(outside(0, reach(1, k), oldRules, space_.overlapping(0, oldRules, 1, k)),
+                  oldRules, k);
+        }
+        // What neither matches.
+        if (differ(oldRules, newRules)) {
+            Ref rest = DecisionDiagram::True;
+            for (size_t p = 0; p < 2; ++p) {
+                const auto n = static_cast<uint32_t>(space_.policy(p).rules.size());
+                std::vector<uint32_t> all(n);
+                for (uint32_t r = 0; r < n; ++r) all[r] = r;
+                rest = outside(p, rest, n, all);
+            }
+            piece(rest, oldRules, newRules);
+        }
+        return std::move(regions_);
+    }
+
+  private:
+    RequestSpace& space_;
+    DecisionDiagram& dd_;
+    const PkeyTables* pkeys_;  // on a fabric
+    std::vector<std::optional<Ref>> reach_[2];
+    std::vector<uint64_t> sizes_;
+    std::vector<DiffRegion> regions_;
+
+    const Policy& policy(size_t p) const { return space_.policy(p); }
+
+    uint32_t levelOf(size_t p, uint32_t rule) const {
+        return rule < policy(p).rules.size() ? policy(p).rules[rule].level : policy(p).defaultLevel;
+    }
+
+    // Whether the levels of two rules (the default past the last rule) can answer differently.
+    bool differ(uint32_t oldRule, uint32_t newRule) const {
+        return levelKey(policy(0).levels[levelOf(0, oldRule)]) !=
+               levelKey(policy(1).levels[levelOf(1, newRule)]);
+    }
+
+    // f without the requests any of `rules` of policy p matches.
+    Ref outside(size_t p, Ref f, uint32_t, const std::vector<uint32_t>& rules) {
+        for (uint32_t r : rules) {
+            if (f == DecisionDiagram::False) break;
+            f = dd_.minus(f, space_.rule(p, r));
+        }
+        return f;
+    }
+
+    // The requests rule r of policy p gets first.
+    Ref reach(size_t p, uint32_t r) {
+        std::optional<Ref>& memo = reach_[p][r];
+        if (!memo) memo = outside(p, space_.rule(p, r), r, space_.overlapping(p, r, p, r));
+        return *memo;
+    }
+
+    // A piece of requests decided by one old and one new rule.
+    void piece(Ref part, uint32_t oldRule, uint32_t newRule) {
+        if (part == DecisionDiagram::False || !differ(oldRule, newRule)) return;
+        const QosMatch before{levelOf(0, oldRule),
+                              oldRule < policy(0).rules.size() ? oldRule : NoRule};
+        const QosMatch after{levelOf(1, newRule),
+                             newRule < policy(1).rules.size() ? newRule : NoRule};
+        space_.cubes(
+            part, [](uint32_t t) { return t == 1; },
+            [&](const RequestCube& cube) { regionsOf(cube, before, after); });
+    }
+
+    size_t dimOf(RequestSpace::DimKind kind, RequestField field = RequestField::QosClass,
+                 RequestSpace::Ends end = RequestSpace::Ends::Source) const {
+        const auto& dims = space_.dimensions();
+        for (size_t d = 0; d < dims.size(); ++d) {
+            if (dims[d].kind == kind &&
+                (kind != RequestSpace::DimKind::Field || dims[d].field == field) &&
+                (kind == RequestSpace::DimKind::Field || dims[d].end == end))
+                return d;
+        }
+        throw std::logic_error("Differ: no such dimension");
+    }
+
+    // The regions of one product of requests decided by `before` and `after`.
+    void regionsOf(const RequestCube& cube, QosMatch before, QosMatch after) {
+        using DK = RequestSpace::DimKind;
+        DiffRegion base;
+        base.beforeRules = {before.rule};
+        base.afterRules = {after.rule};
+        const size_t pkeyDim = dimOf(DK::Field, RequestField::Pkey);
+        // The fields other than the PKey, split into what a region can say.
+        const auto qos = fieldParts(space_, RequestField::QosClass,
+                                    sizes_[dimOf(DK::Field, RequestField::QosClass)],
+                                    cube.dims[dimOf(DK::Field, RequestField::QosClass)]);
+        const auto sid = fieldParts(space_, RequestField::ServiceId,
+                                    sizes_[dimOf(DK::Field, RequestField::ServiceId)],
+                                    cube.dims[dimOf(DK::Field, RequestField::ServiceId)]);
+        // The PKey's values one by one (an interval answers alike throughout), and absent.
+        std::vector<std::optional<uint64_t>> pkeyIndices;
+        for (const Range& r : cube.dims[pkeyDim]) {
+            for (uint64_t i = r.lo; i <= r.hi; ++i)
+                pkeyIndices.push_back(i == 0 ? std::nullopt : std::optional<uint64_t>(i));
+        }
+        auto pkeyValue = [&](std::optional<uint64_t> index) -> std::optional<uint16_t> {
+            if (!index) return std::nullopt;
+            return static_cast<uint16_t>(space_.fieldInterval(RequestField::Pkey, *index).lo);
+        };
+        // Regions by their answers: (answers, loopback, ports) -> PKey indices.
+        struct Group {
+            DiffRegion region;
+            IndexRanges pkeys;
+        };
+        std::vector<Group> groups;
+        auto add = [&](DiffRegion region, std::optional<uint64_t> pkeyIndex) {
+            const uint64_t i = pkeyIndex.value_or(0);
+            for (Group& g : groups) {
+                if (keyOf(g.region) < keyOf(region) || keyOf(region) < keyOf(g.region)) continue;
+                if (g.region.sources != region.sources ||
+                    g.region.destinations != region.destinations)
+                    continue;
+                g.pkeys.push_back({i, i});
+                return;
+            }
+            groups.push_back({std::move(region), {{i, i}}});
+        };
+
+        if (pkeys_) {
+            // On a fabric: endpoints by their PKey table, then paths between two ports and
+            // loopback paths, each answered as the SA does.
+            const auto& classes = space_.classes();
+            auto endpoints = [&](const IndexRanges& set) {
+                std::vector<uint32_t> out;
+                for (const Range& r : set) {
+                    for (uint64_t c = r.lo; c <= r.hi; ++c)
+                        out.insert(out.end(), classes[c].begin(), classes[c].end());
+                }
+                std::sort(out.begin(), out.end());
+                return out;
+            };
+            auto byTable = [&](const std::vector<uint32_t>& ports) {
+                std::map<std::vector<uint16_t>, std::vector<uint32_t>> out;
+                for (uint32_t p : ports) out[pkeys_->table(p)].push_back(p);
+                return out;
+            };
+            const auto sources =
+                byTable(endpoints(cube.dims[dimOf(DK::Classes, {}, RequestSpace::Ends::Source)]));
+            const auto destinations = byTable(
+                endpoints(cube.dims[dimOf(DK::Classes, {}, RequestSpace::Ends::Destination)]));
+            for (const auto& [st, ss] : sources) {
+                for (const auto& [dt, ds] : destinations) {
+                    std::vector<uint32_t> common;
+                    std::set_intersection(ss.begin(), ss.end(), ds.begin(), ds.end(),
+                                          std::back_inserter(common));
+                    // A path between two different ports of these groups, if there is one.
+                    std::optional<std::pair<uint32_t, uint32_t>> path;
+                    for (uint32_t s : ss) {
+                        for (uint32_t d : ds) {
+                            if (s != d) {
+                                path = std::make_pair(s, d);
+                                break;
+                            }
+                        }
+                        if (path) break;
+                    }
+                    for (std::optional<uint64_t> index : pkeyIndices) {
+                        PathQuery query;
+                        query.pkey = pkeyValue(index);
+                        auto answer = [&](uint32_t s, uint32_t d) {
+                            query.source = s;
+                            query.destination = d;
+                            return std::make_pair(answerPath(policy(0), *pkeys_, query, before),
+                                                  answerPath(policy(1), *pkeys_, query, after));
+                        };
+                        std::optional<std::pair<PathAnswer, PathAnswer>> between, loop;
+                        if (path) between = answer(path->first, path->second);
+                        if (!common.empty()) loop = answer(common[0], common[0]);
+                        const bool betweenChanges =
+                            between &&
+                            answersDiffer(policy(0), between->first, policy(1), between->second);
+                        const bool loopChanges =
+                            loop && answersDiffer(policy(0), loop->first, policy(1), loop->second);
+                        auto region = [&](const std::pair<PathAnswer, PathAnswer>& a, Loopback lb) {
+                            DiffRegion r = base;
+                            r.before = asNonLoopback(policy(0), a.first);
+                            r.after = asNonLoopback(policy(1), a.second);
+                            r.loopback = lb;
+                            return r;
+                        };
+                        const bool sameWay = betweenChanges && loopChanges &&
+                                             keyOf(asNonLoopback(policy(0), between->first)) ==
+                                                 keyOf(asNonLoopback(policy(0), loop->first)) &&
+                                             keyOf(asNonLoopback(policy(1), between->second)) ==
+                                                 keyOf(asNonLoopback(policy(1), loop->second));
+                        if (betweenChanges) {
+                            DiffRegion r =
+                                region(*between, sameWay || common.empty() ? Loopback::Both
+                                                                           : Loopback::Excluded);
+                            r.sources = ss;
+                            r.destinations = ds;
+                            add(std::move(r), index);
+                        }
+                        if (loopChanges && !sameWay) {
+                            DiffRegion r = region(*loop, Loopback::Only);
+                            r.sources = common;
+                            r.destinations = common;
+                            add(std::move(r), index);
+                        }
+                    }
+                }
+            }
+        } else {
+            // Every fabric: ports by kind; the answers where both ends share every partition.
+            base.pkeyKnown = false;
+            base.anySource = true;
+            base.anyDestination = true;
+            for (RequestSpace::Ends end :
+                 {RequestSpace::Ends::Source, RequestSpace::Ends::Destination}) {
+                PortKind kind = kindOf(cube, end);
+                if (kind == PortKind{}) continue;
+                auto& kinds =
+                    end == RequestSpace::Ends::Source ? base.sourceKinds : base.destinationKinds;
+                (end == RequestSpace::Ends::Source ? base.anySource : base.anyDestination) = false;
+                kinds.push_back(std::move(kind));
+            }
+            for (std::optional<uint64_t> index : pkeyIndices) {
+                const std::optional<uint16_t> pkey = pkeyValue(index);
+                const PathAnswer a = answerEverywhere(policy(0), before, pkey);
+                const PathAnswer b = answerEverywhere(policy(1), after, pkey);
+                if (!answersDiffer(policy(0), a, policy(1), b)) continue;
+                DiffRegion r = base;
+                r.before = a;
+                r.after = b;
+                // A loopback path answers packet life 0 under both: where only the packet
+                // life changes, loopback paths keep their answer.
+                PathAnswer same = b;
+                same.packetLife = a.packetLife;
+                if (a.ok() && b.ok() && !answersDiffer(policy(0), a, policy(1), same))
+                    r.loopback = Loopback::Excluded;
+                add(std::move(r), index);
+            }
+        }
+        // One region per answer group and per part of the other fields.
+        for (Group& g : groups) {
+            std::sort(g.pkeys.begin(), g.pkeys.end(),
+                      [](const Range& a, const Range& b) { return a.lo < b.lo; });
+            IndexRanges merged;
+            for (const Range& r : g.pkeys) {
+                if (!merged.empty() && merged.back().hi + 1 == r.lo) {
+                    merged.back().hi = r.hi;
+                } else {
+                    merged.push_back(r);
+                }
+            }
+            for (const FieldValues& pk :
+                 fieldParts(space_, RequestField::Pkey, sizes_[pkeyDim], merged)) {
+                for (const FieldValues& q : qos) {
+                    for (const FieldValues& s : sid) {
+                        DiffRegion r = g.region;
+                        r.qosClasses = q;
+                        r.serviceIds = s;
+                        r.pkeys = pk;
+                        regions_.push_back(std::move(r));
+                    }
+                }
+            }
+        }
+    }
+
+    // The kind of port a product holds at one end (every fabric).
+    PortKind kindOf(const RequestCube& cube, RequestSpace::Ends end) const {
+        using DK = RequestSpace::DimKind;
+        const auto& dims = space_.dimensions();
+        const PortAttributes& at = space_.attributes();
+        PortKind kind;
+        for (size_t d = 0; d < dims.size(); ++d) {
+            if (dims[d].end != end || dims[d].kind == DK::Field || dims[d].kind == DK::Classes)
+                continue;
+            const IndexRanges& set = cube.dims[d];
+            const bool all = countOf(set) == dims[d].size;
+            switch (dims[d].kind) {
+                case DK::NodeType:
+                    if (!all) {
+                        kind.nodeTypes.emplace();
+                        for (uint64_t t = 0; t < 3; ++t) {
+                            if (holdsIndex(set, t))
+                                kind.nodeTypes->push_back(t == 0   ? NodeType::Ca
+                                                          : t == 1 ? NodeType::Switch
+                                                                   : NodeType::Router);
+                        }
+                    }
+                    break;
+                case DK::Sm:
+                    if (!all) kind.sm = holdsIndex(set, 1);
+                    break;
+                case DK::Partition:
+                    if (!all)
+                        (holdsIndex(set, 1) ? kind.inPartitions : kind.notInPartitions)
+                            .push_back(at.partitions[dims[d].item]);
+                    break;
+                case DK::PkeyMember:
+                    if (!all)
+                        (holdsIndex(set, 1) ? kind.inPkeys : kind.notInPkeys)
+                            .push_back(at.pkeyIntervals[dims[d].item]);
+                    break;
+                case DK::Name:
+                    if (!all) {
+                        std::vector<std::string> in, out;
+                        for (uint64_t i = 1; i < at.names.size(); ++i) {
+                            (holdsIndex(set, i) ? in : out)
+                                .push_back(at.names[i].first + "/P" +
+                                           std::to_string(at.names[i].second));
+                        }
+                        if (holdsIndex(set, 0)) {
+                            kind.notNames = std::move(out);
+                        } else {
+                            kind.names = std::move(in);
+                        }
+                    }
+                    break;
+                case DK::Guid:
+                    if (!all) {
+                        kind.guids.emplace();
+                        for (const Range& r : set) {
+                            const Range v{at.guidIntervals[r.lo].lo, at.guidIntervals[r.hi].hi};
+                            if (!kind.guids->empty() && kind.guids->back().hi + 1 == v.lo) {
+                                kind.guids->back().hi = v.hi;
+                            } else {
+                                kind.guids->push_back(v);
+                            }
+                        }
+                    }
+                    break;
+                default:
+                    break;
+            }
+        }
+        return kind;
+    }
+};
+
+// Whether two groups select the same ports on every fabric (their selectors, not their names).
+bool sameGroup(const PortGroup& a, const PortGroup& b) {
+    auto names = [](const PortGroup& g) {
+        std::set<std::pair<std::string, uint32_t>> out;
+        for (const PortNameRef& n : g.portNames) out.emplace(n.nodeDescription, n.port);
+        return out;
+    };
+    auto partitions = [](const PortGroup& g) {
+        std::set<std::string> out;
+        for (const NameRef& n : g.partitions) out.insert(n.name);
+        return out;
+    };
+    return a.guids == b.guids && a.pkeys == b.pkeys && a.nodeTypes == b.nodeTypes &&
+           a.self == b.self && names(a) == names(b) && partitions(a) == partitions(b);
+}
+
+bool sameGroups(const Policy& p, const std::vector<uint32_t>& a, const Policy& q,
+                const std::vector<uint32_t>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+        if (!sameGroup(p.groups[a[i]], q.groups[b[i]])) return false;
+    }
+    return true;
+}
+
+template <typename T>
+bool sameVector(const std::optional<std::vector<T>>& a, const std::optional<std::vector<T>>& b) {
+    return a.has_value() == b.has_value() && (!a || *a == *b);
+}
+
+std::vector<std::string> vlarbChanges(const Policy& p, const VlArbScope& a, const Policy& q,
+                                      const VlArbScope& b) {
+    std::vector<std::string> out;
+    if (!sameGroups(p, a.groups, q, b.groups)) out.push_back("group");
+    if (!sameGroups(p, a.across, q, b.across)) out.push_back("across");
+    if (!sameVector(a.high, b.high)) out.push_back("vlarb-high");
+    if (!sameVector(a.low, b.low)) out.push_back("vlarb-low");
+    if (a.highLimit != b.highLimit) out.push_back("vl-high-limit");
+    auto shares = [](const std::optional<std::vector<VlShare>>& s) {
+        std::vector<std::pair<int, int>> out;
+        if (s) {
+            for (const VlShare& x : *s) out.emplace_back(x.vl, x.percent);
+        }
+        return std::make_pair(s.has_value(), out);
+    };
+    if (shares(a.bandwidth) != shares(b.bandwidth)) out.push_back("bandwidth");
+    return out;
+}
+
+std::vector<std::string> sl2vlChanges(const Policy& p, const Sl2VlScope& a, const Policy& q,
+                                      const Sl2VlScope& b) {
+    std::vector<std::string> out;
+    if (!sameGroups(p, a.groups, q, b.groups)) out.push_back("group");
+    if (!sameGroups(p, a.acrossFrom, q, b.acrossFrom)) out.push_back("across-from");
+    if (!sameGroups(p, a.acrossTo, q, b.acrossTo)) out.push_back("across-to");
+    if (a.from != b.from) out.push_back("from");
+    if (a.to != b.to) out.push_back("to");
+    if (a.table != b.table) out.push_back("sl2vl-table");
+    return out;
+}
+
+// The qos-setup scopes whose effect may differ on some fabric: scope by scope in file order
+// (a later scope overwrites an earlier one, so order matters), groups by what they select.
+std::vector<ScopeChange> scopeChanges(const Policy& before, const Policy& after) {
+    std::vector<ScopeChange> out;
+    auto compare = [&](ScopeChange::Kind kind, size_t na, size_t nb, auto changes) {
+        for (size_t i = 0; i < std::max(na, nb); ++i) {
+            ScopeChange c;
+            c.kind = kind;
+            if (i < na) c.before = static_cast<uint32_t>(i);
+            if (i < nb) c.after = static_cast<uint32_t>(i);
+            if (i < na && i < nb) {
+                c.fields = changes(i);
+                if (c.fields.empty()) continue;
+            }
+            out.push_back(std::move(c));
+        }
+    };
+    compare(ScopeChange::Kind::VlArb, before.vlarbScopes.size(), after.vlarbScopes.size(),
+            [&](size_t i) {
+                return vlarbChanges(before, before.vlarbScopes[i], after, after.vlarbScopes[i]);
+            });
+    compare(ScopeChange::Kind::Sl2Vl, before.sl2vlScopes.size(), after.sl2vlScopes.size(),
+            [&](size_t i) {
+                return sl2vlChanges(before, before.sl2vlScopes[i], after, after.sl2vlScopes[i]);
+            });
+    return out;
+}
+
+// The cuts a diff needs beyond the rules': the levels' PKeys (they decide answers), and on a
+// fabric its partitions' PKeys (a requested PKey no partition has is rejected under both).
+RequestSpace::Cuts diffCuts(const Policy& before, const Policy& after, const Fabric* fabric) {
+    RequestSpace::Cuts cuts;
+    for (const Policy* p : {&before, &after}) {
+        for (const QosLevel& l : p->levels) {
+            for (const Range& r : l.pkeys.ranges()) cuts.pkeys.push_back(r);
+        }
+    }
+    if (fabric) {
+        for (const Partition& p : fabric->partitions) cuts.pkeys.push_back({p.pkey, p.pkey});
+    }
+    return cuts;
+}
+
 }  // namespace
 
-std::string describeAnswer(const Policy& policy, const PathAnswer& a) {
+std::string describeAnswer(const Policy& policy, const PathAnswer& a, bool pkeyKnown) {
     if (!a.ok()) return "rejected: " + std::string(rejectionText(a.rejection));
     const QosLevel& level = policy.levels[a.match.level];
-    std::string out =
-        "level '" + level.name + "', SL " + std::to_string(a.sl) + ", PKey " + hex(a.pkey, 4);
+    std::string out = "level '" + level.name + "', SL " + std::to_string(a.sl);
+    out += pkeyKnown ? ", PKey " + hex(a.pkey, 4) : ", PKey as requested or the fabric's";
     if (a.mtuLimit) out += ", mtu-limit " + std::to_string(*a.mtuLimit);
     if (a.rateLimit) out += ", rate-limit " + std::to_string(*a.rateLimit);
     if (a.packetLife) out += ", packet-life " + std::to_string(*a.packetLife);
@@ -176,7 +719,43 @@ std::string describeAnswer(const Policy& policy, const PathAnswer& a) {
 
 std::string describeValues(const FieldValues& values, bool hexValues) {
     if (values.any) return "any";
+    if (values.absent) return "absent";
     return RangeSet::build(values.ranges).str(hexValues);
+}
+
+std::string describePortKind(const PortKind& kind) {
+    std::string out;
+    auto part = [&](const std::string& text) { out += (out.empty() ? "" : ", ") + text; };
+    if (kind.nodeTypes) {
+        std::string types;
+        for (NodeType t : *kind.nodeTypes)
+            types += (types.empty() ? "" : " or ") + std::string(nodeTypeName(t));
+        part("node type " + types);
+    }
+    if (kind.sm) part(*kind.sm ? "the SM's port" : "not the SM's port");
+    auto list = [](const std::vector<std::string>& items) {
+        std::string s;
+        for (const std::string& i : items) s += (s.empty() ? "'" : ", '") + i + "'";
+        return s;
+    };
+    if (kind.names)
+        part("named " + (kind.names->empty() ? std::string("nothing") : list(*kind.names)));
+    if (kind.notNames && !kind.notNames->empty()) part("not named " + list(*kind.notNames));
+    if (kind.guids) {
+        std::vector<Range> guids = *kind.guids;
+        part("GUID " + RangeSet::build(std::move(guids)).str(true));
+    }
+    if (!kind.inPartitions.empty()) part("in partition " + list(kind.inPartitions));
+    if (!kind.notInPartitions.empty()) part("not in partition " + list(kind.notInPartitions));
+    if (!kind.inPkeys.empty()) {
+        std::vector<Range> r = kind.inPkeys;
+        part("member of PKey " + RangeSet::build(std::move(r)).str(true));
+    }
+    if (!kind.notInPkeys.empty()) {
+        std::vector<Range> r = kind.notInPkeys;
+        part("not member of PKey " + RangeSet::build(std::move(r)).str(true));
+    }
+    return out.empty() ? "any port" : out;
 }
 
 bool answersDiffer(const Policy& before, const PathAnswer& a, const Policy& after,
@@ -188,252 +767,36 @@ bool answersDiffer(const Policy& before, const PathAnswer& a, const Policy& afte
            before.levels[a.match.level].pkeys != after.levels[b.match.level].pkeys;
 }
 
-std::optional<std::vector<DiffRegion>> diffRequests(const BoundPolicy& before,
-                                                    const BoundPolicy& after, uint64_t maxCells) {
-    const Fabric& fabric = *before.fabric;
-    if (after.fabric->ports.size() != fabric.ports.size())
-        throw std::logic_error("diffRequests: the policies are bound to different fabrics");
-    const Policy& oldPolicy = *before.policy;
-    const Policy& newPolicy = *after.policy;
-    const PkeyTables pkeyTables(fabric);
-    const Classifier oldClassifier(before), newClassifier(after);
-
-    Cuts serviceIds(UINT64_MAX), qosClasses(4095), pkeys(0xffff);
-    addRuleCuts(oldPolicy, serviceIds, qosClasses, pkeys);
-    addRuleCuts(newPolicy, serviceIds, qosClasses, pkeys);
-    for (const Partition& p : fabric.partitions)
-        addPkeyRange(pkeys, p.pkey & 0x7fff, p.pkey & 0x7fff);
-    serviceIds.finish();
-    qosClasses.finish();
-    pkeys.finish();
-    const Classes classes = membershipClasses(before, after, pkeyTables);
-    const double cells = static_cast<double>(classes.members.size()) * classes.members.size() *
-                         serviceIds.count() * qosClasses.count() * pkeys.count();
-    if (cells > static_cast<double>(maxCells)) return std::nullopt;
-
-    // The changed cells, by the pair of answers they change between: (source class,
-    // destination class, ServiceID, QoS class) -> the PKey intervals.
-    using CellKey = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>;
-    std::map<std::pair<AnswerKey, AnswerKey>, std::map<CellKey, Merged>> changed;
-    std::map<std::pair<AnswerKey, AnswerKey>, std::pair<PathAnswer, PathAnswer>> answers;
-
-    auto field = [](const Cuts& cuts, size_t i) -> std::optional<uint64_t> {
-        if (i == cuts.absent()) return std::nullopt;
-        return cuts.starts[i];
-    };
-    const auto classCount = static_cast<uint32_t>(classes.members.size());
-    for (uint32_t c = 0; c < classCount; ++c) {
-        for (uint32_t d = 0; d < classCount; ++d) {
-            const auto& sources = classes.members[c];
-            const auto& destinations = classes.members[d];
-            // A path between two different ports of the classes, and a loopback path when
-            // they are one class.
-            std::vector<std::pair<uint32_t, uint32_t>> paths;
-            if (c != d) {
-                paths.push_back({sources[0], destinations[0]});
-            } else {
-                if (sources.size() > 1) paths.push_back({sources[0], sources[1]});
-                paths.push_back({sources[0], sources[0]});
-            }
-            for (uint32_t s = 0; s < serviceIds.count(); ++s) {
-                for (uint32_t q = 0; q < qosClasses.count(); ++q) {
-                    for (uint32_t k = 0; k < pkeys.count(); ++k) {
-                        PathQuery query;
-                        query.serviceId = field(serviceIds, s);
-                        auto qosClass = field(qosClasses, q);
-                        if (qosClass) query.qosClass = static_cast<uint16_t>(*qosClass);
-                        auto pkey = field(pkeys, k);
-                        if (pkey) query.pkey = static_cast<uint16_t>(*pkey);
-                        for (auto [src, dst] : paths) {
-                            query.source = src;
-                            query.destination = dst;
-                            PathAnswer a = answerPath(oldPolicy, pkeyTables, query,
-                                                      oldClassifier.match(query));
-                            PathAnswer b = answerPath(newPolicy, pkeyTables, query,
-                                                      newClassifier.match(query));
-                            if (!answersDiffer(oldPolicy, a, newPolicy, b)) continue;
-                            a = asNonLoopback(oldPolicy, a);
-                            b = asNonLoopback(newPolicy, b);
-                            auto key = std::make_pair(keyOf(a), keyOf(b));
-                            answers.emplace(key, std::make_pair(a, b));
-                            Merged& cell = changed[key][{c, d, s, q}];
-                            if (cell.values.empty() || cell.values.back() != k)
-                                cell.values.push_back(k);
-                            cell.beforeRules.insert(a.match.rule);
-                            cell.afterRules.insert(b.match.rule);
-                            break;  // the cell has changed: its other path adds nothing
-                        }
-                    }
-                }
-            }
-        }
+std::optional<PolicyDiff> diffPolicies(const BoundPolicy& before, const BoundPolicy& after,
+                                       uint64_t workBudget) {
+    try {
+        DecisionDiagram dd(workBudget);
+        RequestSpace space(dd, std::vector<const BoundPolicy*>{&before, &after},
+                           diffCuts(*before.policy, *after.policy, before.fabric));
+        const PkeyTables pkeys(*before.fabric);
+        PolicyDiff diff;
+        diff.regions = joinRegions(Differ(space, &pkeys).run(), true);
+        return diff;
+    } catch (const AnalysisBudgetSpent&) {
+        return std::nullopt;
     }
-
-    std::vector<DiffRegion> regions;
-    for (auto& [key, cells] : changed) {
-        // Join along QoS class, then ServiceID, then source class, then destination class,
-        // each time only where every other dimension holds the same values.
-        using V = std::vector<uint32_t>;
-        std::map<std::tuple<uint32_t, uint32_t, uint32_t, V>, Merged> byQos;
-        for (auto& [cell, m] : cells) {
-            auto [c, d, s, q] = cell;
-            byQos[{c, d, s, m.values}].absorb(q, m);
-        }
-        std::map<std::tuple<uint32_t, uint32_t, V, V>, Merged> byService;
-        for (auto& [k, m] : byQos) {
-            auto& [c, d, s, pk] = k;
-            byService[{c, d, m.values, pk}].absorb(s, m);
-        }
-        std::map<std::tuple<uint32_t, V, V, V>, Merged> bySource;
-        for (auto& [k, m] : byService) {
-            auto& [c, d, qs, pk] = k;
-            bySource[{d, m.values, qs, pk}].absorb(c, m);
-        }
-        std::map<std::tuple<V, V, V, V>, Merged> byDestination;
-        for (auto& [k, m] : bySource) {
-            auto& [d, ss, qs, pk] = k;
-            byDestination[{m.values, ss, qs, pk}].absorb(d, m);
-        }
-        for (auto& [k, m] : byDestination) {
-            auto& [cs, ss, qs, pk] = k;
-            DiffRegion region;
-            for (uint32_t c : cs) {
-                const auto& ms = classes.members[c];
-                region.sources.insert(region.sources.end(), ms.begin(), ms.end());
-            }
-            for (uint32_t d : m.values) {
-                const auto& ms = classes.members[d];
-                region.destinations.insert(region.destinations.end(), ms.begin(), ms.end());
-            }
-            std::sort(region.sources.begin(), region.sources.end());
-            std::sort(region.destinations.begin(), region.destinations.end());
-            region.portPairs =
-                static_cast<uint64_t>(region.sources.size()) * region.destinations.size();
-            region.serviceIds = serviceIds.values(ss);
-            region.qosClasses = qosClasses.values(qs);
-            region.pkeys = pkeys.values(pk);
-            std::tie(region.before, region.after) = answers.at(key);
-            region.beforeRules.assign(m.beforeRules.begin(), m.beforeRules.end());
-            region.afterRules.assign(m.afterRules.begin(), m.afterRules.end());
-            regions.push_back(std::move(region));
-        }
-    }
-    return joinRegions(std::move(regions));
 }
 
-std::string witnessPartitions(const Policy& before, const Policy& after) {
-    std::set<uint64_t> pkeys;
-    auto add = [&pkeys](const RangeSet& set) {
-        for (const Range& r : set.ranges()) {
-            pkeys.insert(r.lo & 0x7fff);
-            pkeys.insert(r.hi & 0x7fff);
-        }
-    };
-    for (const Policy* policy : {&before, &after}) {
-        for (const PortGroup& g : policy->groups) add(g.pkeys);
-        for (const QosLevel& l : policy->levels) add(l.pkeys);
-        for (const MatchRule& r : policy->rules) add(r.pkeys);
+std::optional<PolicyDiff> diffPolicies(const Policy& before, const Policy& after,
+                                       uint64_t workBudget) {
+    try {
+        DecisionDiagram dd(workBudget);
+        RequestSpace space(dd, std::vector<const Policy*>{&before, &after},
+                           diffCuts(before, after, nullptr));
+        PolicyDiff diff;
+        diff.regions = joinRegions(Differ(space, nullptr).run(), false);
+        diff.scopes = scopeChanges(before, after);
+        diff.qosSetupApplied[0] = before.hasQosSetup && !before.qosSetupIgnored;
+        diff.qosSetupApplied[1] = after.hasQosSetup && !after.qosSetupIgnored;
+        return diff;
+    } catch (const AnalysisBudgetSpent&) {
+        return std::nullopt;
     }
-    pkeys.erase(0);
-    pkeys.erase(0x7fff);
-    std::string out = "Default=0x7fff : ALL=full ;\n";
-    size_t n = 0;
-    for (uint64_t p : pkeys) {
-        if (n++ == 256) break;
-        out += "witness_" + hex(p, 4).substr(2) + "=" + hex(p, 4) + " : ALL=full ;\n";
-    }
-    return out;
-}
-
-std::string witnessTopology(const Policy& before, const Policy& after) {
-    struct Witness {
-        uint64_t portGuid;
-        std::string description;
-        uint32_t port;  // the CA port number the witness is
-    };
-    RangeSet named;  // every GUID a group names
-    Cuts guids(UINT64_MAX);
-    std::vector<std::pair<std::string, uint32_t>> names;
-    for (const Policy* policy : {&before, &after}) {
-        for (const PortGroup& g : policy->groups) {
-            guids.add(g.guids);
-            named.add(g.guids);
-            for (const PortNameRef& n : g.portNames) {
-                // ibnetdiscover quotes descriptions; one holding a quote has no witness.
-                if (n.nodeDescription.find('"') == std::string::npos && n.port > 0 && n.port < 255)
-                    names.emplace_back(n.nodeDescription, n.port);
-            }
-        }
-    }
-    guids.finish();
-    std::sort(names.begin(), names.end());
-    names.erase(std::unique(names.begin(), names.end()), names.end());
-
-    // GUIDs for everything that must be in no group: the first values no group names.
-    uint64_t next = 0x0002c90000000000ULL;
-    auto fresh = [&]() {
-        for (int tries = 0; tries < 1 << 20 && named.contains(next); ++tries) ++next;
-        return next++;
-    };
-    constexpr size_t MaxWitnesses = 20000;
-    std::vector<Witness> witnesses;
-    for (uint64_t start : guids.starts) {
-        if (named.contains(start) && witnesses.size() < MaxWitnesses)
-            witnesses.push_back({start, "witness " + hex(start, 16), 1});
-    }
-    witnesses.push_back({fresh(), "witness in no GUID range", 1});
-    for (const auto& [description, port] : names) {
-        if (witnesses.size() < MaxWitnesses) witnesses.push_back({fresh(), description, port});
-    }
-
-    // Leaves of up to 200 witnesses under one spine; LIDs in order.
-    constexpr unsigned PerLeaf = 200;
-    const unsigned leaves = static_cast<unsigned>((witnesses.size() + PerLeaf - 1) / PerLeaf);
-    const uint64_t spine = fresh();
-    std::vector<uint64_t> leafGuids, nodeGuids;
-    for (unsigned l = 0; l < leaves; ++l) leafGuids.push_back(fresh());
-    for (size_t i = 0; i < witnesses.size(); ++i) nodeGuids.push_back(fresh());
-    auto leafLid = [](unsigned l) { return 2 + l; };
-    auto caLid = [&](size_t i) { return 2 + leaves + i; };
-    auto id = [](uint64_t guid) { return hex(guid, 16).substr(2); };
-    auto header = [&](std::string& out, const char* kind, uint64_t guid) {
-        out += "\nvendid=0x0\ndevid=0x0\nsysimgguid=" + hex(guid) + "\n" + kind + "=" + hex(guid);
-    };
-
-    std::string out = "# a witness fabric for ibqos diff\n";
-    header(out, "switchguid", spine);
-    out += "(" + hex(spine).substr(2) + ")\nSwitch\t" + std::to_string(std::max(leaves, 1u)) +
-           " \"S-" + id(spine) + "\"\t\t# \"ibqos-witness-spine\" base port 0 lid 1 lmc 0\n";
-    for (unsigned l = 0; l < leaves; ++l) {
-        out += "[" + std::to_string(l + 1) + "]\t\"S-" + id(leafGuids[l]) + "\"[" +
-               std::to_string(PerLeaf + 1) + "]\t\t# \"ibqos-witness-leaf-" + std::to_string(l) +
-               "\" lid " + std::to_string(leafLid(l)) + " 4xSDR\n";
-    }
-    for (unsigned l = 0; l < leaves; ++l) {
-        header(out, "switchguid", leafGuids[l]);
-        out += "(" + hex(leafGuids[l]).substr(2) + ")\nSwitch\t" + std::to_string(PerLeaf + 1) +
-               " \"S-" + id(leafGuids[l]) + "\"\t\t# \"ibqos-witness-leaf-" + std::to_string(l) +
-               "\" base port 0 lid " + std::to_string(leafLid(l)) + " lmc 0\n";
-        for (size_t i = l * PerLeaf; i < std::min(witnesses.size(), size_t{l + 1} * PerLeaf); ++i) {
-            const Witness& w = witnesses[i];
-            out += "[" + std::to_string(i - l * PerLeaf + 1) + "]\t\"H-" + id(nodeGuids[i]) +
-                   "\"[" + std::to_string(w.port) + "](" + hex(w.portGuid).substr(2) +
-                   ") \t\t# \"" + w.description + "\" lid " + std::to_string(caLid(i)) + " 4xSDR\n";
-        }
-        out += "[" + std::to_string(PerLeaf + 1) + "]\t\"S-" + id(spine) + "\"[" +
-               std::to_string(l + 1) + "]\t\t# \"ibqos-witness-spine\" lid 1 4xSDR\n";
-    }
-    for (size_t i = 0; i < witnesses.size(); ++i) {
-        const Witness& w = witnesses[i];
-        const auto l = static_cast<unsigned>(i / PerLeaf);
-        header(out, "caguid", nodeGuids[i]);
-        out += "\nCa\t" + std::to_string(w.port) + " \"H-" + id(nodeGuids[i]) + "\"\t\t# \"" +
-               w.description + "\"\n[" + std::to_string(w.port) + "](" + hex(w.portGuid).substr(2) +
-               ") \t\"S-" + id(leafGuids[l]) + "\"[" + std::to_string(i % PerLeaf + 1) +
-               "]\t\t# lid " + std::to_string(caLid(i)) + " lmc 0 \"ibqos-witness-leaf-" +
-               std::to_string(l) + "\" lid " + std::to_string(leafLid(l)) + " 4xSDR\n";
-    }
-    return out;
 }
 
 }  // namespace ibqos

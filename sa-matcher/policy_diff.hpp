@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
-// What changes in the SA's answers when one policy replaces another on the same fabric: the
-// request space cut into cells (membership classes of the two ends times elementary intervals
-// of ServiceID, QoS class and PKey, where nothing either policy or the fabric looks at changes
-// inside a cell), each cell answered under both policies, and the changed cells merged into
-// few regions.
+// What changes in the SA's answers when one policy replaces another: the requests whose answer
+// changes, as regions (products of sources, destinations and field values) that hold no request
+// whose answer stays; on one fabric, or on every fabric the policies could meet. And what
+// changes in qos-setup, which decides every port's tables.
 #pragma once
 
 #include <cstdint>
@@ -13,27 +12,76 @@
 
 #include "compiler/bind.hpp"
 #include "compiler/range_set.hpp"
+#include "compiler/request_space.hpp"
+#include "fabric/node_type.hpp"
 #include "sa-matcher/qos_answer.hpp"
 
 namespace ibqos {
 
 // The values of one request field a region holds: `any` (every value, and requests without
-// the field), or these inclusive ranges of values a request carries.
+// the field), or these inclusive ranges of values a request carries; or, with `absent`, only
+// requests that carry no value for the field.
 struct FieldValues {
     bool any = false;
+    bool absent = false;  // only requests without the field (any is false, ranges empty)
     std::vector<Range> ranges;
+    bool operator==(const FieldValues&) const = default;
 };
 
-// A product of sources, destinations and field values whose requests all changed answer in the
-// same way. A request with no value for a field lies only in regions where that field is `any`.
+// Ports as every fabric can have them, by what the policies' groups select: a port with a GUID
+// in `guids`, of one of `nodeTypes`, the SM's port or not, answering to one of `names` (or to
+// none of `notNames`), a member of the partitions and PKey ranges in `in...` and of none in
+// `notIn...`. An unset optional or an empty list does not constrain.
+struct PortKind {
+    std::optional<std::vector<Range>> guids;
+    std::optional<std::vector<NodeType>> nodeTypes;
+    std::optional<bool> sm;
+    std::optional<std::vector<std::string>> names, notNames;  // "NodeDescription/P<n>"
+    std::vector<std::string> inPartitions, notInPartitions;
+    std::vector<Range> inPkeys, notInPkeys;
+    bool operator==(const PortKind&) const = default;
+};
+
+// Which of a region's paths are loopback paths (a port to itself).
+enum class Loopback : uint8_t {
+    Both,      // paths between two ports and loopback paths alike
+    Excluded,  // only paths between two different ports
+    Only,      // only loopback paths: each source to itself (destinations are the sources)
+};
+
+// A product of requests whose answers all change the same way.
 struct DiffRegion {
-    std::vector<uint32_t> sources, destinations;  // endpoints (Fabric::ports indices)
+    // With a fabric: endpoints (Fabric::ports indices). Without: the kinds of ports (a union);
+    // empty with `anyPorts...` for every port.
+    std::vector<uint32_t> sources, destinations;
+    std::vector<PortKind> sourceKinds, destinationKinds;
+    bool anySource = false, anyDestination = false;
     FieldValues serviceIds, qosClasses, pkeys;
-    uint64_t portPairs = 0;  // sources x destinations
-    // The answers before and after, as for a path between two different ports (a loopback
-    // path's packet life is 0 under both); `rule` of each is one of the deciding rules.
+    Loopback loopback = Loopback::Both;
+    uint64_t portPairs = 0;  // with a fabric: the (source, destination) pairs it holds
+    // The answers before and after, for a request that asks for no SL (a loopback path's
+    // packet life is shown as a path between two ports'). Without a fabric they are the answers
+    // on a fabric where both ends share every partition, and `pkeyKnown` is false when the
+    // PKey answered is the request's own or one the fabric picks.
     PathAnswer before, after;
+    bool pkeyKnown = true;
     std::vector<uint32_t> beforeRules, afterRules;  // every deciding rule (NoRule: the default)
+};
+
+// How a qos-setup scope changes (the tables of the ports it selects may change).
+struct ScopeChange {
+    enum class Kind : uint8_t { VlArb, Sl2Vl } kind = Kind::VlArb;
+    std::optional<uint32_t> before, after;  // scope indices; nullopt: added or removed
+    std::vector<std::string> fields;        // what differs ("group", "bandwidth", ...)
+};
+
+// What changes.
+struct PolicyDiff {
+    std::vector<DiffRegion> regions;
+    // Without a fabric: every qos-setup scope whose effect may differ (with a fabric the ports
+    // whose tables change are compared instead: compiler/tables.hpp's changedTables).
+    std::vector<ScopeChange> scopes;
+    bool qosSetupApplied[2] = {false, false};  // before, after: false when it is ignored
 };
 
 // A different answer: accepted on one side only, or accepted on both with another SL, MTU or
@@ -42,26 +90,22 @@ struct DiffRegion {
 bool answersDiffer(const Policy& before, const PathAnswer& a, const Policy& after,
                    const PathAnswer& b);
 
-// The regions whose answers change, exact up to two limits of the region form: a field whose
-// absence changes the answer while some of its values do not is reported as `any`, and the
-// loopback paths of a region's ports go with it. Both policies must be bound to one fabric
-// (the same ports in the same order). nullopt when the request space has more than maxCells
-// cells (membership classes squared times field intervals).
-std::optional<std::vector<DiffRegion>> diffRequests(const BoundPolicy& before,
-                                                    const BoundPolicy& after,
-                                                    uint64_t maxCells = UINT64_MAX);
+// The regions whose answers change on one fabric (both policies bound to it), exact: every
+// request whose answer changes lies in one region, and none holds a request whose answer stays
+// (except requests rejected under both). nullopt when the work budget (decision-diagram steps,
+// 0: none) is spent first.
+std::optional<PolicyDiff> diffPolicies(const BoundPolicy& before, const BoundPolicy& after,
+                                       uint64_t workBudget = 0);
+// The same on every fabric the two policies could meet: a request changes when its answer
+// differs on some fabric; the regions describe ports by kind. qos-setup is compared scope by
+// scope.
+std::optional<PolicyDiff> diffPolicies(const Policy& before, const Policy& after,
+                                       uint64_t workBudget = 0);
 
 // For people: an answer ("level 'gold', SL 3, PKey 0x8001, mtu-limit 4" or "rejected: why"),
-// and a field's values ("any", or "0x10-0x1f, 0x30").
-std::string describeAnswer(const Policy& policy, const PathAnswer& answer);
+// a field's values ("any", "absent", or "0x10-0x1f, 0x30"), and a kind of port.
+std::string describeAnswer(const Policy& policy, const PathAnswer& answer, bool pkeyKnown = true);
 std::string describeValues(const FieldValues& values, bool hex);
-
-// A fabric to compare two policies on when there is no topology, as ibnetdiscover would write
-// it: a CA port for each elementary interval of the GUIDs the policies' groups name and for each
-// port name they use, one CA port in no GUID range, and the switches that connect them.
-std::string witnessTopology(const Policy& before, const Policy& after);
-// Its partitions.conf: Default and a partition for each end of every PKey range the policies
-// name (up to 256), every port a full member, so that requests with those PKeys get answers.
-std::string witnessPartitions(const Policy& before, const Policy& after);
+std::string describePortKind(const PortKind& kind);
 
 }  // namespace ibqos

@@ -2,12 +2,12 @@
 # SPDX-License-Identifier: MIT
 """`ibqos diff` against brute force: generated policy pairs on the qos-lab fabric, requests drawn
 from the numbers the policies use, each answered by `ibqos query --batch` under both policies.
-Every request whose answer changes must lie in a region with its answers (for a request that
-asks for no SL);
-a request whose answer stays (and is not rejected under both) may lie in a region only through
-the two documented limits of the region form (a loopback path; a field that is "any" because
-requests without it change). Pairs: a policy and itself with comments and blank lines added
-(exit 0), a policy and the same with one level's SL changed, and unrelated policies."""
+Exact regions: a request lies in a region exactly when its answer changes (requests rejected
+under both count as unchanged), with the region's answers for a request that asks for no SL.
+Pairs: a policy and itself with comments and blank lines added (exit 0), a policy and the same
+with one level's SL changed, and unrelated policies. Then the cases that broke the witness-port
+form: a bandwidth-only change without a topology, and a region whose field is decided by an
+earlier rule."""
 import argparse
 import json
 import os
@@ -85,7 +85,9 @@ def changed(a, b):
     return any(a[f] != b[f] for f in FIELDS)
 
 
-def in_values(value, ranges):
+def in_values(value, ranges, absent):
+    if absent:
+        return value is None
     if ranges is None:
         return True
     return value is not None and any(lo <= value <= hi for lo, hi in ranges)
@@ -93,8 +95,14 @@ def in_values(value, ranges):
 
 def holds(region, r):
     src, dst, sid, qos, pkey, _ = r
-    return (int(src, 16) in region["source_set"] and int(dst, 16) in region["destination_set"] and in_values(sid, region["service_ids"])
-            and in_values(qos, region["qos_classes"]) and in_values(pkey, region["pkeys"]))
+    absent = region.get("absent", [])
+    loopback = region.get("loopback")
+    if (loopback == "only" and src != dst) or (loopback == "excluded" and src == dst):
+        return False
+    return (int(src, 16) in region["source_set"] and int(dst, 16) in region["destination_set"]
+            and in_values(sid, region["service_ids"], "service_ids" in absent)
+            and in_values(qos, region["qos_classes"], "qos_classes" in absent)
+            and in_values(pkey, region["pkeys"], "pkeys" in absent))
 
 
 def compare(name, old_path, new_path, old_text, new_text, rng, guids):
@@ -109,36 +117,19 @@ def compare(name, old_path, new_path, old_text, new_text, rng, guids):
     check(out["equivalent"] == (not out["regions"] and not out["ports"]), f"{name}: 'equivalent' and the lists disagree")
     requests = requests_for(rng, [old_text, new_text], guids, args.requests)
     old, new = batch(old_path, requests), batch(new_path, requests)
-    excused = []
     for r, a, b in zip(requests, old, new):
         regions = [g for g in out["regions"] if holds(g, r)]
+        check(len(regions) <= 1, f"{name}: {r} lies in {len(regions)} regions")
         if changed(a, b):
-            # The region's answers are those of a request that asks for no SL; where regions
-            # overlap (a field "any" because its absence changes), one of them is the request's.
-            own = [g for g in regions if r[5] is not None or (
-                g["old"]["status"] == a["status"] and g["new"]["status"] == b["status"]
-                and g["old"]["sl"] == a["sl"] and g["new"]["sl"] == b["sl"] and g["new"]["pkey"] == b["pkey"])]
             check(regions, f"{name}: {r} changes ({a} -> {b}) but lies in no region")
-            check(not regions or own, f"{name}: {r} lies only in regions whose answers are not its own")
-        elif regions and not (a["status"] == "rejected" and b["status"] == "rejected"):
-            excused.append((r, regions))
-    # An unchanged request in a region is allowed only by the documented limits.
-    stripped = []
-    for r, regions in excused:
-        if r[0] == r[1]:
-            continue
-        g = regions[0]
-        fields = [i for i, key in ((2, "service_ids"), (3, "qos_classes"), (4, "pkeys"))
-                  if g[key] is None and r[i] is not None]
-        s = list(r)
-        s[5] = None  # regions say nothing of the requested SL
-        for i in fields:
-            s[i] = None
-        stripped.append((r, tuple(s), bool(fields)))
-    if stripped:
-        plain = [s for _, s, _ in stripped]
-        for (r, s, had), a, b in zip(stripped, batch(old_path, plain), batch(new_path, plain)):
-            check(had and changed(a, b), f"{name}: {r} keeps its answer but lies in a region")
+            # The region's answers are those of a request that asks for no SL.
+            g = regions[0] if regions else None
+            if g and r[5] is None:
+                check(all(g["old"][f] == a[f] and g["new"][f] == b[f] for f in ("status", "sl", "mtu_limit"))
+                      and (g["new"]["pkey"] is None or g["new"]["pkey"] == b["pkey"]),
+                      f"{name}: {r} lies in a region whose answers are not its own")
+        elif not (a["status"] == "rejected" and b["status"] == "rejected"):
+            check(not regions, f"{name}: {r} keeps its answer ({a}) but lies in a region")
     return out
 
 
@@ -208,6 +199,53 @@ def main():
         k = (p["guid"], p["port"])
         check(p["old"] == before[k] and p["new"] == after[k], f"tables: {k}: old/new are not compile's objects")
         check(p["sl2vl"] == (before[k]["sl2vl"] != after[k]["sl2vl"]), f"tables: {k}: sl2vl flag wrong")
+    # Only bandwidth: changes. Without a topology the scopes that change are listed (exit 1);
+    # with one, the ports whose tables change.
+    sample = os.path.join(policies, "storage-mpi-ai.conf")
+    text = open(sample).read()
+    check("bandwidth: 1:20%, 2:40%, 3:40%" in text, "storage-mpi-ai.conf: the bandwidth line moved")
+    with tempfile.TemporaryDirectory(prefix="ibqos-diff-") as scratch:
+        changed_bw = os.path.join(scratch, "bandwidth.conf")
+        with open(changed_bw, "w") as f:
+            f.write(text.replace("bandwidth: 1:20%, 2:40%, 3:40%", "bandwidth: 1:30%, 2:30%, 3:40%"))
+        p = ibqos("diff", sample, changed_bw, "--json")
+        out = json.loads(p.stdout or "{}")
+        check(p.returncode == 1 and not out.get("equivalent", True) and not out["regions"]
+              and out["scopes"] and all("bandwidth" in c["changes"] for c in out["scopes"]),
+              f"bandwidth only, no topology: exit {p.returncode}, {p.stdout[:300]}")
+        p = ibqos("diff", sample, changed_bw)
+        check(p.returncode == 1 and "bandwidth" in p.stdout, f"bandwidth only, text: {p.stdout[:300]}")
+        p = ibqos("diff", sample, changed_bw, "--json", "--topology", os.path.join(FABRICS, "two-switch.ibnetdiscover"))
+        out = json.loads(p.stdout or "{}")
+        check(p.returncode == 1 and out.get("ports"), f"bandwidth only, two-switch: exit {p.returncode}")
+        # An earlier rule by qos-class decides part of a later rule's service-ids: requests with
+        # qos-class 7 keep their SL, so the region says which qos-classes change ("absent" for
+        # requests without one).
+        def policy(sl):
+            return ("qos-levels\n qos-level\n  name: default\n  sl: 0\n end-qos-level\n"
+                    " qos-level\n  name: kept\n  sl: 3\n end-qos-level\n"
+                    f" qos-level\n  name: moved\n  sl: {sl}\n end-qos-level\nend-qos-levels\n"
+                    "qos-match-rules\n qos-match-rule\n  qos-class: 7-9,11\n  qos-level-name: kept\n"
+                    " end-qos-match-rule\n qos-match-rule\n  service-id: 0x10000-0x1ffff\n"
+                    "  qos-level-name: moved\n end-qos-match-rule\nend-qos-match-rules\n")
+        paths = []
+        for sl in (1, 7):
+            paths.append(os.path.join(scratch, f"earlier-{sl}.conf"))
+            with open(paths[-1], "w") as f:
+                f.write(policy(sl))
+        for extra in ([], FABRIC_ARGS):
+            p = ibqos("diff", *paths, "--json", *extra)
+            out = json.loads(p.stdout or "{}")
+            regions = out.get("regions", [])
+            qos = [(g["qos_classes"], g.get("absent", [])) for g in regions]
+            check(p.returncode == 1 and regions
+                  and all(q is None and "qos_classes" in a or q is not None and [7, 9] not in q and [11, 11] not in q
+                          for q, a in qos)
+                  and all(g["service_ids"] == [[0x10000, 0x1ffff]] for g in regions),
+                  f"earlier rule{' on qos-lab' if extra else ''}: regions {qos}")
+        if failures == []:
+            compare("earlier rule", *paths, policy(1), policy(7), rng, guids)
+
     # diff(1)'s convention: 2 for usage errors and for inputs with errors, reported as by check.
     with tempfile.TemporaryDirectory(prefix="ibqos-diff-") as scratch:
         bad = os.path.join(scratch, "bad.conf")
