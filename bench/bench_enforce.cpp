@@ -57,26 +57,31 @@ double secondsSince(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// An RC QP of the stand-in's device, in INIT on port 1.
+ibv_qp* qpInInit(ibv_context* context, uint32_t qpn) {
+    ibv_qp* qp = standin_create_qp(context, qpn, IBV_QPT_RC);
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_INIT;
+    attr.port_num = 1;
+    ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PORT | IBV_QP_PKEY_INDEX);
+    return qp;
+}
+
+// INIT -> RTR to a DLID on SL 0.
+int rtr(ibv_qp* qp, unsigned dlid) {
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_RTR;
+    attr.ah_attr.dlid = static_cast<uint16_t>(dlid);
+    attr.ah_attr.port_num = 1;
+    return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV);
+}
+
 // The measuring child: `qps` RC QPs to DLIDs first+0.. (cold), then as many to the same DLIDs
 // (warm), each RTR timed, all on SL 0.
 int measure(unsigned qps, unsigned first) {
     ibv_context* context = standin_open_device("mlx5_0", StandinFullCaps);
     std::vector<ibv_qp*> list;
-    for (unsigned i = 0; i < 2 * qps + 1; ++i) {
-        ibv_qp* qp = standin_create_qp(context, 0x100 + i, IBV_QPT_RC);
-        ibv_qp_attr attr{};
-        attr.qp_state = IBV_QPS_INIT;
-        attr.port_num = 1;
-        ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PORT | IBV_QP_PKEY_INDEX);
-        list.push_back(qp);
-    }
-    auto rtr = [](ibv_qp* qp, unsigned dlid) {
-        ibv_qp_attr attr{};
-        attr.qp_state = IBV_QPS_RTR;
-        attr.ah_attr.dlid = static_cast<uint16_t>(dlid);
-        attr.ah_attr.port_num = 1;
-        return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV);
-    };
+    for (unsigned i = 0; i < 2 * qps + 1; ++i) list.push_back(qpInInit(context, 0x100 + i));
     rtr(list[0], first + 2 * qps + 1);  // loads the plan, connects to the agent: not counted
     auto start = Clock::now();
     for (unsigned i = 0; i < qps; ++i) rtr(list[1 + i], first + i);
@@ -105,21 +110,7 @@ int burst(unsigned threads, unsigned peers, unsigned first) {
     constexpr unsigned WarmPaths = 16;
     ibv_context* context = standin_open_device("mlx5_0", StandinFullCaps);
     uint32_t nextQpn = 0x100;
-    auto makeQp = [&] {
-        ibv_qp* qp = standin_create_qp(context, nextQpn++, IBV_QPT_RC);
-        ibv_qp_attr attr{};
-        attr.qp_state = IBV_QPS_INIT;
-        attr.port_num = 1;
-        ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PORT | IBV_QP_PKEY_INDEX);
-        return qp;
-    };
-    auto rtr = [](ibv_qp* qp, unsigned dlid) {
-        ibv_qp_attr attr{};
-        attr.qp_state = IBV_QPS_RTR;
-        attr.ah_attr.dlid = static_cast<uint16_t>(dlid);
-        attr.ah_attr.port_num = 1;
-        return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV);
-    };
+    auto makeQp = [&] { return qpInInit(context, nextQpn++); };
     // Not counted: the plan loaded, the agent connected, the warm paths answered and published.
     const unsigned warmFirst = first + threads * peers;
     std::vector<ibv_qp*> warmQps;
