@@ -13,7 +13,13 @@
 //   job_start: a job start on one host: --ranks processes each connect to --peers others, one
 //              RTR after another with the policy's default 5 ms bound, the cache cold. How the
 //              agent merges and batches the SA queries, and how many QPs keep their own SL.
-//   ibqos-bench-enforce [--qps N] [--sa-rtt-us U] [--sa-rate Q] [--ranks R] [--peers P] [--json]
+//   job_start_threads: a job start inside one process under the library: --threads threads
+//              each bring --thread-peers QPs to RTR on paths nobody asked for yet, all at once,
+//              while one more thread brings a QP to RTR every millisecond on a path the agent's
+//              table holds. How long the burst takes to drain, each cold RTR's latency, and the
+//              warm thread's: one thread's wait for the agent must not hold up another's call.
+//   ibqos-bench-enforce [--qps N] [--sa-rtt-us U] [--sa-rate Q] [--ranks R] [--peers P]
+//                       [--threads T] [--thread-peers P] [--preload LIB] [--json]
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -51,26 +57,31 @@ double secondsSince(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// An RC QP of the stand-in's device, in INIT on port 1.
+ibv_qp* qpInInit(ibv_context* context, uint32_t qpn) {
+    ibv_qp* qp = standin_create_qp(context, qpn, IBV_QPT_RC);
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_INIT;
+    attr.port_num = 1;
+    ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PORT | IBV_QP_PKEY_INDEX);
+    return qp;
+}
+
+// INIT -> RTR to a DLID on SL 0.
+int rtr(ibv_qp* qp, unsigned dlid) {
+    ibv_qp_attr attr{};
+    attr.qp_state = IBV_QPS_RTR;
+    attr.ah_attr.dlid = static_cast<uint16_t>(dlid);
+    attr.ah_attr.port_num = 1;
+    return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV);
+}
+
 // The measuring child: `qps` RC QPs to DLIDs first+0.. (cold), then as many to the same DLIDs
 // (warm), each RTR timed, all on SL 0.
 int measure(unsigned qps, unsigned first) {
     ibv_context* context = standin_open_device("mlx5_0", StandinFullCaps);
     std::vector<ibv_qp*> list;
-    for (unsigned i = 0; i < 2 * qps + 1; ++i) {
-        ibv_qp* qp = standin_create_qp(context, 0x100 + i, IBV_QPT_RC);
-        ibv_qp_attr attr{};
-        attr.qp_state = IBV_QPS_INIT;
-        attr.port_num = 1;
-        ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PORT | IBV_QP_PKEY_INDEX);
-        list.push_back(qp);
-    }
-    auto rtr = [](ibv_qp* qp, unsigned dlid) {
-        ibv_qp_attr attr{};
-        attr.qp_state = IBV_QPS_RTR;
-        attr.ah_attr.dlid = static_cast<uint16_t>(dlid);
-        attr.ah_attr.port_num = 1;
-        return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV);
-    };
+    for (unsigned i = 0; i < 2 * qps + 1; ++i) list.push_back(qpInInit(context, 0x100 + i));
     rtr(list[0], first + 2 * qps + 1);  // loads the plan, connects to the agent: not counted
     auto start = Clock::now();
     for (unsigned i = 0; i < qps; ++i) rtr(list[1 + i], first + i);
@@ -79,6 +90,69 @@ int measure(unsigned qps, unsigned first) {
     for (unsigned i = 0; i < qps; ++i) rtr(list[1 + qps + i], first + i);
     double warm = secondsSince(start) / qps;
     std::fprintf(stderr, "cold=%.9f warm=%.9f\n", cold, warm);
+    std::fflush(stderr);
+    _exit(0);  // the library keeps its agent connection to the end
+}
+
+// The quantile q of a set of times (sorted here).
+double quantile(std::vector<double>& times, double q) {
+    if (times.empty()) return 0;
+    std::sort(times.begin(), times.end());
+    return times[std::min(times.size() - 1,
+                          static_cast<size_t>(q * static_cast<double>(times.size())))];
+}
+
+// The threaded job start's child: `threads` threads each bring `peers` RC QPs to RTR at once,
+// one after another, to DLIDs first + t * peers + i (cold); meanwhile one more thread brings a
+// QP to RTR every millisecond on one of WarmPaths paths asked for before the clock started
+// (warm: in the agent's table). Every RTR timed.
+int burst(unsigned threads, unsigned peers, unsigned first) {
+    constexpr unsigned WarmPaths = 16;
+    ibv_context* context = standin_open_device("mlx5_0", StandinFullCaps);
+    uint32_t nextQpn = 0x100;
+    auto makeQp = [&] { return qpInInit(context, nextQpn++); };
+    // Not counted: the plan loaded, the agent connected, the warm paths answered and published.
+    const unsigned warmFirst = first + threads * peers;
+    std::vector<ibv_qp*> warmQps;
+    for (unsigned k = 0; k < WarmPaths; ++k) {
+        warmQps.push_back(makeQp());
+        rtr(warmQps.back(), warmFirst + k);
+    }
+    std::vector<std::vector<ibv_qp*>> cold(threads);
+    for (auto& list : cold) {
+        for (unsigned i = 0; i < peers; ++i) list.push_back(makeQp());
+    }
+    std::vector<double> coldTimes(threads * peers), warmTimes;
+    std::atomic<bool> over{false};
+    auto start = Clock::now();
+    std::thread warm([&] {
+        for (unsigned k = 0; !over; ++k) {
+            auto t0 = Clock::now();
+            rtr(warmQps[k % WarmPaths], warmFirst + k % WarmPaths);
+            warmTimes.push_back(secondsSince(t0));
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+    });
+    std::vector<std::thread> workers;
+    for (unsigned t = 0; t < threads; ++t) {
+        workers.emplace_back([&, t] {
+            for (unsigned i = 0; i < peers; ++i) {
+                auto t0 = Clock::now();
+                rtr(cold[t][i], first + t * peers + i);
+                coldTimes[t * peers + i] = secondsSince(t0);
+            }
+        });
+    }
+    for (auto& w : workers) w.join();
+    double drain = secondsSince(start);
+    over = true;
+    warm.join();
+    std::fprintf(stderr,
+                 "drain=%.9f cold_p50=%.9f cold_p99=%.9f cold_max=%.9f warm_p50=%.9f "
+                 "warm_p99=%.9f warm_max=%.9f warm_rtrs=%zu\n",
+                 drain, quantile(coldTimes, 0.5), quantile(coldTimes, 0.99),
+                 quantile(coldTimes, 1.0), quantile(warmTimes, 0.5), quantile(warmTimes, 0.99),
+                 quantile(warmTimes, 1.0), warmTimes.size());
     std::fflush(stderr);
     _exit(0);  // the library keeps its agent connection to the end
 }
@@ -186,16 +260,21 @@ bool ask(int fd, uint32_t id, uint16_t dlid, std::chrono::microseconds bound) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    unsigned qps = 2000, first = 1;
+    unsigned qps = 2000, first = 1, threadPeers = 64;
     for (int i = 1; i + 1 < argc; ++i) {
         if (std::string(argv[i]) == "--first")
             first = static_cast<unsigned>(std::atoi(argv[i + 1]));
+        if (std::string(argv[i]) == "--thread-peers")
+            threadPeers = static_cast<unsigned>(std::atoi(argv[i + 1]));
     }
     for (int i = 1; i + 1 < argc; ++i) {
         if (std::string(argv[i]) == "--measure")
             return measure(static_cast<unsigned>(std::atoi(argv[i + 1])), first);
+        if (std::string(argv[i]) == "--burst")
+            return burst(static_cast<unsigned>(std::atoi(argv[i + 1])), threadPeers, first);
     }
-    unsigned rttUs = 200, rate = 20000, ranks = 8, peers = 512, clients = 4;
+    unsigned rttUs = 200, rate = 20000, ranks = 8, peers = 512, clients = 4, threads = 32;
+    std::string preload = PRELOAD_LIB;
     bench::Program program("ibqos-bench-enforce",
                            "SL enforcement: the RTR's added latency (cold and warm cache), the "
                            "agent's resolves per second, a job start's burst.");
@@ -216,7 +295,19 @@ int main(int argc, char** argv) {
     program.options()
         .add_option("--clients", clients, "resolve clients (default 4)")
         ->check(CLI::Range(1u, 64u));
+    program.options()
+        .add_option("--threads", threads,
+                    "threads of the process of job_start_threads (default 32)")
+        ->check(CLI::Range(1u, 256u));
+    program.options()
+        .add_option("--thread-peers", threadPeers,
+                    "peers each of those threads connects to (default 64)")
+        ->check(CLI::Range(1u, 1000u));
+    program.options().add_option("--preload", preload,
+                                 "the preload library measured (default: the one built with this "
+                                 "program)");
     program.options().add_option("--measure", qps, "(internal) the measuring child")->group("");
+    program.options().add_option("--burst", threads, "(internal) the burst child")->group("");
     program.options().add_option("--first", first, "(internal) the child's first DLID")->group("");
     if (auto status = program.parse(argc, argv)) return *status;
 
@@ -248,6 +339,9 @@ int main(int argc, char** argv) {
     bench::counterUnit("rtr_enforce_cold", "us", 1e6);
     bench::counterUnit("resolves_per_s", "1/s");
     bench::counterUnit("burst_drain", "ms", 1e3);
+    for (const char* name : {"threads_drain", "cold_rtr_p50", "cold_rtr_p99", "cold_rtr_max",
+                             "warm_rtr_p50", "warm_rtr_p99", "warm_rtr_max"})
+        bench::counterUnit(name, "ms", 1e3);
     const char* self = argv[0];
     auto runChild = [&](unsigned from, const std::map<std::string, std::string>& env) {
         return bench::runMeasuringChild(
@@ -260,7 +354,7 @@ int main(int argc, char** argv) {
         [&](benchmark::State& state) {
             std::map<std::string, double> base, enforced, again, asking;
             for (auto _ : state) {
-                std::map<std::string, std::string> env{{"LD_PRELOAD", PRELOAD_LIB},
+                std::map<std::string, std::string> env{{"LD_PRELOAD", preload},
                                                        {"IBQOS_AGENT_SOCKET", socketPath},
                                                        {"IBQOS_PATH_TABLE", tablePath},
                                                        {"IBQOS_SCHED_BACKEND", "simulated"}};
@@ -376,6 +470,46 @@ int main(int argc, char** argv) {
                                      {"sa_rtt_us", rttUs},
                                      {"sa_rate", rate},
                                      {"bound_ms", 5}});
+        })
+        ->Iterations(1)
+        ->UseRealTime()
+        ->Unit(benchmark::kSecond);
+
+    benchmark::RegisterBenchmark(
+        "job_start_threads",
+        [&](benchmark::State& state) {
+            std::map<std::string, double> f;
+            for (auto _ : state) {
+                f = bench::runMeasuringChild(
+                    self,
+                    {"--burst", std::to_string(threads), "--thread-peers",
+                     std::to_string(threadPeers), "--first", std::to_string(nextDlid)},
+                    {{"LD_PRELOAD", preload},
+                     {"IBQOS_AGENT_SOCKET", socketPath},
+                     {"IBQOS_PATH_TABLE", tablePath},
+                     {"IBQOS_SCHED_BACKEND", "simulated"},
+                     {"IBQOS_PLAN", enforcePlan}});
+                nextDlid += threads * threadPeers + 16;
+                if (!f.count("drain")) {
+                    state.SkipWithError("the burst child failed");
+                    return;
+                }
+            }
+            state.counters["no_time"] = 1;
+            state.counters["rtrs"] = threads * threadPeers;
+            state.counters["threads_drain"] = f["drain"];
+            state.counters["cold_rtr_p50"] = f["cold_p50"];
+            state.counters["cold_rtr_p99"] = f["cold_p99"];
+            state.counters["cold_rtr_max"] = f["cold_max"];
+            state.counters["warm_rtr_p50"] = f["warm_p50"];
+            state.counters["warm_rtr_p99"] = f["warm_p99"];
+            state.counters["warm_rtr_max"] = f["warm_max"];
+            state.counters["warm_rtrs"] = f["warm_rtrs"];
+            bench::setParams(state, {{"threads", threads},
+                                     {"thread_peers", threadPeers},
+                                     {"sa_rtt_us", rttUs},
+                                     {"sa_rate", rate},
+                                     {"bound_ms", enforce.resolveTimeoutMs}});
         })
         ->Iterations(1)
         ->UseRealTime()

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Plugin: reload, compile and apply at each heavy sweep; the routing-engine hooks; the log.
+// Plugin: reload, compile and apply at each heavy sweep; the log.
 #include "osm-plugin/plugin.hpp"
 
 #include <sys/stat.h>
@@ -16,25 +16,14 @@
 #include "compiler/compile_policy.hpp"
 #include "fabric/opensm_subnet.hpp"
 #include "fabric/partitions.hpp"
+#include "osm-plugin/failpoint.hpp"
 #include "osm-plugin/opensm_cache.hpp"
+#include "osm-plugin/opensm_lock.hpp"
 #include "sa-matcher/policy_diff.hpp"
 
 namespace ibqos::osm {
 
-Plugin* g_plugin =
-    nullptr;  // the hooks' way back to the plugin (OpenSM passes the engine's context)
-
 namespace {
-
-extern "C" void hookSl2Vl(void* context, osm_physp_t* port, uint8_t in, uint8_t out,
-                          ib_slvl_table_t* table) {
-    if (g_plugin) g_plugin->updateSl2Vl(context, port, in, out, table);
-}
-
-extern "C" void hookVlArb(void* context, osm_physp_t* port, uint8_t portNumber,
-                          ib_vl_arb_table_t* block, unsigned length, unsigned blockNumber) {
-    if (g_plugin) g_plugin->updateVlArb(context, port, portNumber, block, length, blockNumber);
-}
 
 osm_qos_options_t& optionsOf(osm_subn_opt_t& opt, PortClass c) {
     switch (c) {
@@ -97,7 +86,12 @@ std::optional<PluginOptions> parsePluginOptions(const char* text, std::string& e
     return options;
 }
 
-Plugin::Plugin(osm_opensm_t* osm, PluginOptions options) : osm_(osm), options_(std::move(options)) {
+Plugin::Plugin(osm_opensm_t* osm, PluginOptions options)
+    : osm_(osm),
+      options_(std::move(options)),
+      hooks_(osm, [this](int level, const char* id, const std::string& message) {
+          log(level, id, message);
+      }) {
     opt_ = &osm_->subn.opt;
     original_ = confFromOptions(*opt_);
     log(OSM_LOG_INFO, "0001",
@@ -119,7 +113,7 @@ Plugin::Plugin(osm_opensm_t* osm, PluginOptions options) : osm_(osm), options_(s
 }
 
 Plugin::~Plugin() {
-    installHooks(false, false, 0);
+    hooks_.install(false, false, 0);
     log(OSM_LOG_INFO, "0003", "ibqos plugin unloaded");
 }
 
@@ -323,27 +317,29 @@ void Plugin::heavySweepDone() {
 
     Fabric fabric;
     std::vector<osm_node_t*> nodes;
-    cl_plock_excl_acquire(&osm_->lock);
-    fabric = fabricFromSubnet(osm_->subn, &nodes);
-    // Options that are not what ibqos last set were read again from opensm.conf (SIGHUP): they
-    // are the administrator's and the new starting point.
-    bool reloaded = false;
-    for (PortClass c : AllClasses) {
-        const auto& set = lastSet_[static_cast<size_t>(c)];
-        const osm_qos_options_t& now = optionsOf(*opt_, c);
-        if (set && !(sameOption(now.vlarb_high, set->vlarbHigh) &&
-                     sameOption(now.vlarb_low, set->vlarbLow) &&
-                     sameOption(now.sl2vl, set->sl2vl) && now.high_limit == set->highLimit)) {
-            reloaded = true;
+    {
+        OpenSmLock lock(*osm_, OpenSmLock::Mode::Exclusive);
+        IBQOS_FAILPOINT("sweep-read");
+        fabric = fabricFromSubnet(osm_->subn, &nodes);
+        // Options that are not what ibqos last set were read again from opensm.conf (SIGHUP):
+        // they are the administrator's and the new starting point.
+        bool reloaded = false;
+        for (PortClass c : AllClasses) {
+            const auto& set = lastSet_[static_cast<size_t>(c)];
+            const osm_qos_options_t& now = optionsOf(*opt_, c);
+            if (set && !(sameOption(now.vlarb_high, set->vlarbHigh) &&
+                         sameOption(now.vlarb_low, set->vlarbLow) &&
+                         sameOption(now.sl2vl, set->sl2vl) && now.high_limit == set->highLimit)) {
+                reloaded = true;
+            }
+        }
+        if (reloaded) {
+            original_ = confFromOptions(*opt_);
+            lastSet_ = {};
+            log(OSM_LOG_INFO, "0005",
+                "opensm.conf's QoS options were read again; they are the new starting point");
         }
     }
-    if (reloaded) {
-        original_ = confFromOptions(*opt_);
-        lastSet_ = {};
-        log(OSM_LOG_INFO, "0005",
-            "opensm.conf's QoS options were read again; they are the new starting point");
-    }
-    cl_plock_release(&osm_->lock);
 
     predictPartitions(fabric);
     judgedPartitions_ = partitionsKey(fabric);
@@ -397,13 +393,16 @@ void Plugin::heavySweepDone() {
     }
     writeGeneratedPolicy(sweep->policyText());
 
-    cl_plock_excl_acquire(&osm_->lock);
-    applyClassOptions(*sweep);
-    installHooks(sweep->needsSl2VlHook(), sweep->needsVlArbHook(), sweep->overriddenPorts());
-    expectedMads_ = expectedQosMads(osm_->subn, sweep->fabric(), nodes, sweep->tables());
-    sweep_ = std::move(sweep);
-    hookCalls_ = 0;
-    cl_plock_release(&osm_->lock);
+    {
+        OpenSmLock lock(*osm_, OpenSmLock::Mode::Exclusive);
+        IBQOS_FAILPOINT("sweep-apply");
+        size_t mads = expectedQosMads(osm_->subn, sweep->fabric(), nodes, sweep->tables());
+        applyClassOptions(*sweep);
+        hooks_.install(sweep->needsSl2VlHook(), sweep->needsVlArbHook(), sweep->overriddenPorts());
+        expectedMads_ = mads;
+        sweep_ = std::move(sweep);
+        hooks_.setSweep(sweep_.get());
+    }
     workMs_ =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
@@ -428,105 +427,6 @@ void Plugin::applyClassOptions(const CompiledSweep& sweep) {
     }
 }
 
-Plugin::EngineHooks* Plugin::engineByContext(void* context) {
-    for (EngineHooks& e : engines_) {
-        if (e.engine->context == context) return &e;
-    }
-    return nullptr;
-}
-
-void Plugin::installHooks(bool sl2vl, bool vlarb, size_t overriddenPorts) {
-    std::vector<osm_routing_engine_t*> engines;
-    for (osm_routing_engine_t* e = osm_->routing_engine_list; e; e = e->next) engines.push_back(e);
-    if (osm_->default_routing_engine) engines.push_back(osm_->default_routing_engine);
-    bool changed = false;
-    for (osm_routing_engine_t* engine : engines) {
-        auto it = std::find_if(engines_.begin(), engines_.end(),
-                               [&](const EngineHooks& e) { return e.engine == engine; });
-        if (it == engines_.end()) {
-            if (!sl2vl && !vlarb) continue;
-            engines_.push_back({engine, engine->update_sl2vl, engine->update_vlarb, false, false});
-            it = engines_.end() - 1;
-            if (engine->update_sl2vl || engine->update_vlarb) {
-                log(OSM_LOG_INFO, "0032",
-                    std::string("routing engine ") + (engine->name ? engine->name : "?") +
-                        " has table hooks of its own: ibqos calls them first, then gives the "
-                        "ports the policy's own tables");
-            }
-        }
-        EngineHooks& e = *it;
-        if (sl2vl != e.ownSl2Vl) {
-            engine->update_sl2vl = sl2vl ? hookSl2Vl : e.sl2vl;
-            e.ownSl2Vl = sl2vl;
-            changed = true;
-        }
-        if (vlarb != e.ownVlArb) {
-            engine->update_vlarb = vlarb ? hookVlArb : e.vlarb;
-            e.ownVlArb = vlarb;
-            changed = true;
-        }
-    }
-    if (!changed) return;
-    if (sl2vl || vlarb) {
-        log(OSM_LOG_INFO, "0030",
-            std::to_string(overriddenPorts) +
-                " ports need tables their class options cannot give: hooks for " +
-                (sl2vl && vlarb ? "SL2VL and VLArb"
-                 : sl2vl        ? "SL2VL"
-                                : "VLArb") +
-                " installed on " + std::to_string(engines.size()) + " routing engines" +
-                (sl2vl ? " (OpenSM's one-MAD-per-switch SL2VL programming is off while the SL2VL "
-                         "hook is)"
-                       : ""));
-    } else {
-        log(OSM_LOG_INFO, "0031",
-            "no port needs per-port tables any more: routing-engine hooks removed");
-    }
-}
-
-void Plugin::updateSl2Vl(void* context, osm_physp_t* port, uint8_t in, uint8_t out,
-                         ib_slvl_table_t* table) {
-    try {
-        if (EngineHooks* e = engineByContext(context); e && e->sl2vl)
-            e->sl2vl(context, port, in, out, table);
-        if (!sweep_ || !port || !port->p_node) return;
-        const PortTables* t =
-            sweep_->overrideFor(cl_ntoh64(port->p_node->node_info.node_guid), port->port_num);
-        if (!t) return;
-        const Sl2VlTable& vls = sweep_->sl2vl(t->rawSl2vlFor(in));
-        for (unsigned i = 0; i < 8; ++i)
-            table->raw_vl_by_sl[i] =
-                static_cast<uint8_t>((vls[2 * i] << 4) | (vls[2 * i + 1] & 0xf));
-        ++hookCalls_;
-    } catch (...) {
-        // A hook must never fail OpenSM: the table stays as OpenSM built it.
-    }
-}
-
-void Plugin::updateVlArb(void* context, osm_physp_t* port, uint8_t portNumber,
-                         ib_vl_arb_table_t* block, unsigned length, unsigned blockNumber) {
-    try {
-        if (EngineHooks* e = engineByContext(context); e && e->vlarb) {
-            e->vlarb(context, port, portNumber, block, length, blockNumber);
-        }
-        if (!sweep_ || !port || !port->p_node || blockNumber > 3) return;
-        const PortTables* t =
-            sweep_->overrideFor(cl_ntoh64(port->p_node->node_info.node_guid), port->port_num);
-        if (!t) return;
-        const VlArbTable& entries = sweep_->vlarb(blockNumber < 2 ? t->rawLow : t->rawHigh);
-        unsigned first = (blockNumber % 2) * IB_NUM_VL_ARB_ELEMENTS_IN_BLOCK;
-        for (unsigned i = 0; i < length && i < IB_NUM_VL_ARB_ELEMENTS_IN_BLOCK; ++i) {
-            block->vl_entry[i].vl = entries[first + i].vl;
-            block->vl_entry[i].weight = entries[first + i].weight;
-        }
-        // OpenSM set the class's high limit on the port just before; the link manager sends it
-        // later.
-        port->vl_high_limit = t->highLimit;
-        ++hookCalls_;
-    } catch (...) {
-    }
-}
-
 void Plugin::routingDone() {
     osm_routing_engine_t* engine = osm_->routing_engine_used;
     if (engine && engine->path_sl) {
@@ -543,18 +443,22 @@ void Plugin::routingDone() {
     // This sweep's PKey setup is done: were the partitions the policy was judged against the
     // ones OpenSM made? If not, judge again with OpenSM's own in a heavy sweep that follows now.
     if (!candidate_.policy && !good_.policy) return;
-    cl_plock_acquire(&osm_->lock);
-    PartitionsKey live = livePartitionsKey(osm_->subn);
-    cl_plock_release(&osm_->lock);
+    PartitionsKey live;
+    {
+        OpenSmLock lock(*osm_, OpenSmLock::Mode::Shared);
+        IBQOS_FAILPOINT("routing-read");
+        live = livePartitionsKey(osm_->subn);
+    }
     if (live == judgedPartitions_) return;
     preferLiveFor_ = partitionsText_;
     log(OSM_LOG_INFO, "0015",
         "the partitions OpenSM set up differ from those predicted from its partition "
         "configuration: the policy is judged again against OpenSM's own in a heavy sweep that "
         "follows now");
-    cl_plock_excl_acquire(&osm_->lock);
-    osm_->subn.force_heavy_sweep = TRUE;
-    cl_plock_release(&osm_->lock);
+    {
+        OpenSmLock lock(*osm_, OpenSmLock::Mode::Exclusive);
+        osm_->subn.force_heavy_sweep = TRUE;
+    }
     osm_sm_signal(&osm_->sm, OSM_SIGNAL_SWEEP);
 }
 
@@ -569,7 +473,7 @@ void Plugin::subnetUp() {
                   "hook calls), "
                   "%zu QoS MADs by osm_qos.c's rules, ibqos %.1f ms of a %.1f ms sweep",
                   sweeps_, good_.version, hex(good_.hash, 16).c_str(),
-                  sweep_->tables().ports.size(), sweep_->overriddenPorts(), hookCalls_,
+                  sweep_->tables().ports.size(), sweep_->overriddenPorts(), hooks_.calls(),
                   expectedMads_, workMs_, sweepMs);
     log(OSM_LOG_INFO, "0100", buf);
 }
@@ -588,8 +492,7 @@ extern "C" void* ibqos_osm_create(osm_opensm_t* osm) {
                     error.c_str());
             return nullptr;
         }
-        g_plugin = new Plugin(osm, std::move(*options));
-        return g_plugin;
+        return new Plugin(osm, std::move(*options));
     } catch (const std::exception& e) {
         osm_log(&osm->log, OSM_LOG_ERROR, "IBQOS-0900: cannot start: %s\n", e.what());
     } catch (...) {
@@ -603,7 +506,6 @@ extern "C" void ibqos_osm_delete(void* plugin) {
         delete static_cast<ibqos::osm::Plugin*>(plugin);
     } catch (...) {
     }
-    ibqos::osm::g_plugin = nullptr;
 }
 
 extern "C" void ibqos_osm_report(void* plugin, osm_epi_event_id_t event, void* data) {

@@ -15,6 +15,7 @@
 #include "compiler/policy.hpp"
 #include "fabric/opensm_subnet.hpp"
 #include "fabric/osm.hpp"
+#include "osm-plugin/routing_hooks.hpp"
 #include "osm-plugin/sweep.hpp"
 
 namespace ibqos::osm {
@@ -38,14 +39,9 @@ class Plugin {
     Plugin(const Plugin&) = delete;
     Plugin& operator=(const Plugin&) = delete;
 
-    // Called for every event, from OpenSM's state-manager thread. Never throws.
+    // Called for every event, from OpenSM's state-manager thread. Never throws, and never
+    // returns with OpenSM's lock held.
     void report(osm_epi_event_id_t event, void* data) noexcept;
-
-    // The routing-engine hooks (run under OpenSM's lock, from osm_qos_setup()).
-    void updateSl2Vl(void* context, osm_physp_t* port, uint8_t in, uint8_t out,
-                     ib_slvl_table_t* table);
-    void updateVlArb(void* context, osm_physp_t* port, uint8_t portNumber, ib_vl_arb_table_t* block,
-                     unsigned length, unsigned blockNumber);
 
   private:
     struct LoadedPolicy {
@@ -55,16 +51,6 @@ class Plugin {
         unsigned version = 0;
         bool refusalLogged = false;  // a candidate refused on the fabric, judged again each sweep
     };
-    // A routing engine's own hooks, kept to be chained and restored.
-    struct EngineHooks {
-        osm_routing_engine_t* engine = nullptr;
-        decltype(osm_routing_engine_t::update_sl2vl) sl2vl = nullptr;
-        decltype(osm_routing_engine_t::update_vlarb) vlarb = nullptr;
-        bool ownSl2Vl = false;  // ibqos's hook is installed in place of sl2vl
-        bool ownVlArb = false;
-    };
-    EngineHooks* engineByContext(void* context);
-
     void log(int level, const char* id, const std::string& message);
     void heavySweepDone();
     void routingDone();
@@ -82,7 +68,6 @@ class Plugin {
     void reloadPolicy();
     void writeGeneratedPolicy(const std::string& text);
     void applyClassOptions(const CompiledSweep& sweep);
-    void installHooks(bool sl2vl, bool vlarb, size_t overriddenPorts);
 
     osm_opensm_t* osm_;
     PluginOptions options_;
@@ -102,14 +87,13 @@ class Plugin {
     std::optional<std::optional<std::string>> preferLiveFor_;
     std::optional<std::string> partitionsErrorsLogged_;
     std::string lastGeneratedText_;
-    std::vector<EngineHooks> engines_;
+    RoutingHooks hooks_;
     std::string lastEngineWarned_;
     // Figures for the sweep summary.
     unsigned sweeps_ = 0;
     std::chrono::steady_clock::time_point sweepStart_;
     double workMs_ = 0;
     size_t expectedMads_ = 0;
-    size_t hookCalls_ = 0;
 };
 
 }  // namespace ibqos::osm

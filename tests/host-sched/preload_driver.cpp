@@ -18,17 +18,24 @@
 //     destroy QPN                ibv_destroy_qp
 //     close DEV                  ibv_close_device
 //     wait                       print "driver: waiting" and read a line from stdin
+//     thread STEP... done        (main steps only) run these steps on a thread of their own
+//     join                       wait for every thread started
 //     exit                       leave at once, without destroying anything
-// Each verbs call prints "driver: CALL rc=N errno=E".
+// Each verbs call prints "driver: CALL rc=N errno=E us=T", T the microseconds the call took.
+// Devices, QPs and protection domains are shared by the threads.
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <rdma/rdma_cma.h>
 
@@ -36,19 +43,34 @@
 
 namespace {
 
-void report(const std::string& call, int rc) {
-    std::printf("driver: %s rc=%d errno=%d\n", call.c_str(), rc, rc ? errno : 0);
+using Clock = std::chrono::steady_clock;
+
+// A verbs call's result and how long it took since `start`.
+void report(const std::string& call, int rc, Clock::time_point start) {
+    int error = rc ? errno : 0;
+    auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
+    std::printf("driver: %s rc=%d errno=%d us=%lld\n", call.c_str(), rc, error,
+                static_cast<long long>(us));
     std::fflush(stdout);
 }
 
-}  // namespace
+// What the steps make, shared by the driver's threads (the maps under the lock; the objects
+// in them are used without it).
+std::mutex madeMutex;
+std::map<std::string, ibv_context*> devices;
+std::map<uint32_t, ibv_qp*> qps;
+std::map<std::string, ibv_pd> pds;
+std::vector<std::thread> threads;
 
-int main(int argc, char** argv) {
-    std::map<std::string, ibv_context*> devices;
-    std::map<uint32_t, ibv_qp*> qps;
-    std::map<std::string, ibv_pd> pds;
+ibv_context* deviceNamed(const std::string& name) {
+    std::lock_guard lock(madeMutex);
+    return devices[name];
+}
+
+int run(std::vector<std::string> argv) {
     rdma_cm_id cmId{};
-    for (int i = 1; i < argc; ++i) {
+    const int argc = static_cast<int>(argv.size());
+    for (int i = 0; i < argc; ++i) {
         std::string step = argv[i];
         auto next = [&]() -> std::string {
             if (i + 1 >= argc) {
@@ -58,6 +80,7 @@ int main(int argc, char** argv) {
             return argv[++i];
         };
         auto qpOf = [&](const std::string& text) {
+            std::lock_guard lock(madeMutex);
             ibv_qp* qp = qps[static_cast<uint32_t>(std::strtoul(text.c_str(), nullptr, 0))];
             if (!qp) {
                 std::fprintf(stderr, "preload-driver: no QP %s\n", text.c_str());
@@ -68,22 +91,27 @@ int main(int argc, char** argv) {
         if (step == "open") {
             std::string name = next();
             int caps = StandinFullCaps;
-            if (i + 1 < argc && std::strcmp(argv[i + 1], "noqos") == 0) caps = StandinNoQos, ++i;
-            if (i + 1 < argc && std::strcmp(argv[i + 1], "notmlx5") == 0)
-                caps = StandinNotMlx5, ++i;
-            devices[name] = standin_open_device(name.c_str(), caps);
+            if (i + 1 < argc && argv[i + 1] == "noqos") caps = StandinNoQos, ++i;
+            if (i + 1 < argc && argv[i + 1] == "notmlx5") caps = StandinNotMlx5, ++i;
+            ibv_context* context = standin_open_device(name.c_str(), caps);
+            std::lock_guard lock(madeMutex);
+            devices[name] = context;
         } else if (step == "qp") {
-            ibv_context* context = devices[next()];
+            ibv_context* context = deviceNamed(next());
             uint32_t qpn = static_cast<uint32_t>(std::strtoul(next().c_str(), nullptr, 0));
             std::string type = next();
             ibv_qp_type t = type == "uc" ? IBV_QPT_UC : type == "ud" ? IBV_QPT_UD : IBV_QPT_RC;
             ibv_qp* qp = standin_create_qp(context, qpn, t);
-            qps[qpn] = qp;
+            {
+                std::lock_guard lock(madeMutex);
+                qps[qpn] = qp;
+            }
             ibv_qp_attr attr{};
             attr.qp_state = IBV_QPS_INIT;
             attr.port_num = 1;
+            auto start = Clock::now();
             report("init " + std::to_string(qpn),
-                   ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PORT));
+                   ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PORT), start);
         } else if (step == "rtr" || step == "rtr-to" || step == "rtr-noav") {
             ibv_qp* qp = qpOf(next());
             ibv_qp_attr attr{};
@@ -97,21 +125,28 @@ int main(int argc, char** argv) {
                 mask |= IBV_QP_AV;
             }
             uint8_t asked = attr.ah_attr.sl;
-            report("rtr " + std::to_string(qp->qp_num), ibv_modify_qp(qp, &attr, mask));
+            auto start = Clock::now();
+            report("rtr " + std::to_string(qp->qp_num), ibv_modify_qp(qp, &attr, mask), start);
             if (attr.ah_attr.sl != asked) std::printf("driver: the caller's attributes changed\n");
         } else if (step == "cmqp") {
-            cmId.verbs = devices[next()];
+            cmId.verbs = deviceNamed(next());
             uint32_t qpn = static_cast<uint32_t>(std::strtoul(next().c_str(), nullptr, 0));
             ibv_qp_init_attr init{};
             init.qp_context = reinterpret_cast<void*>(static_cast<uintptr_t>(qpn));
             init.qp_type = next() == "ud" ? IBV_QPT_UD : IBV_QPT_RC;
-            report("rdma_create_qp " + std::to_string(qpn), rdma_create_qp(&cmId, nullptr, &init));
-            qps[qpn] = cmId.qp;
+            auto start = Clock::now();
+            report("rdma_create_qp " + std::to_string(qpn), rdma_create_qp(&cmId, nullptr, &init),
+                   start);
+            {
+                std::lock_guard lock(madeMutex);
+                qps[qpn] = cmId.qp;
+            }
             ibv_qp_attr attr{};
             attr.qp_state = IBV_QPS_INIT;
             attr.port_num = 1;
+            start = Clock::now();
             report("init " + std::to_string(qpn),
-                   ibv_modify_qp(cmId.qp, &attr, IBV_QP_STATE | IBV_QP_PORT));
+                   ibv_modify_qp(cmId.qp, &attr, IBV_QP_STATE | IBV_QP_PORT), start);
         } else if (step == "cmrtr") {
             ibv_qp* qp = qpOf(next());
             uint16_t dlid = static_cast<uint16_t>(std::strtoul(next().c_str(), nullptr, 0));
@@ -120,14 +155,21 @@ int main(int argc, char** argv) {
             ibv_qp_attr attr{};
             int mask = 0;
             rdma_init_qp_attr(&cmId, &attr, &mask);
-            report("cmrtr " + std::to_string(qp->qp_num), ibv_modify_qp(qp, &attr, mask));
+            auto start = Clock::now();
+            report("cmrtr " + std::to_string(qp->qp_num), ibv_modify_qp(qp, &attr, mask), start);
         } else if (step == "ah" || step == "ahwc" || step == "cmah") {
             std::string name = next();
-            ibv_pd& pd = pds[name];
-            pd.context = devices[name];
+            ibv_pd* pdOf;
+            {
+                std::lock_guard lock(madeMutex);
+                pdOf = &pds[name];
+                pdOf->context = devices[name];
+            }
+            ibv_pd& pd = *pdOf;
             uint16_t lid = static_cast<uint16_t>(std::strtoul(next().c_str(), nullptr, 0));
             uint8_t sl = static_cast<uint8_t>(std::strtoul(next().c_str(), nullptr, 0));
             ibv_ah* ah = nullptr;
+            auto start = Clock::now();
             if (step == "ahwc") {
                 ibv_wc wc{};
                 wc.slid = lid;
@@ -144,29 +186,44 @@ int main(int argc, char** argv) {
                     rdma_get_cm_event(nullptr, &event);
                     attr = event->param.ud.ah_attr;
                 }
+                start = Clock::now();
                 ah = ibv_create_ah(&pd, &attr);
                 if (attr.sl != sl) std::printf("driver: the caller's attributes changed\n");
             }
-            report(step + " " + std::to_string(lid), ah ? 0 : -1);
+            report(step + " " + std::to_string(lid), ah ? 0 : -1, start);
             if (ah) ibv_destroy_ah(ah);
         } else if (step == "rts") {
             ibv_qp* qp = qpOf(next());
             ibv_qp_attr attr{};
             attr.qp_state = IBV_QPS_RTS;
-            report("rts " + std::to_string(qp->qp_num), ibv_modify_qp(qp, &attr, IBV_QP_STATE));
+            auto start = Clock::now();
+            report("rts " + std::to_string(qp->qp_num), ibv_modify_qp(qp, &attr, IBV_QP_STATE),
+                   start);
         } else if (step == "destroy") {
             ibv_qp* qp = qpOf(next());
             uint32_t qpn = qp->qp_num;
-            report("destroy " + std::to_string(qpn), ibv_destroy_qp(qp));
+            auto start = Clock::now();
+            report("destroy " + std::to_string(qpn), ibv_destroy_qp(qp), start);
+            std::lock_guard lock(madeMutex);
             qps.erase(qpn);
         } else if (step == "close") {
             std::string name = next();
-            report("close " + name, ibv_close_device(devices[name]));
+            auto start = Clock::now();
+            report("close " + name, ibv_close_device(deviceNamed(name)), start);
         } else if (step == "wait") {
             std::printf("driver: waiting\n");
             std::fflush(stdout);
             std::string line;
             std::getline(std::cin, line);
+        } else if (step == "thread") {
+            std::vector<std::string> steps;
+            for (std::string s; (s = next()) != "done";) steps.push_back(s);
+            threads.emplace_back([steps] {
+                if (int status = run(steps)) std::exit(status);
+            });
+        } else if (step == "join") {
+            for (std::thread& t : threads) t.join();
+            threads.clear();
         } else if (step == "exit") {
             std::fflush(stdout);
             _exit(0);
@@ -176,4 +233,12 @@ int main(int argc, char** argv) {
         }
     }
     return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int status = run(std::vector<std::string>(argv + 1, argv + argc));
+    for (std::thread& t : threads) t.join();
+    return status;
 }

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "host-sched/agent/agent_protocol.hpp"
+#include "host-sched/agent/path_table.hpp"
 #include "host-sched/agent/policy_plan.hpp"
 #include "host-sched/plan/plan_file.hpp"
 #include "host-sched/preload/sl_decision.hpp"
@@ -88,14 +90,16 @@ std::vector<std::string> lines(const std::string& text) {
     return out;
 }
 
-// How the test's agent answers a resolve question: nullopt leaves it unanswered.
+// How the test's agent answers a resolve question: what it sends back then (nothing leaves it
+// unanswered; answers held back from earlier questions may go with it).
 using Answerer =
-    std::function<std::optional<ibqos::host::AgentMessage>(const ibqos::host::AgentMessage&)>;
+    std::function<std::vector<ibqos::host::AgentMessage>(const ibqos::host::AgentMessage&)>;
 
 // Runs the driver with the given steps and environment, serving as the agent when asked.
+// release: each resolve question the agent receives lets the driver's next `wait` step go on.
 Run runDriver(const Scratch& scratch, const std::vector<std::string>& steps,
               std::map<std::string, std::string> env, bool preload = true, bool agent = true,
-              const Answerer& answer = {}) {
+              const Answerer& answer = {}, bool release = false) {
     env.emplace("IBQOS_PLAN", scratch.dir + "/host-plan");
     env.emplace("IBQOS_AGENT_SOCKET", scratch.dir + "/agent.sock");
     env.emplace("IBQOS_PATH_TABLE", scratch.dir + "/path-table");
@@ -130,19 +134,25 @@ Run runDriver(const Scratch& scratch, const std::vector<std::string>& steps,
         REQUIRE(bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
         REQUIRE(listen(listener, 8) == 0);
     }
-    int out[2], err[2];
+    int out[2], err[2], in[2] = {-1, -1};
     REQUIRE(pipe(out) == 0);
     REQUIRE(pipe(err) == 0);
+    if (release) REQUIRE(pipe2(in, O_CLOEXEC) == 0);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, out[1], 1);
     posix_spawn_file_actions_adddup2(&actions, err[1], 2);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    if (release) {
+        posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+    } else {
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    }
     pid_t pid = -1;
     REQUIRE(posix_spawn(&pid, PRELOAD_DRIVER, &actions, nullptr, argv.data(), envp.data()) == 0);
     posix_spawn_file_actions_destroy(&actions);
     close(out[1]);
     close(err[1]);
+    if (release) close(in[0]);
 
     Run run;
     std::string outText;
@@ -155,9 +165,11 @@ Run runDriver(const Scratch& scratch, const std::vector<std::string>& steps,
                 run.messages.emplace_back(buffer, static_cast<size_t>(n));
                 ibqos::host::MessageError error;
                 auto m = ibqos::host::parseAgentMessage(run.messages.back(), error);
-                if (!answer || !m || m->kind != ibqos::host::MessageKind::Resolve) continue;
-                if (auto reply = answer(*m)) {
-                    std::string text = ibqos::host::encodeAgentMessage(*reply);
+                if (!m || m->kind != ibqos::host::MessageKind::Resolve) continue;
+                if (in[1] >= 0) REQUIRE(write(in[1], "\n", 1) == 1);
+                if (!answer) continue;
+                for (const ibqos::host::AgentMessage& reply : answer(*m)) {
+                    std::string text = ibqos::host::encodeAgentMessage(reply);
                     REQUIRE(send(c, text.data(), text.size(), 0) ==
                             static_cast<ssize_t>(text.size()));
                 }
@@ -168,7 +180,13 @@ Run runDriver(const Scratch& scratch, const std::vector<std::string>& steps,
         std::vector<pollfd> fds{{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
         if (listener >= 0) fds.push_back({listener, POLLIN, 0});
         for (int c : clients) fds.push_back({c, POLLIN, 0});
-        REQUIRE(poll(fds.data(), fds.size(), 20000) > 0);
+        int ready = poll(fds.data(), fds.size(), 20000);
+        if (ready == 0 && in[1] >= 0) {
+            close(in[1]);  // a `wait` nothing released: let the driver go on, and fail below
+            in[1] = -1;
+            continue;
+        }
+        REQUIRE(ready > 0);
         char buffer[4096];
         if (fds[0].revents) {
             ssize_t n = read(out[0], buffer, sizeof buffer);
@@ -194,6 +212,7 @@ Run runDriver(const Scratch& scratch, const std::vector<std::string>& steps,
     readClients();
     for (int c : clients) close(c);
     if (listener >= 0) close(listener);
+    if (in[1] >= 0) close(in[1]);
     close(out[0]);
     close(err[0]);
     run.out = lines(outText);
@@ -381,23 +400,33 @@ using ibqos::host::AgentMessage;
 using ibqos::host::MessageKind;
 using ibqos::host::PathAnswer;
 
-std::string enforcement(const std::string& mode, const std::string& more = "") {
-    return " sl-enforcement\n  mode: " + mode + "\n  resolve-timeout: 200\n" + more +
+std::string enforcement(const std::string& mode, const std::string& more = "",
+                        int resolveTimeoutMs = 200) {
+    return " sl-enforcement\n  mode: " + mode +
+           "\n  resolve-timeout: " + std::to_string(resolveTimeoutMs) + "\n" + more +
            " end-sl-enforcement\n";
+}
+
+// How long a driver's call took ("driver: CALL rc=N errno=E us=T"), in microseconds; -1 when
+// the call is not there.
+long long callMicros(const std::vector<std::string>& out, const std::string& call) {
+    size_t i = indexOf(out, {"driver: " + call + " rc="});
+    if (i == SIZE_MAX || out[i].find(" us=") == std::string::npos) return -1;
+    return std::stoll(out[i].substr(out[i].rfind(" us=") + 4));
 }
 
 // An SA that puts DLID 5 on SL 3 and knows no path to DLID 9; the questions it got.
 struct FakeSa {
     std::vector<AgentMessage> questions;
     Answerer answerer() {
-        return [this](const AgentMessage& q) -> std::optional<AgentMessage> {
+        return [this](const AgentMessage& q) -> std::vector<AgentMessage> {
             questions.push_back(q);
             AgentMessage a;
             a.kind = MessageKind::Path;
             a.id = q.id;
             a.answer = q.dlid == 9 ? PathAnswer::NoPath : PathAnswer::Found;
             if (q.dlid != 9) a.sl = 3;
-            return a;
+            return {a};
         };
     }
 };
@@ -481,10 +510,11 @@ TEST_CASE("without an answer in time, or without a path, the application's SL is
           "[host-sched][preload][enforce]") {
     Scratch s(enforcement("enforce"));
     // An agent that never answers: one bounded wait per RTR, logged once.
-    Run r = runDriver(s,
-                      {"open", "mlx5_0", "qp", "mlx5_0", "0x100", "rc", "rtr-to", "0x100", "5", "0",
-                       "qp", "mlx5_0", "0x101", "rc", "rtr-to", "0x101", "5", "2"},
-                      {}, true, true, [](const AgentMessage&) { return std::nullopt; });
+    Run r =
+        runDriver(s,
+                  {"open", "mlx5_0", "qp", "mlx5_0", "0x100", "rc", "rtr-to", "0x100", "5", "0",
+                   "qp", "mlx5_0", "0x101", "rc", "rtr-to", "0x101", "5", "2"},
+                  {}, true, true, [](const AgentMessage&) { return std::vector<AgentMessage>{}; });
     CHECK(indexOf(r.out, {"qpn=256", "state=RTR sl=0 -> 0"}) != SIZE_MAX);
     CHECK(indexOf(r.out, {"qpn=257", "state=RTR sl=2 -> 0"}) != SIZE_MAX);
     auto log = lines(r.err);
@@ -501,6 +531,81 @@ TEST_CASE("without an answer in time, or without a path, the application's SL is
                   {}, true, true, sa.answerer());
     CHECK(indexOf(r.out, {"state=RTR sl=1 -> 0"}) != SIZE_MAX);
     CHECK(r.messages.back().find("outcome=no-path") != std::string::npos);
+}
+
+TEST_CASE("while a thread waits for a stalled agent, other threads' calls on known paths go on",
+          "[host-sched][preload][enforce]") {
+    // The agent never answers; an RTR may wait 1000 ms for it (the most the policy language
+    // allows). Thread A brings a QP to RTR on a path nobody knows; once the agent holds its
+    // question, the main thread makes an address handle and brings another QP to RTR, both on
+    // a path the agent's shared table holds.
+    Scratch s(enforcement("enforce", "", 1000));
+    std::string error;
+    auto table = ibqos::host::PathTable::create(s.dir + "/path-table", 64, error);
+    REQUIRE(table);
+    const ibqos::host::TableAnswer slThree{true, 3};
+    // The RTR's path carries the P_Key at the QP's index 0 (0xffff); an address handle's none.
+    table->publish({"mlx5_0", 1, 1, 5, 0xffff}, slThree, std::chrono::minutes(5));
+    table->publish({"mlx5_0", 1, 1, 5, std::nullopt}, slThree, std::chrono::minutes(5));
+    std::vector<AgentMessage> questions;
+    Run r = runDriver(
+        s, {"open",   "mlx5_0", "qp",     "mlx5_0", "0x100", "rc", "qp",   "mlx5_0", "0x101",
+            "rc",     "thread", "rtr-to", "0x100",  "9",     "0",  "done", "wait",   "ah",
+            "mlx5_0", "5",      "0",      "rtr-to", "0x101", "5",  "0",    "join"},
+        {}, true, true,
+        [&](const AgentMessage& q) {
+            questions.push_back(q);
+            return std::vector<AgentMessage>{};
+        },
+        true);
+    INFO(r.err);
+    CHECK(WEXITSTATUS(r.status) == 0);
+    REQUIRE(questions.size() == 1);  // the main thread's answers came from the table
+    CHECK(questions[0].dlid == 9);
+    const long long ah = callMicros(r.out, "ah 5"), rtr = callMicros(r.out, "rtr 257"),
+                    waited = callMicros(r.out, "rtr 256");
+    INFO("create_ah " << ah << " us, modify_qp " << rtr << " us, while A waited " << waited
+                      << " us");
+    CHECK(ah >= 0);
+    CHECK(ah < 50000);
+    CHECK(rtr >= 0);
+    CHECK(rtr < 50000);
+    CHECK(waited >= 990000);  // A waited its whole bound
+    // Both calls were over while A still waited.
+    const size_t aDone = indexOf(r.out, {"driver: rtr 256 rc=0"});
+    CHECK(indexOf(r.out, {"driver: ah 5 rc=0"}) < aDone);
+    CHECK(indexOf(r.out, {"driver: rtr 257 rc=0"}) < aDone);
+    // The table's SL was enforced; A, with no answer, kept the application's SL.
+    CHECK(indexOf(r.out, {"ibv_create_ah dlid=5 sl=3"}) != SIZE_MAX);
+    CHECK(indexOf(r.out, {"ibv_modify_qp qpn=257", "state=RTR sl=3 -> 0"}) != SIZE_MAX);
+    CHECK(indexOf(r.out, {"ibv_modify_qp qpn=256", "state=RTR sl=0 -> 0"}) != SIZE_MAX);
+    CHECK(r.err.find("did not answer within 1000 ms") != std::string::npos);
+}
+
+TEST_CASE("threads asking the agent at once each get their own answer on the one connection",
+          "[host-sched][preload][enforce]") {
+    // The agent holds its first answer until the second question comes, then answers the
+    // second first. The SA puts DLID 5 on SL 3 and DLID 6 on SL 4.
+    Scratch s(enforcement("enforce", "", 1000));
+    std::vector<AgentMessage> held;
+    Run r = runDriver(s, {"open",   "mlx5_0", "qp",     "mlx5_0", "0x100", "rc",   "qp",  "mlx5_0",
+                          "0x101",  "rc",     "thread", "rtr-to", "0x100", "5",    "0",   "done",
+                          "thread", "rtr-to", "0x101",  "6",      "0",     "done", "join"},
+                      {}, true, true, [&](const AgentMessage& q) {
+                          AgentMessage a;
+                          a.kind = MessageKind::Path;
+                          a.id = q.id;
+                          a.answer = PathAnswer::Found;
+                          a.sl = q.dlid == 5 ? 3 : 4;
+                          held.insert(held.begin(), a);
+                          return held.size() < 2 ? std::vector<AgentMessage>{} : held;
+                      });
+    INFO(r.err);
+    CHECK(WEXITSTATUS(r.status) == 0);
+    CHECK(held.size() == 2);
+    CHECK(indexOf(r.out, {"ibv_modify_qp qpn=256", "state=RTR sl=3 -> 0"}) != SIZE_MAX);
+    CHECK(indexOf(r.out, {"ibv_modify_qp qpn=257", "state=RTR sl=4 -> 0"}) != SIZE_MAX);
+    CHECK(r.err.empty());
 }
 
 TEST_CASE("librdmacm's QPs, RoCE ports, reply and multicast address handles keep their SL",

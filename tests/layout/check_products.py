@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Reads the built products' symbols: no test double in any of them, no Spirit code and no
-compiler in the preload library (it reads the agent's plan file, never a policy).
+"""Reads the built products' symbols: no test double and no failure injection point in any of
+them, no Spirit code and no compiler in the preload library (it reads the agent's plan file,
+never a policy).
 
-usage: check_products.py --preload LIB PRODUCT...
+usage: check_products.py --preload LIB [--failpoints TEST_MODULE] PRODUCT...
 """
 import argparse
 import re
@@ -12,6 +13,8 @@ import sys
 
 # Test doubles (tests/doubles/, tests/host-sched/'s stand-ins).
 DOUBLES = re.compile(r"\bibqos::host::(?:EmulatedMlx5\w*|Emulated\w+|FluidLink\w*)\b|verbs_standin")
+# The plugin's failure injection points (osm-plugin/failpoint.hpp), built into a test module only.
+FAILPOINTS = re.compile(r"\bibqos::osm::failpoint\b")
 # What a grammar or a compiler leaves behind.
 PRELOAD_FORBIDDEN = re.compile(r"boost::spirit|\bibqos::grammar::|\bibqos::ast::|\bibqos::passes::"
                                r"|\bibqos::(?:loadPolicy|compilePolicy|parsePolicy)\b")
@@ -27,6 +30,7 @@ def symbols(path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preload", required=True)
+    parser.add_argument("--failpoints", help="the plugin's test module: it must hold the points the products lack")
     parser.add_argument("products", nargs="+")
     args = parser.parse_args()
     problems = 0
@@ -35,6 +39,13 @@ def main():
         for s in found[:5]:
             print(f"{path}: links a test double: {s[:160]}", file=sys.stderr)
         problems += len(found)
+        found = [s for s in symbols(path) if FAILPOINTS.search(s)]
+        for s in found[:5]:
+            print(f"{path}: holds a failure injection point: {s[:160]}", file=sys.stderr)
+        problems += len(found)
+    if args.failpoints and not any(FAILPOINTS.search(s) for s in symbols(args.failpoints)):
+        print(f"{args.failpoints}: no failure injection point found (the check is stale)", file=sys.stderr)
+        problems += 1
     found = [s for s in symbols(args.preload) if PRELOAD_FORBIDDEN.search(s)]
     for s in found[:5]:
         print(f"{args.preload}: links the grammar or the compiler: {s[:160]}", file=sys.stderr)
