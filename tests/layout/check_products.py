@@ -11,7 +11,8 @@ import subprocess
 import sys
 
 # Test doubles (tests/doubles/, tests/host-sched/'s stand-ins).
-DOUBLES = re.compile(r"\bibqos::host::(?:EmulatedMlx5\w*|Emulated\w+|FluidLink\w*)\b|verbs_standin")
+DOUBLES = re.compile(r"\bibqos::host::(?:EmulatedMlx5\w*|Emulated\w+|FluidLink\w*)\b|verbs_standin"
+                     r"|\bibqos::monitor::FakePma\b")
 # What a grammar or a compiler leaves behind.
 PRELOAD_FORBIDDEN = re.compile(r"boost::spirit|\bibqos::grammar::|\bibqos::ast::|\bibqos::passes::"
                                r"|\bibqos::(?:loadPolicy|compilePolicy|parsePolicy)\b")
