@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "cli/commands.hpp"
@@ -74,8 +76,8 @@ void log(const std::string& message) {
     std::fflush(stderr);
 }
 
-// Seconds (a decimal number) from an option, within [min, max].
-double secondsOption(const std::string& name, const Value& value, double fallback, double min,
+// A decimal number (seconds, a percentage) from an option, within [min, max].
+double decimalOption(const std::string& name, const Value& value, double fallback, double min,
                      double max) {
     if (!value) return fallback;
     char* end = nullptr;
@@ -143,15 +145,15 @@ struct Outputs {
     monitor::MetricsServer* server = nullptr;
 };
 
-// Publishes the last report everywhere it goes. A file that cannot be written is an IoError.
+// Publishes the last report where it goes each scrape (the JSON report and the SVG the server
+// renders when asked). A file that cannot be written is an IoError.
 void publish(const monitor::Monitor& m, const Outputs& out) {
-    auto content = std::make_shared<monitor::Published>();
-    content->metrics = monitor::prometheusText(m);
-    content->json = dumpJson(monitor::reportJson(m)) + "\n";
-    content->svg = monitor::sharesSvg(m);
-    if (out.textfile) writeFileAtomically(*out.textfile, content->metrics);
-    if (out.svg) writeFileAtomically(*out.svg, content->svg);
-    if (out.server) out.server->publish(std::move(content));
+    if (out.server || out.textfile) {
+        auto metrics = std::make_shared<const std::string>(monitor::prometheusText(m));
+        if (out.textfile) writeFileAtomically(*out.textfile, *metrics);
+        if (out.server) out.server->publishMetrics(std::move(metrics));
+    }
+    if (out.svg) writeFileAtomically(*out.svg, monitor::sharesSvg(m));
 }
 
 std::string summary(const monitor::Report& r) {
@@ -195,10 +197,10 @@ int monitorCommand(const MonitorCommandOptions& o) {
             "that discovers the fabric: not with "
             "--topology"};
     monitor::MonitorOptions options;
-    const double interval = secondsOption("interval", o.interval, 10, 0.01, 86400);
-    options.window = secondsOption("window", o.window, 600, 1, 7 * 86400);
-    options.margin = secondsOption("margin", o.margin, 5, 0, 100) / 100;
-    const double rediscover = secondsOption("rediscover", o.rediscover, 0, 0, 7 * 86400);
+    const double interval = decimalOption("interval", o.interval, 10, 0.01, 86400);
+    options.window = decimalOption("window", o.window, 600, 1, 7 * 86400);
+    options.margin = decimalOption("margin", o.margin, 5, 0, 100) / 100;
+    const double rediscover = decimalOption("rediscover", o.rediscover, 0, 0, 7 * 86400);
     monitor::CollectorOptions& c = options.collector;
     c.timeout = std::chrono::milliseconds(numberOption("timeout", o.timeout, 500, 60000));
     c.retries = static_cast<unsigned>(numberOption("retries", o.retries, 1, 10));
@@ -248,6 +250,9 @@ int monitorCommand(const MonitorCommandOptions& o) {
 
     int signalFd = signalfd(-1, &signals, SFD_CLOEXEC);
     if (signalFd < 0) throw IoError{"signalfd failed"};
+    // The scrape loop holds this while it scrapes or replaces the monitor; the server's pages
+    // take it to render from the last scrape.
+    std::mutex monitorLock;
     std::unique_ptr<monitor::MetricsServer> server;
     if (o.listen) {
         server = monitor::MetricsServer::start(*o.listen, error);
@@ -255,6 +260,18 @@ int monitorCommand(const MonitorCommandOptions& o) {
             close(signalFd);
             throw IoError{error};
         }
+        auto page = [&](auto render) {
+            return [&, render]() -> std::optional<std::string> {
+                std::lock_guard<std::mutex> lock(monitorLock);
+                if (m->last().stats.scrape == 0) return std::nullopt;
+                return render(*m);
+            };
+        };
+        server->addPage("/report.json", "application/json", page([](const monitor::Monitor& m) {
+                            return dumpJson(monitor::reportJson(m)) + "\n";
+                        }));
+        server->addPage("/shares.svg", "image/svg+xml",
+                        page([](const monitor::Monitor& m) { return monitor::sharesSvg(m); }));
         outputs.server = server.get();
         log("serving http://" + *o.listen + "/metrics (port " + std::to_string(server->port()) +
             ")");
@@ -267,6 +284,7 @@ int monitorCommand(const MonitorCommandOptions& o) {
                             : -1;
 
     auto scrapeAndPublish = [&] {
+        std::lock_guard<std::mutex> lock(monitorLock);
         const monitor::Report& r = m->scrape();
         try {
             publish(*m, outputs);
@@ -288,6 +306,7 @@ int monitorCommand(const MonitorCommandOptions& o) {
                 log("the policy has errors: the current one is kept");
                 return;
             }
+            std::lock_guard<std::mutex> lock(monitorLock);
             monitor::SupportTable learnt =
                 relearn ? monitor::SupportTable{} : m->collector().support();
             m = std::make_unique<monitor::Monitor>(*transport, std::move(fresh->compiled), options,

@@ -41,9 +41,23 @@ std::vector<std::string> groupNames(const Monitor& m, uint32_t port) {
     return names;
 }
 
-// The VLs a port's counters are shown for: its data VLs in operation.
-unsigned shownVls(const Fabric& fabric, uint32_t port) {
-    return std::max(1u, dataVls(fabric.ports[port].operVls));
+// The VLs a port's counters are shown for: those of its data VLs in operation that carry an SL
+// some qos-level uses, by its own SL2VL tables or its link peer's, or that carried traffic (in
+// either direction). A VL no level can reach and nothing used stays out of the series (a fabric
+// has many ports).
+bool shownVl(const Monitor& m, const PortReport& p, unsigned vl) {
+    const Fabric& fabric = m.fabric();
+    if (vl >= std::max(1u, dataVls(fabric.ports[p.port].operVls))) return false;
+    if (p.totals.vlRcvBytes[vl] > 0 || p.totals.vlRcvPackets[vl] > 0 ||
+        p.totals.vlXmitWait[vl] > 0 || (vl < 15 && p.vls[vl].achieved > 0))
+        return true;
+    uint16_t levelled = 0;
+    for (unsigned sl = 0; sl < 16; ++sl)
+        if (!m.intent().levelsOfSl(sl).empty()) levelled |= static_cast<uint16_t>(1u << sl);
+    uint32_t peer = fabric.ports[p.port].peer;
+    uint16_t sls = m.intent().port(p.port).slsOfVl[vl];
+    if (peer != NoPort) sls |= m.intent().port(peer).slsOfVl[vl];
+    return (sls & levelled) != 0;
 }
 
 // An SL is shown where the policy gives it a level or where it carried traffic.
@@ -198,11 +212,11 @@ std::string prometheusText(const Monitor& m) {
     for (const PortReport& p : r.ports) {
         Labels labels = portLabels(fabric, p.port);
         const PortIntent& intent = m.intent().port(p.port);
-        unsigned vls = shownVls(fabric, p.port);
         bool waits = attributeRead(m, p.port, Attribute::PortVlXmitWaitCounters);
         bool data = attributeRead(m, p.port, Attribute::PortVlOpData);
         bool packets = attributeRead(m, p.port, Attribute::PortVlOpPackets);
-        for (unsigned vl = 0; vl < vls; ++vl) {
+        for (unsigned vl = 0; vl < 16; ++vl) {
+            if (!shownVl(m, p, vl)) continue;
             Labels v = with(labels, "vl", std::to_string(vl));
             if (intent.hasTables) {
                 std::vector<std::string> levels;
@@ -382,7 +396,8 @@ Json reportJson(const Monitor& m) {
         }
         const PortIntent& intent = m.intent().port(p.port);
         Json vls = Json::array();
-        for (unsigned vl = 0; vl < shownVls(fabric, p.port); ++vl) {
+        for (unsigned vl = 0; vl < 16; ++vl) {
+            if (!shownVl(m, p, vl)) continue;
             Json levels = Json::array();
             Json sls = Json::array();
             for (unsigned sl = 0; sl < 16; ++sl) {

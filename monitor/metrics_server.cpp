@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// MetricsServer: libmicrohttpd's own thread answers from the last published content.
+// MetricsServer: libmicrohttpd's own thread answers from the last published text, or renders a
+// page.
 #include "monitor/metrics_server.hpp"
 
 #include <microhttpd.h>
@@ -49,24 +50,29 @@ int MetricsServer::answer(MHD_Connection* connection, const char* url, const cha
     if (std::strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
         std::strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
         return reply(connection, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n", "text/plain");
-    std::shared_ptr<const Published> content;
-    {
-        std::lock_guard<std::mutex> lock(lock_);
-        content = content_;
-    }
     const std::string path = url;
     if (path == "/") return reply(connection, MHD_HTTP_OK, IndexPage, "text/html; charset=utf-8");
-    if (path != "/metrics" && path != "/report.json" && path != "/shares.svg")
+    std::shared_ptr<const std::string> metrics;
+    const Rendered* page = nullptr;
+    {
+        std::lock_guard<std::mutex> lock(lock_);
+        metrics = metrics_;
+        if (auto it = pages_.find(path); it != pages_.end()) page = &it->second;
+    }
+    std::optional<std::string> body;
+    const char* type = "text/plain; version=0.0.4; charset=utf-8";
+    if (path == "/metrics") {
+        if (metrics) body = *metrics;
+    } else if (page) {
+        body = page->render();
+        type = page->contentType.c_str();
+    } else {
         return reply(connection, MHD_HTTP_NOT_FOUND, "not found\n", "text/plain");
-    if (!content)
+    }
+    if (!body)
         return reply(connection, MHD_HTTP_SERVICE_UNAVAILABLE, "no scrape has finished yet\n",
                      "text/plain");
-    if (path == "/metrics")
-        return reply(connection, MHD_HTTP_OK, content->metrics,
-                     "text/plain; version=0.0.4; charset=utf-8");
-    if (path == "/report.json")
-        return reply(connection, MHD_HTTP_OK, content->json, "application/json");
-    return reply(connection, MHD_HTTP_OK, content->svg, "image/svg+xml");
+    return reply(connection, MHD_HTTP_OK, *body, type);
 }
 
 std::unique_ptr<MetricsServer> MetricsServer::start(const std::string& listen, std::string& error) {
@@ -121,9 +127,14 @@ MetricsServer::~MetricsServer() {
     if (daemon_) MHD_stop_daemon(daemon_);
 }
 
-void MetricsServer::publish(std::shared_ptr<const Published> content) {
+void MetricsServer::publishMetrics(std::shared_ptr<const std::string> text) {
     std::lock_guard<std::mutex> lock(lock_);
-    content_ = std::move(content);
+    metrics_ = std::move(text);
+}
+
+void MetricsServer::addPage(const std::string& path, const std::string& contentType, Page render) {
+    std::lock_guard<std::mutex> lock(lock_);
+    pages_[path] = {contentType, std::move(render)};
 }
 
 }  // namespace ibqos::monitor

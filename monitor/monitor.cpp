@@ -260,26 +260,20 @@ void Monitor::remember(const Report& report) {
     for (const PortReport& p : report.ports) {
         if (!p.judged) continue;
         history_[p.port].push_back({report.unixTime, p.vls});
-        ++historySize_;
+        historyOrder_.push_back(p.port);
     }
-    // Points older than the window go, then the oldest beyond the bound.
+    // Points come in time order: the oldest point kept is the first of its port's, and its port
+    // is at the front of the order. Those older than the window go, then the oldest beyond the
+    // bound.
     const double oldest = report.unixTime - options_.window;
-    for (auto it = history_.begin(); it != history_.end();) {
-        auto& points = it->second;
-        while (!points.empty() && points.front().unixTime < oldest) {
-            points.pop_front();
-            --historySize_;
-        }
-        it = points.empty() ? history_.erase(it) : std::next(it);
-    }
-    while (historySize_ > options_.historyPoints) {
-        auto oldestPort = history_.begin();
-        for (auto it = history_.begin(); it != history_.end(); ++it) {
-            if (it->second.front().unixTime < oldestPort->second.front().unixTime) oldestPort = it;
-        }
-        oldestPort->second.pop_front();
-        --historySize_;
-        if (oldestPort->second.empty()) history_.erase(oldestPort);
+    while (!historyOrder_.empty()) {
+        auto it = history_.find(historyOrder_.front());
+        if (historyOrder_.size() <= options_.historyPoints &&
+            it->second.front().unixTime >= oldest)
+            break;
+        it->second.pop_front();
+        if (it->second.empty()) history_.erase(it);
+        historyOrder_.pop_front();
     }
 }
 

@@ -67,7 +67,7 @@ class Monitor {
     std::vector<Totals> totals_;          // per target port, in report order
     std::vector<uint32_t> reportOfPort_;  // fabric port -> index into report ports
     std::map<uint32_t, std::deque<SharePoint>> history_;
-    size_t historySize_ = 0;
+    std::deque<uint32_t> historyOrder_;  // the port of every point kept, oldest first
     std::optional<Clock::time_point> lastStart_;
     size_t madsTotal_ = 0, timeoutsTotal_ = 0;
 };
