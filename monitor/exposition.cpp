@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string_view>
 #include <unordered_map>
 
 #include "common/text.hpp"
@@ -99,33 +100,57 @@ std::string sampleValue(double v) {
     return buf;
 }
 
-using Labels = std::vector<std::pair<const char*, std::string>>;
+// Label pairs as the format writes them (name="escaped value",...), rendered once and extended:
+// a big fabric has millions of samples.
+class Labels {
+  public:
+    Labels() = default;
+    Labels(std::initializer_list<std::pair<const char*, std::string>> pairs) {
+        for (const auto& [name, value] : pairs) add(name, value);
+    }
+    Labels& add(const char* name, const std::string& value) {
+        if (!text_.empty()) text_ += ',';
+        text_ += name;
+        text_ += "=\"";
+        text_ += escapeLabel(value);
+        text_ += '"';
+        return *this;
+    }
+    const std::string& text() const { return text_; }
+
+  private:
+    std::string text_;
+};
+
+Labels with(Labels labels, const char* name, const std::string& value) {
+    labels.add(name, value);
+    return labels;
+}
 
 // Metric families in the order they first appear, each family's samples together (the format
-// requires it) after its HELP and TYPE lines.
+// requires it) after its HELP and TYPE lines. Names and help texts are string literals.
 class Families {
   public:
     void add(const char* name, const char* type, const char* help, const Labels& labels,
              double value) {
-        auto [it, fresh] = index_.emplace(name, families_.size());
+        auto [it, fresh] = index_.emplace(std::string_view(name), families_.size());
         if (fresh) families_.push_back({name, type, help, {}});
         std::string& out = families_[it->second].samples;
         out += name;
-        if (!labels.empty()) {
+        if (!labels.text().empty()) {
             out += '{';
-            for (size_t i = 0; i < labels.size(); ++i) {
-                out += (i ? "," : "");
-                out += labels[i].first;
-                out += "=\"" + escapeLabel(labels[i].second) + '"';
-            }
+            out += labels.text();
             out += '}';
         }
-        out += ' ' + sampleValue(value) + '\n';
+        out += ' ';
+        out += sampleValue(value);
+        out += '\n';
     }
     std::string text() const {
         std::string out;
         for (const Family& f : families_) {
-            out += "# HELP " + f.name + " " + f.help + "\n# TYPE " + f.name + " " + f.type + "\n";
+            out += std::string("# HELP ") + f.name + " " + f.help + "\n# TYPE " + f.name + " " +
+                   f.type + "\n";
             out += f.samples;
         }
         return out;
@@ -133,10 +158,11 @@ class Families {
 
   private:
     struct Family {
-        std::string name, type, help, samples;
+        const char *name, *type, *help;
+        std::string samples;
     };
     std::vector<Family> families_;
-    std::unordered_map<std::string, size_t> index_;
+    std::unordered_map<std::string_view, size_t> index_;
 };
 
 Labels portLabels(const Fabric& fabric, uint32_t port) {
@@ -144,11 +170,6 @@ Labels portLabels(const Fabric& fabric, uint32_t port) {
     return {{"node_guid", hex(node.guid, 16)},
             {"node_name", node.description},
             {"port", std::to_string(fabric.ports[port].number)}};
-}
-
-Labels with(Labels labels, const char* name, std::string value) {
-    labels.emplace_back(name, std::move(value));
-    return labels;
 }
 
 }  // namespace
@@ -183,12 +204,12 @@ std::string prometheusText(const Monitor& m) {
         Labels labels = portLabels(fabric, p.port);
         const FabricPort& port = fabric.ports[p.port];
         Labels info = labels;
-        info.emplace_back("node_type", nodeTypeLabel(fabric.nodeOf(p.port).type));
-        info.emplace_back("lid", std::to_string(port.lid));
-        info.emplace_back("groups", joined(groupNames(m, p.port)));
+        info.add("node_type", nodeTypeLabel(fabric.nodeOf(p.port).type));
+        info.add("lid", std::to_string(port.lid));
+        info.add("groups", joined(groupNames(m, p.port)));
         if (port.peer != NoPort) {
-            info.emplace_back("peer_node_guid", hex(fabric.nodeOf(port.peer).guid, 16));
-            info.emplace_back("peer_port", std::to_string(fabric.ports[port.peer].number));
+            info.add("peer_node_guid", hex(fabric.nodeOf(port.peer).guid, 16));
+            info.add("peer_port", std::to_string(fabric.ports[port.peer].number));
         }
         out.add("ibqos_port_info", gauge,
                 "A port the collector reads: its node type, LID, link peer and the policy's port "
@@ -287,12 +308,11 @@ std::string prometheusText(const Monitor& m) {
     for (const Finding& f : r.findings) {
         Labels labels = {{"kind", findingKindName(f.kind)}};
         const FabricNode& node = fabric.nodes[f.node];
-        labels.emplace_back("node_guid", hex(node.guid, 16));
-        labels.emplace_back("node_name", node.description);
-        if (f.port != UINT32_MAX)
-            labels.emplace_back("port", std::to_string(fabric.ports[f.port].number));
-        if (f.vl >= 0) labels.emplace_back("vl", std::to_string(f.vl));
-        if (f.sl >= 0) labels.emplace_back("sl", std::to_string(f.sl));
+        labels.add("node_guid", hex(node.guid, 16));
+        labels.add("node_name", node.description);
+        if (f.port != UINT32_MAX) labels.add("port", std::to_string(fabric.ports[f.port].number));
+        if (f.vl >= 0) labels.add("vl", std::to_string(f.vl));
+        if (f.sl >= 0) labels.add("sl", std::to_string(f.sl));
         out.add("ibqos_finding", gauge,
                 "Something the last scrape found (kind: vl-below-share, sl-without-level, "
                 "pma-unanswered, tables-differ, counter-saturated); always 1.",
