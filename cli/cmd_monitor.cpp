@@ -191,11 +191,8 @@ int monitorCommand(const MonitorCommandOptions& o) {
     if (o.json && !o.once) throw UsageError{"--json goes with --once"};
     if (o.vls && !o.topology) throw UsageError{"--vls goes with --topology"};
     if (o.portCaps && !o.topology) throw UsageError{"--port-caps goes with --topology"};
-    if (o.topology && (o.hca || o.port))
-        throw UsageError{
-            "--hca and --port name the local port "
-            "that discovers the fabric: not with "
-            "--topology"};
+    if (o.once && (o.listen || o.rediscover))
+        throw UsageError{"--listen and --rediscover are for the service: not with --once"};
     monitor::MonitorOptions options;
     const double interval = decimalOption("interval", o.interval, 10, 0.01, 86400);
     options.window = decimalOption("window", o.window, 600, 1, 7 * 86400);
@@ -382,7 +379,8 @@ void addMonitor(Program& program) {
     addValue(c, "--port-caps", o->portCaps, "FILE", "with --topology: per-port capabilities");
     addValue(c, "--opensm-conf", o->opensmConf, "FILE",
              "the opensm.conf the SM uses: its qos_* options give the tables qos-setup does not");
-    addValue(c, "--hca", o->hca, "NAME", "the local HCA to use (default: the first)");
+    addValue(c, "--hca", o->hca, "NAME",
+             "the local HCA that discovers the fabric and sends the MADs (default: the first)");
     addValue(c, "--port", o->port, "N", "its port (default: the first active)");
     addValue(c, "--interval", o->interval, "SECONDS",
              "time between scrapes (default 10; decimals allowed)");
