@@ -77,5 +77,6 @@ void addCompile(Program& program);
 void addVerify(Program& program);
 void addQuery(Program& program);
 void addDiff(Program& program);
+void addMonitor(Program& program);
 
 }  // namespace ibqos::cli

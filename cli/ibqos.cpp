@@ -17,5 +17,8 @@ int main(int argc, char** argv) {
 #endif
     addQuery(program);
     addDiff(program);
+#ifdef IBQOS_HAVE_MONITOR
+    addMonitor(program);
+#endif
     return program.main(argc, argv);
 }

@@ -46,6 +46,10 @@ struct FabricNode {
     uint32_t firstPort = 0;   // index of port 0 (switch) or port 1 (CA, router) in Fabric::ports
     bool enhancedPort0 = false;
     SourceLocation location;
+    // NodeInfo's VendorID, DeviceID and Revision (0 where the source does not carry them).
+    uint32_t vendorId = 0;
+    uint16_t deviceId = 0;
+    uint32_t revision = 0;
 
     uint8_t lowestPort() const { return type == NodeType::Switch ? 0 : 1; }
 };

@@ -65,6 +65,9 @@ std::unique_ptr<LiveFabric> LiveFabric::discover(const ProbeOptions& options, st
         fn.portCount = static_cast<uint8_t>(node->numports);
         fn.firstPort = static_cast<uint32_t>(f.ports.size());
         fn.enhancedPort0 = node->smaenhsp0 != 0;
+        fn.vendorId = mad_get_field(node->info, 0, IB_NODE_VENDORID_F);
+        fn.deviceId = static_cast<uint16_t>(mad_get_field(node->info, 0, IB_NODE_DEVID_F));
+        fn.revision = mad_get_field(node->info, 0, IB_NODE_REVISION_F);
         uint32_t index = static_cast<uint32_t>(f.nodes.size());
         for (unsigned number = fn.lowestPort(); number <= fn.portCount; ++number) {
             FabricPort port;

@@ -12,7 +12,8 @@ import subprocess
 import sys
 
 # Test doubles (tests/doubles/, tests/host-sched/'s stand-ins).
-DOUBLES = re.compile(r"\bibqos::host::(?:EmulatedMlx5\w*|Emulated\w+|FluidLink\w*)\b|verbs_standin")
+DOUBLES = re.compile(r"\bibqos::host::(?:EmulatedMlx5\w*|Emulated\w+|FluidLink\w*)\b|verbs_standin"
+                     r"|\bibqos::monitor::FakePma\b")
 # The plugin's failure injection points (osm-plugin/failpoint.hpp), built into a test module only.
 FAILPOINTS = re.compile(r"\bibqos::osm::failpoint\b")
 # What a grammar or a compiler leaves behind.

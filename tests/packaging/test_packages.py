@@ -156,6 +156,7 @@ def check_files(root, multiarch, checks):
         f"usr/lib/{multiarch}/libibqos_osm.so",
         f"usr/lib/{multiarch}/libibqos_preload.so",
         "lib/systemd/system/ibqos-agent.service",
+        "lib/systemd/system/ibqos-monitor.service",
         "usr/share/bash-completion/completions/ibqos",
         "usr/share/man/man1/ibqos.1.gz",
         "usr/share/man/man5/ibqos-policy.5.gz",
@@ -174,6 +175,10 @@ def check_files(root, multiarch, checks):
     if "ExecStart=/usr/sbin/ibqos-agent run" not in unit:
         raise Failure("the unit does not start /usr/sbin/ibqos-agent:\n" + unit)
     checks.ok("the unit starts /usr/sbin/ibqos-agent")
+    unit = open(os.path.join(root, "lib/systemd/system/ibqos-monitor.service")).read()
+    if "ExecStart=/usr/bin/ibqos monitor " not in unit or "Type=notify" not in unit:
+        raise Failure("the monitor's unit does not start /usr/bin/ibqos monitor as Type=notify:\n" + unit)
+    checks.ok("the monitor's unit starts /usr/bin/ibqos monitor (Type=notify)")
 
     rc, out = run(["bash", "-n", os.path.join(root, "usr/share/bash-completion/completions/ibqos")])
     if rc != 0:
@@ -225,6 +230,11 @@ def check_commands(root, work, checks):
     if p.returncode != 0 or "storage" not in p.stdout:
         raise Failure(f"ibqos-agent plan exited {p.returncode}:\n{p.stdout}{p.stderr}")
     checks.ok("the unpacked ibqos-agent plans the sample host-sched policy")
+
+    p = subprocess.run([ibqos, "monitor", "--help"], capture_output=True, text=True)
+    if p.returncode != 0 or "--listen" not in p.stdout:
+        raise Failure(f"ibqos monitor --help exited {p.returncode}:\n{p.stdout}{p.stderr}")
+    checks.ok("the unpacked ibqos has the monitor command")
 
 
 def snippet_options(root):
