@@ -1,15 +1,22 @@
 // SPDX-License-Identifier: MIT
 // Benchmark: parse+check throughput and peak memory on generated policies of 1,000,000 lines,
-// a group-heavy and a rule-heavy shape.
-//   ibqos-bench-parse [--shape group-heavy|rule-heavy|both|custom] [--lines N] [--groups G]
-//                     [--levels L] [--rules R] [--keep FILE] [--json] [--benchmark_... flags]
+// a group-heavy and a rule-heavy shape; and loading (parse and every check but the dead-rule
+// analysis) of the policy families of tests/policy_families.hpp at several sizes.
+//   ibqos-bench-parse [--shape group-heavy|rule-heavy|both|custom|families] [--lines N]
+//                     [--groups G] [--levels L] [--rules R] [--sizes N,N,...] [--family F]
+//                     [--keep FILE] [--json] [--benchmark_... flags]
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,6 +24,9 @@
 #include "bench/harness.hpp"
 #include "common/text.hpp"
 #include "compiler/compile_policy.hpp"
+#include "compiler/passes.hpp"
+#include "policy-grammar/parse.hpp"
+#include "tests/policy_families.hpp"
 
 using namespace ibqos;
 
@@ -174,6 +184,146 @@ void registerMeasure(const std::string& path, const std::string& shape) {
         ->Unit(benchmark::kSecond);
 }
 
+// Loading as `ibqos check` does it, without the dead-rule analysis (pass 4): the file read,
+// parsed and given its meaning by every other pass of compilePolicy. The analysis's cost is
+// its own (a budget of its own) and is measured on its own.
+struct LoadTimes {
+    double parse = 0;  // file read and parsed
+    double load = 0;   // and every pass but the dead-rule analysis
+};
+
+double cpuSeconds() {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+std::optional<LoadTimes> loadWithoutDeadRules(const std::string& path, Diagnostics& diagnostics,
+                                              size_t& bytes) {
+    LoadTimes times;
+    const double start = cpuSeconds();
+    std::string error;
+    auto source = SourceFile::load(path, error);
+    if (!source) return std::nullopt;
+    bytes = source->text().size();
+    std::optional<ast::PolicyFile> file = parsePolicy(*source, diagnostics);
+    if (!file) return std::nullopt;
+    times.parse = cpuSeconds() - start;
+    passes::Reporter report{*source, diagnostics};
+    Policy policy;
+    policy.file = source->name();
+    std::vector<passes::UlpEntry> ulps;
+    passes::Gaps gaps;
+    gaps.anySyntaxError = diagnostics.hasErrors();
+    passes::elaboratePolicy(std::move(*file), report, policy, ulps, gaps);
+    passes::lowerUlps(ulps, report, policy);
+    passes::resolveNames(report, gaps, policy);
+    passes::checkQosSetup(report, policy);
+    passes::checkHostSched(report, policy);
+    times.load = cpuSeconds() - start;
+    return times;
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+// The measuring child of a family: loads the file again and again for at least a second of
+// CPU time (3 times at least), and writes the median times, the file's size and the first
+// load's peak memory on standard error as name=value words.
+int measureFamily(const std::string& path) {
+    std::vector<double> parse, load;
+    double total = 0, peak = 0, added = 0;
+    size_t bytes = 0;
+    while (load.size() < 3 || total < 1.0) {
+        bench::resetPeakRss();
+        const double before = static_cast<double>(bench::peakRss());
+        Diagnostics diagnostics;
+        auto times = loadWithoutDeadRules(path, diagnostics, bytes);
+        if (!times || diagnostics.hasErrors()) {
+            std::fprintf(stderr, "%s: %s\n", path.c_str(),
+                         diagnostics.all().empty() ? "cannot be read"
+                                                   : diagnostics.all()[0].message.c_str());
+            return 1;
+        }
+        if (load.empty()) {
+            peak = static_cast<double>(bench::peakRss());
+            added = peak - before;
+        }
+        parse.push_back(times->parse);
+        load.push_back(times->load);
+        total += times->load;
+    }
+    std::fprintf(stderr,
+                 "parse_seconds=%.9f load_seconds=%.9f bytes=%zu peak_rss=%.0f added_rss=%.0f\n",
+                 median(parse), median(load), bytes, peak, added);
+    return 0;
+}
+
+// One benchmark per family, with and without qos-ulps, at each size: the file is generated
+// here and measured in a fresh process, so that its peak memory is its own. A size's time is
+// also given against the previous size's (linear growth: time(10N) / time(N) near 10).
+void registerFamilies(const char* self, const std::vector<test::Family>& families,
+                      const std::vector<unsigned>& sizes) {
+    bench::counterUnit("load_throughput", "MB/s");
+    bench::counterUnit("parse_throughput", "MB/s");
+    bench::counterUnit("load_time", "ms", 1e3);
+    bench::counterUnit("peak_rss", "MB", 1e-6);
+    bench::counterUnit("peak_rss_over_file_size", "x");
+    bench::counterUnit("load_time_growth", "x");
+    for (test::Family family : families) {
+        for (bool ulps : {false, true}) {
+            auto previous = std::make_shared<std::pair<unsigned, double>>(0, 0.0);
+            for (unsigned rules : sizes) {
+                std::string name = std::string("load/") + test::familyName(family) +
+                                   (ulps ? "+ulps" : "") + "/rules:" + std::to_string(rules);
+                benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
+                    std::map<std::string, double> figures;
+                    size_t lines = 0;
+                    for (auto _ : state) {
+                        test::FamilyPolicy options;
+                        options.family = family;
+                        options.rules = rules;
+                        options.ulps = ulps;
+                        const std::string text = test::familyPolicy(options);
+                        lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+                        const std::string path =
+                            "/tmp/ibqos-bench-parse-" + std::to_string(getpid()) + ".conf";
+                        std::ofstream(path, std::ios::binary) << text;
+                        figures = bench::runMeasuringChild(
+                            self, {"--measure", path, "--shape-name", "families"}, {});
+                        std::remove(path.c_str());
+                    }
+                    if (!figures.count("load_seconds")) {
+                        state.SkipWithError("the measuring child failed");
+                        return;
+                    }
+                    const double mb = figures["bytes"] / 1e6;
+                    const double seconds = figures["load_seconds"];
+                    state.counters["no_time"] = 1;
+                    state.counters["load_throughput"] = mb / seconds;
+                    state.counters["parse_throughput"] = mb / figures["parse_seconds"];
+                    state.counters["load_time"] = seconds;
+                    state.counters["peak_rss"] = figures["peak_rss"];
+                    state.counters["peak_rss_over_file_size"] = figures["added_rss"] / (mb * 1e6);
+                    Json params = {{"family", test::familyName(family)},
+                                   {"ulps", ulps},
+                                   {"rules", rules},
+                                   {"file_mb", mb},
+                                   {"lines", lines}};
+                    if (previous->first != 0) {
+                        state.counters["load_time_growth"] = seconds / previous->second;
+                        params["growth_from_rules"] = previous->first;
+                    }
+                    *previous = {rules, seconds};
+                    bench::setParams(state, params);
+                })->Iterations(1);
+            }
+        }
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -188,20 +338,44 @@ int main(int argc, char** argv) {
     bench::Program program("ibqos-bench-parse",
                            "parse+check of generated policies of 1,000,000 lines (one core): the "
                            "group-heavy shape (4,000 groups of GUID lists and ranges, 4,000 rules) "
-                           "and the rule-heavy one (120,000 rules over 2,000 groups).");
+                           "and the rule-heavy one (120,000 rules over 2,000 groups); with "
+                           "--shape families, loading (parse and every pass but the dead-rule "
+                           "analysis, in CPU time) of the analyses' policy families at each size.");
     CLI::App& o = program.options();
-    o.add_option("--shape", shapeName, "group-heavy, rule-heavy, both (default) or custom")
-        ->check(CLI::IsMember({"group-heavy", "rule-heavy", "both", "custom"}));
+    o.add_option("--shape", shapeName,
+                 "group-heavy, rule-heavy, both (default), custom, or families (the policy "
+                 "families of the analyses, loaded without the dead-rule analysis)")
+        ->check(CLI::IsMember({"group-heavy", "rule-heavy", "both", "custom", "families"}));
     o.add_option("--lines", custom.lines, "custom: lines of the file (default 1,000,000)");
     o.add_option("--groups", custom.groups, "custom: port groups (default 4000)");
     o.add_option("--levels", custom.levels, "custom: levels (default 4000)");
     o.add_option("--rules", custom.rules, "custom: match rules (default 4000)");
+    std::vector<unsigned> sizes{1000, 10000, 100000};
+    std::string familyName = "all";
+    o.add_option("--sizes", sizes, "families: rule counts (default 1000,10000,100000)")
+        ->delimiter(',');
+    o.add_option("--family", familyName,
+                 "families: shifted, nested, same-ranges, pair-rules, random or all (default)");
     o.add_option("--keep", keep, "keep the generated file (custom or one shape) there");
     o.add_option("--measure", measurePath, "(internal) measure this file")->group("");
     o.add_option("--shape-name", shapeName, "(internal)")->group("");
     if (auto status = program.parse(argc, argv)) return *status;
     if (!measurePath.empty()) {
+        if (shapeName == "families") return measureFamily(measurePath);
         registerMeasure(measurePath, shapeName);
+        return program.run();
+    }
+    if (shapeName == "families") {
+        std::vector<test::Family> families;
+        for (test::Family f : test::Families) {
+            if (familyName == "all" || familyName == test::familyName(f)) families.push_back(f);
+        }
+        if (families.empty()) {
+            std::fprintf(stderr, "ibqos-bench-parse: no family is named '%s'\n",
+                         familyName.c_str());
+            return 2;
+        }
+        registerFamilies(argv[0], families, sizes);
         return program.run();
     }
 

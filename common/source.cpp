@@ -63,6 +63,21 @@ SourceLocation SourceFile::locate(uint32_t offset) const {
     return {line, offset - lineStarts_[line - 1] + 1};
 }
 
+SourceLocation SourceFile::locate(uint32_t offset, uint32_t& line) const {
+    // A few lines forward at most; anything else is a binary search.
+    constexpr uint32_t Scan = 8;
+    if (line >= 1 && line <= lineStarts_.size() && lineStarts_[line - 1] <= offset) {
+        for (uint32_t steps = 0; steps < Scan; ++steps, ++line) {
+            if (line == lineStarts_.size() || offset < lineStarts_[line]) {
+                return {line, offset - lineStarts_[line - 1] + 1};
+            }
+        }
+    }
+    SourceLocation where = locate(offset);
+    line = where.line;
+    return where;
+}
+
 std::string_view SourceFile::line(uint32_t number) const {
     if (number == 0 || number > lineStarts_.size()) return {};
     size_t start = lineStarts_[number - 1];

@@ -29,6 +29,9 @@ class SourceFile {
     const char* end() const { return text_.data() + text_.size(); }
 
     SourceLocation locate(uint32_t offset) const;
+    // The same as locate(offset), in constant time when offsets come mostly in file order: the
+    // search starts from line, the line of the previous answer, and leaves the answer's there.
+    SourceLocation locate(uint32_t offset, uint32_t& line) const;
     SourceLocation locate(const char* p) const {
         return locate(static_cast<uint32_t>(p - begin()));
     }

@@ -55,13 +55,17 @@ inline std::optional<uint64_t> parseNumber(std::string_view text, int base = 0) 
     return v;
 }
 
+// c in lower case if it is an ASCII capital, as strcasecmp() folds it in the C locale (neither
+// ibqos nor OpenSM sets another).
+inline char foldCase(char c) {
+    return c >= 'A' && c <= 'Z' ? static_cast<char>(c + ('a' - 'A')) : c;
+}
+
 // Whether two names are equal ignoring ASCII case, as OpenSM's strcasecmp() compares them.
 inline bool sameName(std::string_view a, std::string_view b) {
     if (a.size() != b.size()) return false;
     for (size_t i = 0; i < a.size(); ++i) {
-        if (std::tolower(static_cast<unsigned char>(a[i])) !=
-            std::tolower(static_cast<unsigned char>(b[i])))
-            return false;
+        if (foldCase(a[i]) != foldCase(b[i])) return false;
     }
     return true;
 }

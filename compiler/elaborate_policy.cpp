@@ -215,11 +215,27 @@ std::string Elaborator::name(const ast::Text& t) {
     return t.value;
 }
 
+namespace {
+
+// Room for n more elements, the capacity still growing geometrically (a file may hold many
+// sections of one kind).
+template <typename T>
+void reserveMore(std::vector<T>& v, size_t n) {
+    if (v.size() + n > v.capacity()) v.reserve(std::max(v.size() + n, 2 * v.capacity()));
+}
+
+}  // namespace
+
 // Blocks nested in a section, checked for OpenSM's "at least one" rules.
 void Elaborator::section(ast::Block& b) {
     if (b.kind == BlockKind::QosLevels && !policy_.qosLevelsLocation.line) {
         policy_.qosLevelsLocation = at(b.open);
     }
+    // Room for every block of the section at once: a Policy element is large, and moving all
+    // of them each time the vector grows costs more than reading them.
+    if (b.kind == BlockKind::PortGroups) reserveMore(policy_.groups, b.items.size());
+    if (b.kind == BlockKind::QosLevels) reserveMore(policy_.levels, b.items.size());
+    if (b.kind == BlockKind::QosMatchRules) reserveMore(policy_.rules, b.items.size());
     size_t nested = 0;
     for (ast::Item& item : b.items) {
         if (auto* inner = boost::get<ast::x3::forward_ast<ast::Block>>(&item)) {

@@ -15,13 +15,16 @@ namespace ibqos::passes {
 struct Reporter {
     const SourceFile& source;
     Diagnostics& diagnostics;
+    // The line of the last node located: the passes read the tree in file order, so the next
+    // node is usually on this line or a few after it.
+    mutable uint32_t lastLine = 1;
 
     SourceLocation at(const ast::Node& node) const {
-        return node.located() ? source.locate(static_cast<uint32_t>(node.id_first))
+        return node.located() ? source.locate(static_cast<uint32_t>(node.id_first), lastLine)
                               : SourceLocation{};
     }
     SourceLocation at(const ast::Number& number) const {
-        return number.located() ? source.locate(number.offset) : SourceLocation{};
+        return number.located() ? source.locate(number.offset, lastLine) : SourceLocation{};
     }
     void error(const char* code, SourceLocation where, std::string message) const {
         diagnostics.error(code, source.name(), where, std::move(message));

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: MIT
 // Pass 3: duplicate names, references to levels, groups and scheduling parents, the default level.
 #include <algorithm>
-#include <cctype>
-#include <map>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "compiler/passes.hpp"
 #include "policy-grammar/keywords.hpp"
@@ -14,9 +18,73 @@ namespace {
 
 std::string folded(std::string_view name) {
     std::string s(name);
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (char& c : s) c = foldCase(c);
     return s;
 }
+
+// Values by name, names compared ignoring case. Open addressing over flat arrays rather than a
+// node-based map: a lookup touches a slot and one entry, so that resolving the references of a
+// large policy is not a walk from cache miss to cache miss.
+template <typename T>
+class FoldedIndex {
+  public:
+    // Adds key with value unless a name equal to it ignoring case is there. Returns the value
+    // kept under that name and whether key was added.
+    std::pair<const T&, bool> emplace(std::string_view key, T value) {
+        if (4 * (entries_.size() + 1) > 3 * slots_.size()) grow();
+        const uint64_t h = hash(key);
+        Slot& slot = slots_[probe(key, h)];
+        if (slot.entry != 0) return {entries_[slot.entry - 1].second, false};
+        entries_.emplace_back(std::string(key), std::move(value));
+        slot = {h, static_cast<uint32_t>(entries_.size())};
+        return {entries_.back().second, true};
+    }
+    // The value kept under a name equal to key ignoring case, or nullptr.
+    const T* find(std::string_view key) const {
+        if (slots_.empty()) return nullptr;
+        const Slot& slot = slots_[probe(key, hash(key))];
+        return slot.entry != 0 ? &entries_[slot.entry - 1].second : nullptr;
+    }
+    // Every name as first added, with its value, in the order they were added.
+    const std::vector<std::pair<std::string, T>>& entries() const { return entries_; }
+
+  private:
+    struct Slot {
+        uint64_t hash = 0;
+        uint32_t entry = 0;  // index into entries_ + 1; 0 when the slot is free
+    };
+
+    static uint64_t hash(std::string_view key) {
+        uint64_t h = 1469598103934665603ULL;  // FNV-1a over the folded bytes
+        for (char c : key) h = (h ^ static_cast<unsigned char>(foldCase(c))) * 1099511628211ULL;
+        return h ^ (h >> 32);  // FNV's low bits depend on the bytes' low bits only
+    }
+    // The slot holding key, or the free slot where it belongs.
+    size_t probe(std::string_view key, uint64_t h) const {
+        const size_t mask = slots_.size() - 1;
+        for (size_t s = h & mask;; s = (s + 1) & mask) {
+            const Slot& slot = slots_[s];
+            if (slot.entry == 0 ||
+                (slot.hash == h && sameName(entries_[slot.entry - 1].first, key))) {
+                return s;
+            }
+        }
+    }
+    void grow() {
+        std::vector<Slot> old(std::max<size_t>(16, 2 * slots_.size()));
+        old.swap(slots_);
+        const size_t mask = slots_.size() - 1;
+        for (const Slot& slot : old) {
+            if (slot.entry == 0) continue;
+            size_t s = slot.hash & mask;
+            while (slots_[s].entry != 0) s = (s + 1) & mask;
+            slots_[s] = slot;
+        }
+    }
+
+    std::vector<std::pair<std::string, T>> entries_;
+    std::vector<Slot> slots_;  // a power of two, at most three quarters used
+};
 
 // Names as OpenSM looks them up: its reading (blanks outside quotes dropped), without case,
 // first definition wins. A reference resolves exactly where OpenSM resolves it, so the policy
@@ -29,13 +97,12 @@ class NameTable {
     void define(const std::string& name, const std::string& openSm, SourceLocation where,
                 uint32_t index) {
         if (name.empty()) return;
-        auto [it, fresh] = index_.emplace(folded(openSm), Entry{index, name, where});
+        auto [first, fresh] = index_.emplace(openSm, Entry{index, name, where});
         if (fresh) {
-            written_.emplace(folded(name), index);
+            written_.emplace(name, index);
             return;
         }
-        const Entry& first = it->second;
-        const bool sameAsWritten = folded(first.name) == folded(name);
+        const bool sameAsWritten = sameName(first.name, name);
         report_.stricterError(
             "duplicate-name", where,
             std::string(what_) + " '" + name + "' is already defined at line " +
@@ -48,26 +115,25 @@ class NameTable {
 
     // The definition of a name written without blanks or quotes ("default"), if any.
     std::optional<uint32_t> find(std::string_view name) const {
-        auto it = index_.find(folded(name));
-        if (it == index_.end()) return std::nullopt;
-        return it->second.index;
+        const Entry* e = index_.find(name);
+        if (!e) return std::nullopt;
+        return e->index;
     }
 
     // What a reference resolves to in OpenSM, reporting where ibqos's reading differs:
     // nullopt when OpenSM finds no definition (the caller reports it).
     std::optional<uint32_t> resolve(const NameRef& ref) const {
-        auto it = index_.find(folded(ref.openSm));
-        if (it == index_.end()) return std::nullopt;
-        const Entry& e = it->second;
-        if (folded(e.name) != folded(ref.name)) {
-            auto mine = written_.find(folded(ref.name));
-            report_.warning(
-                "name-blanks", ref.location,
-                "'" + ref.name + "' refers to " + what_ + " '" + e.name + "' (line " +
-                    std::to_string(e.where.line) +
-                    ") only as OpenSM reads names, without blanks outside quotes" +
-                    (mine != written_.end() ? ", not to the one written '" + ref.name + "'" : "") +
-                    "; write the name as it is defined");
+        const Entry* found = index_.find(ref.openSm);
+        if (!found) return std::nullopt;
+        const Entry& e = *found;
+        if (!sameName(e.name, ref.name)) {
+            const bool mine = written_.find(ref.name) != nullptr;
+            report_.warning("name-blanks", ref.location,
+                            "'" + ref.name + "' refers to " + what_ + " '" + e.name + "' (line " +
+                                std::to_string(e.where.line) +
+                                ") only as OpenSM reads names, without blanks outside quotes" +
+                                (mine ? ", not to the one written '" + ref.name + "'" : "") +
+                                "; write the name as it is defined");
         }
         return e.index;
     }
@@ -75,23 +141,30 @@ class NameTable {
     // Why a reference OpenSM cannot resolve fails: a hint when ibqos's reading would resolve
     // it (blanks OpenSM drops) or the names differ only in blanks.
     std::string hint(const NameRef& ref) const {
-        if (auto it = written_.find(folded(ref.name)); it != written_.end()) {
+        if (written_.find(ref.name)) {
             return " as OpenSM reads it ('" + ref.openSm +
                    "': blanks outside quotes are dropped); quote it: \"" + ref.name + "\"";
         }
+        // Of the names that differ only in blanks, the first in folded order (deterministic).
         std::string key = withoutBlanks(ref.name);
-        for (const auto& [k, e] : index_) {
-            if (withoutBlanks(e.name) == key) return "; did you mean '" + e.name + "'?";
+        std::optional<std::string> best;
+        const Entry* suggestion = nullptr;
+        for (const auto& [k, e] : index_.entries()) {
+            if (withoutBlanks(e.name) != key) continue;
+            std::string order = folded(k);
+            if (!best || order < *best) {
+                best = std::move(order);
+                suggestion = &e;
+            }
         }
-        return "";
+        return suggestion ? "; did you mean '" + suggestion->name + "'?" : "";
     }
 
   private:
     static std::string withoutBlanks(std::string_view name) {
         std::string s;
         for (char c : name) {
-            if (c != ' ' && c != '\t')
-                s.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+            if (c != ' ' && c != '\t') s.push_back(foldCase(c));
         }
         return s;
     }
@@ -103,8 +176,8 @@ class NameTable {
     };
     const Reporter& report_;
     const char* what_;
-    std::map<std::string, Entry> index_;       // OpenSM's reading, folded -> first definition
-    std::map<std::string, uint32_t> written_;  // ibqos's reading, folded -> definition
+    FoldedIndex<Entry> index_;       // OpenSM's reading -> first definition
+    FoldedIndex<uint32_t> written_;  // ibqos's reading -> definition
 };
 
 }  // namespace
@@ -149,7 +222,7 @@ void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy) {
     };
 
     // Rules with an unresolved reference are dropped, so that the Policy stays consistent.
-    std::vector<MatchRule> kept;
+    size_t kept = 0;
     size_t firstUlp = policy.firstUlpRule, keptBeforeUlps = 0;
     for (size_t r = 0; r < policy.rules.size(); ++r) {
         MatchRule& rule = policy.rules[r];
@@ -170,9 +243,11 @@ void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy) {
         }
         if (!ok) continue;
         if (r < firstUlp) ++keptBeforeUlps;
-        kept.push_back(std::move(rule));
+        if (kept != r) policy.rules[kept] = std::move(rule);
+        ++kept;
     }
-    policy.rules = std::move(kept);
+    policy.rules.erase(policy.rules.begin() + static_cast<std::ptrdiff_t>(kept),
+                       policy.rules.end());
     policy.firstUlpRule = keptBeforeUlps;
 
     for (VlArbScope& s : policy.vlarbScopes) {

@@ -3,6 +3,8 @@
 // line, with the catch-all that reports a misplaced line and resynchronises at the next one.
 #pragma once
 
+#include <boost/container/small_vector.hpp>
+
 #include "policy-grammar/grammar.hpp"
 #include "policy-grammar/values_def.hpp"
 
@@ -41,6 +43,7 @@ constexpr StrayLine stray{LineContext{false, Kind}};
 template <typename Container, typename Element, typename End, typename Stray>
 struct Lines : x3::parser<Lines<Container, Element, End, Stray>> {
     using attribute_type = Container;
+    using Item = typename Container::value_type;
     constexpr Lines(Element element, End end, Stray stray)
         : element(element), end(end), stray(stray) {}
     Element element;
@@ -49,19 +52,32 @@ struct Lines : x3::parser<Lines<Container, Element, End, Stray>> {
 
     template <typename It, typename Ctx, typename RCtx, typename Attr>
     bool parse(It& first, It const& last, Ctx const& ctx, RCtx& rctx, Attr& attr) const {
-        for (;;) {
-            if (values::blank_line.parse(first, last, ctx, rctx, x3::unused)) continue;
-            It start = first;
-            typename Container::value_type item;
-            if (element.parse(first, last, ctx, rctx, item)) {
-                x3::traits::push_back(attr, std::move(item));
-                continue;
+        // The items are gathered first (a block's few on the stack) and stored at their exact
+        // number: the container never grows, moving its items, while the body is read.
+        boost::container::small_vector<Item, 8> items;
+        auto store = [&] {
+            attr.reserve(attr.size() + items.size());
+            for (Item& item : items) x3::traits::push_back(attr, std::move(item));
+        };
+        try {
+            for (;;) {
+                if (values::blank_line.parse(first, last, ctx, rctx, x3::unused)) continue;
+                It start = first;
+                Item item;
+                if (element.parse(first, last, ctx, rctx, item)) {
+                    items.push_back(std::move(item));
+                    continue;
+                }
+                first = start;
+                if (end.parse(first, last, ctx, rctx, x3::unused) ||
+                    !stray.parse(first, last, ctx, rctx, x3::unused)) {
+                    store();
+                    return true;
+                }
             }
-            first = start;
-            if (end.parse(first, last, ctx, rctx, x3::unused) ||
-                !stray.parse(first, last, ctx, rctx, x3::unused)) {
-                return true;
-            }
+        } catch (...) {
+            store();  // what was read stays in the tree, as the caller's recovery expects
+            throw;
         }
     }
 };

@@ -3,6 +3,7 @@
 // parsers so that they are fast and report exactly where a token goes wrong.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <string>
@@ -33,9 +34,13 @@ inline char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c 
 template <typename It>
 bool startsWithWord(It first, It const& last, std::string_view word, bool noCase = false) {
     if (static_cast<size_t>(last - first) < word.size()) return false;
-    for (char w : word) {
-        char c = *first++;
-        if (noCase ? lower(c) != w : c != w) return false;
+    if (noCase) {
+        for (char w : word) {
+            if (lower(*first++) != w) return false;
+        }
+    } else {
+        if (*first != word[0] || std::memcmp(&*first, word.data(), word.size()) != 0) return false;
+        first += word.size();
     }
     return first == last || !isWordChar(*first);
 }
@@ -55,14 +60,14 @@ struct BasicKeyword : x3::parser<BasicKeyword<Attribute>> {
     using attribute_type = Attribute;
     static bool const has_attribute = !std::is_same_v<Attribute, x3::unused_type>;
     explicit constexpr BasicKeyword(const char* w) : word(w) {}
-    const char* word;
+    std::string_view word;
 
     template <typename It, typename Ctx, typename RCtx, typename Attr>
     bool parse(It& first, It const& last, Ctx const& ctx, RCtx&, Attr& attr) const {
         x3::skip_over(first, last, ctx);
         if (!startsWithWord(first, last, word)) return false;
         It start = first;
-        first += std::strlen(word);
+        first += word.size();
         if constexpr (has_attribute) {
             // Located here, not on the rule's success: a line that fails after its keyword (a
             // carriage return after "qos-setup") still opens or closes its block at this place.
@@ -84,13 +89,15 @@ struct FieldKeyword : x3::parser<FieldKeyword> {
     using attribute_type = x3::unused_type;
     static bool const has_attribute = false;
     explicit constexpr FieldKeyword(const char* w) : word(w) {}
-    const char* word;
+    std::string_view word;
 
     template <typename It, typename Ctx, typename RCtx, typename Attr>
     bool parse(It& first, It const& last, Ctx const& ctx, RCtx&, Attr&) const {
         x3::skip_over(first, last, ctx);
-        size_t n = std::strlen(word);
-        if (static_cast<size_t>(last - first) < n + 1 || std::memcmp(first, word, n) != 0)
+        const size_t n = word.size();
+        // The first letter alone tells most keywords apart: memcmp only when it matches.
+        if (static_cast<size_t>(last - first) < n + 1 || *first != word[0] ||
+            std::memcmp(first, word.data(), n) != 0)
             return false;
         It p = first + n;
         while (p != last && (*p == ' ' || *p == '\t')) ++p;
@@ -249,7 +256,8 @@ inline void trimBlanks(std::string& s) {
     size_t from = 0, to = s.size();
     while (from < to && isTrimmedBlank(s[from])) ++from;
     while (to > from && isTrimmedBlank(s[to - 1])) --to;
-    s = s.substr(from, to - from);
+    s.erase(to);
+    s.erase(0, from);
 }
 
 // A string: quoted parts ("...", no line break inside; commas and '#' are text there) and
@@ -272,10 +280,18 @@ struct TextToken : x3::parser<TextToken> {
         It end = first;
         while (!ends(end)) {
             if (*end != '"') {
+                It run = end;
+                while (!ends(end) && *end != '"') ++end;
+                text.value.append(run, end);
                 // OpenSM's lexer swallows blanks outside quotes, except in a description.
-                if (mode == TextMode::Remainder || (*end != ' ' && *end != '\t'))
-                    text.openSm.push_back(*end);
-                text.value.push_back(*end++);
+                const size_t from = text.openSm.size();
+                text.openSm.append(run, end);
+                if (mode == TextMode::Item) {
+                    auto blank = [](char c) { return c == ' ' || c == '\t'; };
+                    text.openSm.erase(
+                        std::remove_if(text.openSm.begin() + from, text.openSm.end(), blank),
+                        text.openSm.end());
+                }
                 continue;
             }
             It close = end + 1;
