@@ -109,6 +109,43 @@ std::string_view closest(std::string_view word, const Candidates& candidates) {
     return best;
 }
 
+// A line split into fields at blanks (spaces and tabs), a field in double quotes keeping its
+// blanks (no escapes): the form of `ibqos query --batch` lines and --port-caps lines. False,
+// with a reason in error, for an unclosed quote, a quote inside a field, or a quoted field
+// followed by something other than a blank.
+inline bool splitFields(std::string_view line, std::vector<std::string>& fields,
+                        std::string& error) {
+    fields.clear();
+    size_t i = 0;
+    while (true) {
+        while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+        if (i >= line.size()) return true;
+        if (line[i] == '"') {
+            size_t close = line.find('"', i + 1);
+            if (close == std::string_view::npos) {
+                error = "a double quote is not closed";
+                return false;
+            }
+            fields.emplace_back(line.substr(i + 1, close - i - 1));
+            i = close + 1;
+            if (i < line.size() && line[i] != ' ' && line[i] != '\t') {
+                error = "a quoted field must be followed by a blank";
+                return false;
+            }
+            continue;
+        }
+        size_t end = line.find_first_of(" \t", i);
+        if (end == std::string_view::npos) end = line.size();
+        std::string_view field = line.substr(i, end - i);
+        if (field.find('"') != std::string_view::npos) {
+            error = "a double quote inside a field";
+            return false;
+        }
+        fields.emplace_back(field);
+        i = end;
+    }
+}
+
 // The 64-bit FNV-1a hash of some bytes: a file's identity in logs.
 inline uint64_t fnv1a(std::string_view bytes) {
     uint64_t h = 1469598103934665603ULL;
