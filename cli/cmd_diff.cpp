@@ -180,8 +180,13 @@ int diff(const DiffOptions& o) {
         return ExitUsage;
     }
     const std::optional<uint64_t> budget = analysisBudgetOption(o.analysisBudget);
-    auto compiled = compileForFabric({&oldPolicy, &newPolicy}, o.fabric, inputs, diagnostics,
-                                     CompileStage::Tables);
+    std::vector<std::unique_ptr<FabricCompilation>> compiled;
+    try {
+        compiled = compileForFabric({&oldPolicy, &newPolicy}, o.fabric, inputs, diagnostics,
+                                    CompileStage::Tables);
+    } catch (const InputError& e) {
+        throw IoError{e.message};  // diff(1)'s convention: 1 means "they differ"
+    }
     if (diagnostics.hasErrors()) {
         emitDiagnostics(diagnostics, inputs, false);
         return ExitUsage;

@@ -351,6 +351,8 @@ int query(const QueryOptions& o) {
     if (emitDiagnostics(diagnostics, inputs, false) != ExitOk) return ExitInputErrors;
     const Fabric& fabric = compiled->fabric();
 
+    if (o.batch && *o.batch == "-" && inputs.readStdin())
+        throw UsageError{"standard input ('-') can be read only once"};
     Answerer answerer(policy, fabric, compiled->bound());
     if (o.batch) return runBatch(answerer, fabric, *o.batch);
 

@@ -46,10 +46,7 @@ int verify(const VerifyOptions& o) {
     auto live = probe::LiveFabric::discover(probeOptions, error);
     if (!live) throw IoError{error};
     Fabric& fabric = live->fabric();
-    if (o.sm) {
-        fabric.smPort = fabric.findEndpoint(*o.sm, error);
-        if (fabric.smPort == NoPort) throw UsageError{"--sm: " + error};
-    }
+    if (o.sm) fabric.smPort = portOption(fabric, "sm", *o.sm);
     readPartitions(o.partitions ? &inputs.load(*o.partitions) : nullptr, fabric, diagnostics);
     auto compiled = FabricCompilation::compile(policy, fabric, conf, diagnostics);
     const FabricTables& tables = compiled->tables();

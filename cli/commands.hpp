@@ -20,8 +20,14 @@ namespace ibqos::cli {
 // The files a command has read, kept for the source excerpts of diagnostics.
 class Inputs {
   public:
-    // Loads a file or throws IoError.
+    // The name diagnostics give standard input.
+    static constexpr const char* StdinName = "<stdin>";
+
+    // Loads a file, or standard input for "-" (at most once: a second "-" is a UsageError), or
+    // throws IoError.
     const SourceFile& load(const std::string& path);
+    // Whether standard input has been read.
+    bool readStdin() const { return find(StdinName) != nullptr; }
     // Holds a text made in the program under a name that load() then returns.
     void add(const std::string& name, std::string text);
     const SourceFile* find(const std::string& name) const;
@@ -47,6 +53,10 @@ struct FabricOptions {
 // diagnostics; an --sm or --vls that makes no sense is a UsageError.
 std::optional<Fabric> loadFabric(const FabricOptions& options, Inputs& inputs,
                                  Diagnostics& diagnostics);
+
+// The port an option names in a fabric (a GUID, a LID or NodeDescription/P<n>). A port the
+// fabric does not have is an InputError ("--sm: no node is described as ...").
+uint32_t portOption(const Fabric& fabric, const std::string& option, const std::string& spec);
 
 // The opensm.conf QoS options of a file (OpenSM's built-in defaults without one).
 OpenSmConf loadOpenSmConf(const Value& path, Inputs& inputs, Diagnostics& diagnostics);

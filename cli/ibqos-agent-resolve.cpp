@@ -30,7 +30,8 @@ Exit status: 0 a path, 1 the SA has no such path (or the policy has errors), 2 u
 error (no SA answer after the retries, an answer that breaks the protocol).)";
 
 struct ResolveOptions {
-    std::string policy, dst;
+    PolicyArgument policy;
+    std::string dst;
     Value hca, port, timeout, retries;
     RequestFieldOptions fields;
     bool get = false, json = false;
@@ -105,7 +106,7 @@ Json pathJson(const ib::PathRecord& r) {
 }
 
 int resolve(const ResolveOptions& o) {
-    const std::string& policyPath = o.policy;
+    const std::string policyPath = *o.policy.get();
     const std::string& dst = o.dst;
     bool json = o.json;
     host::SaQuery query;
@@ -204,9 +205,7 @@ void addResolve(Program& program) {
     CLI::App& c = program.command(
         "resolve", "ask the Subnet Administrator for a path and show its SL, leaf and PCC slot",
         resolveFooter, [o] { return resolve(*o); });
-    c.add_option("--policy", o->policy, "the QoS policy with the host-sched section")
-        ->required()
-        ->type_name("POLICY");
+    o->policy.add(c, "the QoS policy with the host-sched section", true);
     c.add_option("--dst", o->dst, "the destination")->required()->type_name("PORT");
     addValue(c, "--hca", o->hca, "NAME", "local HCA (default: the first one)");
     addValue(c, "--port", o->port, "N", "local port number (default: the first active port)");

@@ -209,7 +209,7 @@ try:
                 offline = subprocess.run([args.ibqos, "query", POLICY, "--topology", topology, "--sm", "0x100001",
                                           "--src", str(me), "--dst", str(lids[dst]), "--json", *extra],
                                          capture_output=True, text=True, timeout=60)
-                p = agent("resolve", "--policy", POLICY, "--dst", str(lids[dst]), "--json", *extra,
+                p = agent("resolve", POLICY, "--dst", str(lids[dst]), "--json", *extra,
                           host="Hca2", fabric=fabric)
                 record = simfabric.parse_pathrecord(fabric.tool(sq, "Hca2").stdout)
                 what = f"to {dst} service-id {service} qos-class {qos}"
@@ -230,7 +230,7 @@ try:
                 check(answer["path"]["slid"] == me and answer["path"]["dlid"] == lids[dst], "  the path is ours")
                 resolved[(service, qos)] = sl
 
-        # A port GUID asks by GID and gets the same level.
+        # A port GUID asks by GID and gets the same level (the policy given the older way).
         p = agent("resolve", "--policy", POLICY, "--dst", guid3, "--qos-class", "3", "--json", host="Hca2",
                   fabric=fabric)
         check(p.returncode == 0 and json.loads(p.stdout)["sl"] == resolved[(None, "3")],
