@@ -135,6 +135,13 @@ std::optional<uint64_t> analysisBudgetOption(const std::string& value) {
     return steps;
 }
 
+std::string tableDifferenceLine(const std::string& port, const std::string& table,
+                                const char* firstLabel, const std::string& first,
+                                const char* secondLabel, const std::string& second) {
+    return port + " " + table + ": " + firstLabel + " " + first + ", " + secondLabel + " " +
+           second + "\n";
+}
+
 void writeFileAtomically(const std::string& path, const std::string& content) {
     // The temporary file sits beside the target, so that the rename cannot cross file systems;
     // what fails with it fails for the target, which is what messages name.

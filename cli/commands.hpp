@@ -78,6 +78,13 @@ std::vector<std::unique_ptr<FabricCompilation>> compileForFabric(
 void addAnalysisBudget(CLI::App& command, std::string& value, const std::string& help);
 std::optional<uint64_t> analysisBudgetOption(const std::string& value);
 
+// One table of a port that differs, on one line as verify and diff print it: "node-01
+// HCA-1/P1 vlarb low: expected 1:128,2:64, found 1:64,2:64" (labels "expected"/"found" or
+// "old"/"new").
+std::string tableDifferenceLine(const std::string& port, const std::string& table,
+                                const char* firstLabel, const std::string& first,
+                                const char* secondLabel, const std::string& second);
+
 // Writes a file whole or not at all: a temporary file renamed over the target. Throws IoError.
 void writeFileAtomically(const std::string& path, const std::string& content);
 

@@ -9,6 +9,7 @@
 #include "common/text.hpp"
 #include "host-sched/sa-client/sa_client.hpp"
 #include "host-sched/sa-client/umad_transport.hpp"
+#include "ib/link.hpp"
 
 namespace ibqos::cli {
 
@@ -58,11 +59,6 @@ void setDestination(const std::string& text, const host::LocalPort& port, host::
     q.dlid = static_cast<uint16_t>(lid);
 }
 
-const char* mtuName(uint8_t mtu) {
-    static const char* const names[] = {"?", "256", "512", "1024", "2048", "4096"};
-    return mtu <= 5 ? names[mtu] : "?";
-}
-
 // What the leaf and slot parts of the answer say.
 struct HostPart {
     std::optional<size_t> leaf;
@@ -95,9 +91,11 @@ Json pathJson(const ib::PathRecord& r) {
             {"dlid", r.dlid},
             {"sgid", r.sgid.toString()},
             {"dgid", r.dgid.toString()},
-            {"pkey", hex(r.pkey, 4)},
+            {"pkey", r.pkey},
             {"mtu", r.mtu},
+            {"mtu_bytes", mtuBytes(r.mtu)},
             {"rate", r.rate},
+            {"rate_gbps", jsonNumber(rateGbps(r.rate))},
             {"packet_life", r.packetLife},
             {"reversible", r.reversible},
             {"traffic_class", r.trafficClass},
@@ -192,8 +190,9 @@ int resolve(const ResolveOptions& o) {
     } else {
         std::cout << "pcc-slot none\n";
     }
-    std::cout << "path slid " << r.slid << " -> dlid " << r.dlid << ", mtu " << mtuName(r.mtu)
-              << ", rate enum " << int{r.rate} << ", packet-life " << int{r.packetLife} << ", pkey "
+    std::cout << "path slid " << r.slid << " -> dlid " << r.dlid << ", mtu " << mtuBytes(r.mtu)
+              << " (" << int{r.mtu} << "), rate " << decimal(rateGbps(r.rate)) << " Gb/s ("
+              << int{r.rate} << "), packet-life " << int{r.packetLife} << ", pkey "
               << hex(r.pkey, 4) << "\n";
     return ExitOk;
 }

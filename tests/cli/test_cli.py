@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 """ibqos and ibqos-agent behave the same everywhere: -V, POLICY as an argument (the older
 --policy still taken), '-' for standard input, an unknown port as an input error, --opensm-conf
-needing --topology like --partitions, -o errors naming the file asked for, and bash
-completions offering every option --help lists."""
+needing --topology like --partitions, -o errors naming the file asked for, the same JSON types
+for the same quantity (64-bit values with an exact "0x..." companion, MTU and rate enums with
+readable companions, tables as arrays), and bash completions offering every option --help lists."""
 import argparse
 import json
 import os
@@ -145,6 +146,52 @@ class Output(unittest.TestCase):
                 self.assertEqual(p.returncode, 2)
                 self.assertIn(f"cannot write '{target}': No such file or directory".encode(), p.stderr)
                 self.assertNotIn(b".tmp.", p.stderr)
+
+
+class JsonTypes(unittest.TestCase):
+    def test_query_gives_mtu_and_rate_limits_with_readable_companions(self):
+        p = ibqos("query", root("samples/policies/qos-lab-guid-ranges.conf"), *LAB, "--src", "node-01 HCA-1/P1",
+                  "--dst", "0x10000e", "--json")
+        a = json.loads(p.stdout)
+        self.assertEqual((a["mtu_limit"], a["mtu_limit_bytes"], a["rate_limit"], a["rate_limit_gbps"]),
+                         (4, 2048, 3, 10))
+
+    def test_diff_gives_64_bit_service_ids_exactly_as_hex_strings_too(self):
+        def policy(sl):
+            return ("qos-levels\n qos-level\n  name: default\n  sl: 0\n end-qos-level\n"
+                    f" qos-level\n  name: big\n  sl: {sl}\n end-qos-level\nend-qos-levels\n"
+                    "qos-match-rules\n qos-match-rule\n  service-id: 0x8000000000000001-0xfffffffffffffffe\n"
+                    "  qos-level-name: big\n end-qos-match-rule\nend-qos-match-rules\n")
+        with tempfile.TemporaryDirectory() as scratch:
+            paths = []
+            for sl in (1, 2):
+                paths.append(os.path.join(scratch, f"{sl}.conf"))
+                with open(paths[-1], "w") as f:
+                    f.write(policy(sl))
+            p = ibqos("diff", *paths, "--json")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        [region] = json.loads(p.stdout)["regions"]
+        self.assertEqual(region["service_ids"], [[0x8000000000000001, 0xfffffffffffffffe]])
+        self.assertEqual(region["service_ids_hex"], [["0x8000000000000001", "0xfffffffffffffffe"]])
+
+    def test_diff_gives_changed_tables_in_compiles_form(self):
+        setup = root("samples/policies/qos-lab-setup.conf")
+        d = json.loads(ibqos("diff", LAB_POLICY, setup, *LAB, "--json").stdout)
+        after = {(p["guid"], p["port"]): p for p in json.loads(ibqos("compile", setup, *LAB, "--emit", "json").stdout)["ports"]}
+        self.assertTrue(d["ports"])
+        for port in d["ports"]:
+            self.assertEqual(port["name"].rsplit("/P", 1)[1], str(port["port"]))
+            for change in port["changes"]:
+                new = after[(port["guid"], port["port"])]
+                if change["table"] == "vlarb low":
+                    self.assertEqual(change["new"], new["vlarb_low"])
+                elif change["table"] == "vlarb high":
+                    self.assertEqual(change["new"], new["vlarb_high"])
+                elif change["table"] == "vl-high-limit":
+                    self.assertEqual(change["new"], new["high_limit"])
+                else:
+                    source = int(change["table"].split()[-1])
+                    self.assertEqual(change["new"], next(t["vl"] for t in new["sl2vl"] if t["in"] == source))
 
 
 class Completion(unittest.TestCase):
