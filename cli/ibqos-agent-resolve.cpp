@@ -25,7 +25,8 @@ PORT is a LID (decimal), a port GUID (0x...; the local subnet prefix is added) o
 (fe80::...). A LID is asked for by SLID/DLID, a GUID or GID by SGID/DGID.
 
 --json prints one JSON object: status, sl, leaf {name, parent, bw_share, max_avg_bw} or null,
-pcc_slot, pcc_algorithm, path {...}, sa {...}.
+pcc_slot, pcc_algorithm, path {slid, dlid, sgid, dgid, pkey (a number), mtu and rate (the IB
+enums), mtu_bytes, rate_gbps, packet_life, ...}, sa {...}.
 
 Exit status: 0 a path, 1 the SA has no such path (or the policy has errors), 2 usage or I/O
 error (no SA answer after the retries, an answer that breaks the protocol).)";
