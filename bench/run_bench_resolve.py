@@ -43,7 +43,7 @@ with simfabric.SimFabric(os.path.join(root, "samples", "fabrics", "two-switch.ne
     sys.stdout.write(p.stdout)
     # The whole command, process start to exit, as a script would run it.
     times = []
-    agent = [os.path.join(build, "cli", "ibqos-agent"), "resolve", "--policy", policy, "--dst", "1",
+    agent = [os.path.join(build, "cli", "ibqos-agent"), "resolve", policy, "--dst", "1",
              "--qos-class", "3", "--json"]
     for _ in range(args.cli_runs):
         start = time.monotonic()

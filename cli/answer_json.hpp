@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/json.hpp"
 #include "compiler/policy.hpp"
+#include "ib/link.hpp"
 #include "sa-matcher/qos_answer.hpp"
 
 namespace ibqos::cli {
@@ -38,7 +40,9 @@ class AnswerWriter {
         out += levels_[a.match.level];
         number(out, ",\"sl\":", a.sl);
         optional(out, ",\"mtu_limit\":", a.mtuLimit);
+        optional(out, ",\"mtu_limit_bytes\":", readable(a.mtuLimit, mtuBytes));
         optional(out, ",\"rate_limit\":", a.rateLimit);
+        optional(out, ",\"rate_limit_gbps\":", readable(a.rateLimit, rateGbps));
         optional(out, ",\"packet_life\":", a.packetLife);
         out += pkeys_[a.match.level];
         if (a.ok()) {
@@ -64,13 +68,29 @@ class AnswerWriter {
         auto end = std::to_chars(digits, digits + sizeof digits, v).ptr;
         out.append(digits, end);
     }
-    static void optional(std::string& out, const char* key, std::optional<uint8_t> v) {
-        if (v) {
-            number(out, key, *v);
-        } else {
+    static void decimalNumber(std::string& out, const char* key, double v) {
+        out += key;
+        char digits[32];
+        auto end = std::to_chars(digits, digits + sizeof digits, v).ptr;
+        out.append(digits, end);
+    }
+    template <typename T>
+    static void optional(std::string& out, const char* key, std::optional<T> v) {
+        if (!v) {
             out += key;
             out += "null";
+        } else if constexpr (std::is_floating_point_v<T>) {
+            decimalNumber(out, key, *v);
+        } else {
+            number(out, key, uint64_t{*v});
         }
+    }
+    // An enum's readable companion (bytes, Gb/s), or nothing (also for a value the enum does
+    // not define).
+    template <typename Readable>
+    static std::optional<double> readable(std::optional<uint8_t> v, Readable convert) {
+        if (!v || convert(*v) == 0) return std::nullopt;
+        return static_cast<double>(convert(*v));
     }
 
     const Policy& policy_;

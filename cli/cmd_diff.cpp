@@ -40,13 +40,15 @@ a fabric where both ends share every partition (the PKey answered is then the re
 the fabric's: null).
 
 --json prints {"equivalent": bool, "regions": [{"sources", "destinations", "service_ids",
-"qos_classes", "pkeys", "port_pairs", "old", "new"}], "ports": [{"guid", "port", "sl2vl",
-"vlarb", "old", "new", "changes"}], "scopes": [...]}: sources and destinations are port GUIDs
-with a topology and port kinds without (null: every port), ranges are [lo, hi] pairs, null
-means any value; a region adds "absent": [FIELD, ...] when it holds only requests without those
-fields, and "loopback": "excluded" or "only"; "old" and "new" are the objects `ibqos query
---json` prints, with "rule" a list of every deciding rule; "ports" entries hold the port's
-object of `ibqos compile --emit json` before and after, and each changed table.
+"service_ids_hex", "qos_classes", "pkeys", "port_pairs", "old", "new"}], "ports": [{"guid",
+"port", "name", "sl2vl", "vlarb", "old", "new", "changes"}], "scopes": [...]}: sources and
+destinations are port GUIDs with a topology and port kinds without (null: every port), ranges
+are [lo, hi] pairs, null means any value ("service_ids_hex": the same ranges as "0x..."
+strings, exact where a JSON reader keeps 53 bits); a region adds "absent": [FIELD, ...] when it
+holds only requests without those fields, and "loopback": "excluded" or "only"; "old" and
+"new" are the objects `ibqos query --json` prints, with "rule" a list of every deciding rule;
+"ports" entries hold the port's object of `ibqos compile --emit json` before and after, and
+"changes": [{"table", "old", "new"}], each changed table in that object's form.
 
 Exit status (diff(1)'s convention): 0 nothing changes, 1 something changes, 2 usage or I/O
 error, a policy, the topology or the partitions have errors (reported as by ibqos check), or
@@ -59,10 +61,15 @@ struct DiffOptions {
     std::string analysisBudget;
 };
 
-Json rangesJson(const FieldValues& values) {
+// A field's ranges as [lo, hi] pairs, or null for any value; `asHex`: each end as a "0x..."
+// string, for 64-bit values (a JSON reader that keeps numbers in doubles rounds them).
+Json rangesJson(const FieldValues& values, bool asHex = false) {
     if (values.any || values.absent) return nullptr;
     Json out = Json::array();
-    for (const Range& r : values.ranges) out.push_back({r.lo, r.hi});
+    for (const Range& r : values.ranges) {
+        out.push_back(asHex ? Json::array({hex(r.lo, 16), hex(r.hi, 16)})
+                            : Json::array({r.lo, r.hi}));
+    }
     return out;
 }
 
@@ -180,8 +187,13 @@ int diff(const DiffOptions& o) {
         return ExitUsage;
     }
     const std::optional<uint64_t> budget = analysisBudgetOption(o.analysisBudget);
-    auto compiled = compileForFabric({&oldPolicy, &newPolicy}, o.fabric, inputs, diagnostics,
-                                     CompileStage::Tables);
+    std::vector<std::unique_ptr<FabricCompilation>> compiled;
+    try {
+        compiled = compileForFabric({&oldPolicy, &newPolicy}, o.fabric, inputs, diagnostics,
+                                    CompileStage::Tables);
+    } catch (const InputError& e) {
+        throw IoError{e.message};  // diff(1)'s convention: 1 means "they differ"
+    }
     if (diagnostics.hasErrors()) {
         emitDiagnostics(diagnostics, inputs, false);
         return ExitUsage;
@@ -210,6 +222,7 @@ int diff(const DiffOptions& o) {
                 {"destinations",
                  endJson(fabric, r.destinations, r.destinationKinds, r.anyDestination)},
                 {"service_ids", rangesJson(r.serviceIds)},
+                {"service_ids_hex", rangesJson(r.serviceIds, true)},
                 {"qos_classes", rangesJson(r.qosClasses)},
                 {"pkeys", rangesJson(r.pkeys)},
                 {"port_pairs", fabric ? Json(r.portPairs) : Json(nullptr)},
@@ -231,8 +244,11 @@ int diff(const DiffOptions& o) {
             const PortTables& b = compiled[1]->tables().ports[c.after];
             Json old = portTablesJson(*fabric, compiled[0]->tables(), a);
             Json changes = Json::array();
-            for (const TableDifference& t : c.differences)
-                changes.push_back({{"table", t.table}, {"old", t.before}, {"new", t.after}});
+            for (const TableDifference& t : c.differences) {
+                changes.push_back({{"table", t.table},
+                                   {"old", tableJson(t.before)},
+                                   {"new", tableJson(t.after)}});
+            }
             Json guid = old["guid"], number = old["port"];
             portList.push_back({{"guid", std::move(guid)},
                                 {"port", std::move(number)},
@@ -297,12 +313,13 @@ int diff(const DiffOptions& o) {
                       << "  new: " << describeAnswer(newPolicy, r.after, r.pkeyKnown) << "\n"
                       << "       decided by " << ruleNames(newPolicy, r.afterRules) << "\n";
         }
+        if (!ports.empty()) std::cout << "\n";
         for (const TableChange& c : ports) {
-            const PortTables& a = compiled[0]->tables().ports[c.before];
-            std::cout << "\nPort " << fabric->portName(a.port) << " ("
-                      << hex(fabric->ports[a.port].guid, 16) << "):\n";
-            for (const TableDifference& t : c.differences)
-                std::cout << "  " << t.table << ": " << t.before << " -> " << t.after << "\n";
+            const std::string name = fabric->portName(compiled[0]->tables().ports[c.before].port);
+            for (const TableDifference& t : c.differences) {
+                std::cout << tableDifferenceLine(name, t.table, "old", tableText(t.before), "new",
+                                                 tableText(t.after));
+            }
         }
         for (const ScopeChange& c : d.scopes) {
             std::cout << "\n"

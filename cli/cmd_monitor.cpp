@@ -126,10 +126,7 @@ std::optional<Session> openSession(const MonitorCommandOptions& o) {
         auto live = probe::LiveFabric::discover(probeOptions, error);
         if (!live) throw IoError{error};
         Fabric& fabric = live->fabric();
-        if (o.sm) {
-            fabric.smPort = fabric.findEndpoint(*o.sm, error);
-            if (fabric.smPort == NoPort) throw UsageError{"--sm: " + error};
-        }
+        if (o.sm) fabric.smPort = portOption(fabric, "sm", *o.sm);
         readPartitions(o.partitions ? &inputs.load(*o.partitions) : nullptr, fabric, diagnostics);
         session.compiled = FabricCompilation::compile(*session.policy, fabric, conf, diagnostics);
         if (!diagnostics.hasErrors() && !o.noTableCheck)
@@ -191,6 +188,8 @@ int monitorCommand(const MonitorCommandOptions& o) {
     if (o.json && !o.once) throw UsageError{"--json goes with --once"};
     if (o.vls && !o.topology) throw UsageError{"--vls goes with --topology"};
     if (o.portCaps && !o.topology) throw UsageError{"--port-caps goes with --topology"};
+    if (!o.once && o.policy == "-")
+        throw UsageError{"the service reads the policy again at SIGHUP: give a file, not '-'"};
     if (o.once && (o.listen || o.rediscover))
         throw UsageError{"--listen and --rediscover are for the service: not with --once"};
     monitor::MonitorOptions options;
@@ -314,6 +313,8 @@ int monitorCommand(const MonitorCommandOptions& o) {
         } catch (const IoError& e) {
             log(e.message + ": the current fabric is kept");
         } catch (const UsageError& e) {
+            log(e.message + ": the current fabric is kept");
+        } catch (const InputError& e) {
             log(e.message + ": the current fabric is kept");
         }
     };

@@ -234,41 +234,6 @@ class Answerer {
     }
 };
 
-// One request of a batch: fields split at blanks, double quotes keeping blanks.
-bool splitFields(const std::string& line, std::vector<std::string>& fields, std::string& error) {
-    fields.clear();
-    size_t i = 0;
-    while (true) {
-        while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-        if (i >= line.size()) return true;
-        std::string field;
-        if (line[i] == '"') {
-            size_t close = line.find('"', i + 1);
-            if (close == std::string::npos) {
-                error = "a double quote is not closed";
-                return false;
-            }
-            field = line.substr(i + 1, close - i - 1);
-            i = close + 1;
-            if (i < line.size() && line[i] != ' ' && line[i] != '\t') {
-                error = "a quoted field must be followed by a blank";
-                return false;
-            }
-            fields.push_back(std::move(field));
-            continue;
-        }
-        size_t end = line.find_first_of(" \t", i);
-        if (end == std::string::npos) end = line.size();
-        field = line.substr(i, end - i);
-        if (field.find('"') != std::string::npos) {
-            error = "a double quote inside a field";
-            return false;
-        }
-        fields.push_back(std::move(field));
-        i = end;
-    }
-}
-
 // At most this much of a bad value goes into a message.
 std::string excerpt(const std::string& s) { return s.size() <= 60 ? s : s.substr(0, 57) + "..."; }
 
@@ -386,6 +351,8 @@ int query(const QueryOptions& o) {
     if (emitDiagnostics(diagnostics, inputs, false) != ExitOk) return ExitInputErrors;
     const Fabric& fabric = compiled->fabric();
 
+    if (o.batch && *o.batch == "-" && inputs.readStdin())
+        throw UsageError{"standard input ('-') can be read only once"};
     Answerer answerer(policy, fabric, compiled->bound());
     if (o.batch) return runBatch(answerer, fabric, *o.batch);
 

@@ -8,6 +8,7 @@
 #include "common/text.hpp"
 #include "compiler/compile_policy.hpp"
 #include "compiler/drift.hpp"
+#include "compiler/emit.hpp"
 #include "fabric/partitions.hpp"
 #include "fabric/smp_probe.hpp"
 
@@ -18,9 +19,12 @@ namespace {
 const char* const verifyFooter =
     R"(Discovers the fabric from this host (directed-route SMPs, as ibnetdiscover does), reads every
 port's SL2VL and VL arbitration tables (as smpquery does), and compares them with what the policy
-compiles to for the fabric found. Every difference is reported: port, table, expected, found.
---json prints {"ports_checked": N, "queries": N, "differences": [{"port", "guid", "port_number",
-"table", "expected", "found"}, ...], "diagnostics": [...]}.
+compiles to for the fabric found. Every difference is reported on a line: port, table, expected,
+found. --json prints {"ports_checked": N, "queries": N, "differences": [{"name", "guid", "port",
+"port_number", "table", "expected", "found"}, ...], "diagnostics": [...]}: "port" (and
+"port_number") the port's number, tables as `ibqos compile --emit json` gives them (an SL2VL
+table as 16 VLs, VLArb entries as [[vl, weight], ...]); "found" is null, and "error" says why,
+for a table that could not be read.
 
 Exit status: 0 the fabric holds the policy's tables, 1 there are differences (or the policy has
 errors), 2 usage error or the fabric cannot be reached.)";
@@ -46,10 +50,7 @@ int verify(const VerifyOptions& o) {
     auto live = probe::LiveFabric::discover(probeOptions, error);
     if (!live) throw IoError{error};
     Fabric& fabric = live->fabric();
-    if (o.sm) {
-        fabric.smPort = fabric.findEndpoint(*o.sm, error);
-        if (fabric.smPort == NoPort) throw UsageError{"--sm: " + error};
-    }
+    if (o.sm) fabric.smPort = portOption(fabric, "sm", *o.sm);
     readPartitions(o.partitions ? &inputs.load(*o.partitions) : nullptr, fabric, diagnostics);
     auto compiled = FabricCompilation::compile(policy, fabric, conf, diagnostics);
     const FabricTables& tables = compiled->tables();
@@ -58,12 +59,16 @@ int verify(const VerifyOptions& o) {
     if (json) {
         Json differences = Json::array();
         for (const Drift& d : drift) {
-            differences.push_back({{"port", fabric.portName(d.port)},
-                                   {"guid", hex(fabric.ports[d.port].guid, 16)},
-                                   {"port_number", fabric.ports[d.port].number},
-                                   {"table", d.table},
-                                   {"expected", d.expected},
-                                   {"found", d.found}});
+            const FabricPort& port = fabric.ports[d.port];
+            Json difference = {{"name", fabric.portName(d.port)},
+                               {"guid", hex(port.guid, 16)},
+                               {"port", port.number},
+                               {"port_number", port.number},
+                               {"table", d.table},
+                               {"expected", tableJson(d.expected)},
+                               {"found", d.found ? tableJson(*d.found) : Json(nullptr)}};
+            if (!d.found) difference["error"] = d.error;
+            differences.push_back(std::move(difference));
         }
         diagnostics.sort();
         Json out = {{"ports_checked", tables.ports.size()},
@@ -74,8 +79,8 @@ int verify(const VerifyOptions& o) {
     } else {
         emitDiagnostics(diagnostics, inputs, false);
         for (const Drift& d : drift) {
-            std::cout << fabric.portName(d.port) << " " << d.table << ": expected " << d.expected
-                      << ", found " << d.found << "\n";
+            std::cout << tableDifferenceLine(fabric.portName(d.port), d.table, "expected",
+                                             tableText(d.expected), "found", d.foundText());
         }
         std::cout << tables.ports.size() << " ports checked (" << live->queries() << " queries), "
                   << drift.size() << (drift.size() == 1 ? " difference\n" : " differences\n");

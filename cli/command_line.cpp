@@ -71,7 +71,7 @@ void setUp(CLI::App& app) {
 Program::Program(const std::string& name, const std::string& description, const std::string& footer)
     : app_(description, name) {
     setUp(app_);
-    app_.set_version_flag("--version", name + " " IBQOS_VERSION, "show the version");
+    app_.set_version_flag("-V,--version", name + " " IBQOS_VERSION, "show the version");
     app_.require_subcommand(1);
     app_.footer(footer);
 }
@@ -130,6 +130,9 @@ int Program::main(int argc, char** argv) {
         return usage(e.what());
     } catch (const UsageError& e) {
         return usage(e.message);
+    } catch (const InputError& e) {
+        std::cerr << where << ": " << e.message << "\n";
+        return ExitInputErrors;
     } catch (const IoError& e) {
         std::cerr << where << ": " << e.message << "\n";
         return ExitUsage;
@@ -146,6 +149,21 @@ CLI::Option* addValue(CLI::App& command, const std::string& name, Value& value,
 
 void addPolicyArgument(CLI::App& command, std::string& policy) {
     command.add_option("POLICY", policy, "the policy file")->required()->type_name("");
+}
+
+void PolicyArgument::add(CLI::App& command, const std::string& help, bool required) {
+    required_ = required;
+    command.add_option("POLICY", positional, help)->type_name("");
+    command.add_option("--policy", option, "the same as POLICY (the older form)")
+        ->type_name("POLICY");
+}
+
+Value PolicyArgument::get() const {
+    if (positional && option)
+        throw UsageError{"the policy is given twice ('" + *positional + "' and --policy '" +
+                         *option + "'): give POLICY once"};
+    if (required_ && !positional && !option) throw UsageError{"give the POLICY file"};
+    return positional ? positional : option;
 }
 
 uint64_t parseNumberOption(const std::string& name, const std::string& text, uint64_t max) {

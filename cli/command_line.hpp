@@ -29,6 +29,12 @@ struct IoError {
     std::string message;
 };
 
+// A mistake in what the command was asked about, found outside a file (a port that is not in
+// the fabric): the command prints it and exits 1, as for errors in its input files.
+struct InputError {
+    std::string message;
+};
+
 // An option's value, or nothing when the option is not given. CLI11 keeps the text; numbers
 // are read from it by parseNumberOption, as the policy language reads them.
 using Value = std::optional<std::string>;
@@ -58,6 +64,21 @@ CLI::Option* addValue(CLI::App& command, const std::string& name, Value& value,
 
 // The required POLICY argument every policy command takes.
 void addPolicyArgument(CLI::App& command, std::string& policy);
+
+// POLICY for the commands that first took it as `--policy POLICY`: both forms are accepted,
+// not both at once.
+struct PolicyArgument {
+    Value positional, option;
+
+    // Adds POLICY and --policy; `required`: one of them must be given.
+    void add(CLI::App& command, const std::string& help, bool required);
+    // The policy given, or nullopt. Throws UsageError when both forms are given, or neither
+    // and one is required.
+    Value get() const;
+
+  private:
+    bool required_ = false;
+};
 
 // An unsigned number (decimal, 0x hex or 0 octal) from an option, or a UsageError naming it.
 uint64_t parseNumberOption(const std::string& name, const std::string& text, uint64_t max);

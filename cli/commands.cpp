@@ -15,10 +15,21 @@
 #include <exception>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 namespace ibqos::cli {
 
 const SourceFile& Inputs::load(const std::string& path) {
+    if (path == "-") {
+        if (readStdin()) throw UsageError{"standard input ('-') can be read only once"};
+        std::ostringstream text;
+        text << std::cin.rdbuf();
+        if (std::cin.bad()) throw IoError{"reading standard input failed"};
+        if (text.view().size() > SourceFile::MaxSize)
+            throw IoError{"standard input is larger than 2 GiB"};
+        add(StdinName, std::move(text).str());
+        return *find(StdinName);
+    }
     if (auto it = files_.find(path); it != files_.end()) return *it->second;
     std::string error;
     auto source = SourceFile::load(path, error);
@@ -56,7 +67,8 @@ void FabricOptions::add(CLI::App& command, bool needTopology) {
         ->needs(t);
     addValue(command, "--opensm-conf", opensmConf, "FILE",
              "the opensm.conf whose qos_* options (and max_op_vls) give the tables before "
-             "qos-setup applies (default: OpenSM's built-in defaults)");
+             "qos-setup applies (default: OpenSM's built-in defaults)")
+        ->needs(t);
 }
 
 std::optional<Fabric> loadFabric(const FabricOptions& options, Inputs& inputs,
@@ -71,14 +83,17 @@ std::optional<Fabric> loadFabric(const FabricOptions& options, Inputs& inputs,
     }
     Fabric fabric = readTopology(inputs.load(*options.topology), diagnostics, operVls);
     if (options.portCaps) readPortCaps(inputs.load(*options.portCaps), fabric, diagnostics);
-    if (options.sm) {
-        std::string error;
-        fabric.smPort = fabric.findEndpoint(*options.sm, error);
-        if (fabric.smPort == NoPort) throw UsageError{"--sm: " + error};
-    }
+    if (options.sm) fabric.smPort = portOption(fabric, "sm", *options.sm);
     const Value& partitions = options.partitions;
     readPartitions(partitions ? &inputs.load(*partitions) : nullptr, fabric, diagnostics);
     return fabric;
+}
+
+uint32_t portOption(const Fabric& fabric, const std::string& option, const std::string& spec) {
+    std::string error;
+    uint32_t port = fabric.findEndpoint(spec, error);
+    if (port == NoPort) throw InputError{"--" + option + ": " + error};
+    return port;
 }
 
 OpenSmConf loadOpenSmConf(const Value& path, Inputs& inputs, Diagnostics& diagnostics) {
@@ -120,23 +135,29 @@ std::optional<uint64_t> analysisBudgetOption(const std::string& value) {
     return steps;
 }
 
+std::string tableDifferenceLine(const std::string& port, const std::string& table,
+                                const char* firstLabel, const std::string& first,
+                                const char* secondLabel, const std::string& second) {
+    return port + " " + table + ": " + firstLabel + " " + first + ", " + secondLabel + " " +
+           second + "\n";
+}
+
 void writeFileAtomically(const std::string& path, const std::string& content) {
+    // The temporary file sits beside the target, so that the rename cannot cross file systems;
+    // what fails with it fails for the target, which is what messages name.
     std::string temporary = path + ".tmp." + std::to_string(getpid());
+    auto failed = [&](int err) {
+        std::remove(temporary.c_str());
+        return IoError{"cannot write '" + path + "': " + std::strerror(err)};
+    };
     {
         std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-        if (!out) throw IoError{"cannot write '" + temporary + "': " + std::strerror(errno)};
+        if (!out) throw failed(errno);
         out << content;
         out.flush();
-        if (!out) {
-            std::remove(temporary.c_str());
-            throw IoError{"cannot write '" + temporary + "': " + std::strerror(errno)};
-        }
+        if (!out) throw failed(errno);
     }
-    if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-        int err = errno;
-        std::remove(temporary.c_str());
-        throw IoError{"cannot replace '" + path + "': " + std::strerror(err)};
-    }
+    if (std::rename(temporary.c_str(), path.c_str()) != 0) throw failed(errno);
 }
 
 int emitDiagnostics(Diagnostics& diagnostics, const Inputs& inputs, bool json) {

@@ -20,8 +20,14 @@ namespace ibqos::cli {
 // The files a command has read, kept for the source excerpts of diagnostics.
 class Inputs {
   public:
-    // Loads a file or throws IoError.
+    // The name diagnostics give standard input.
+    static constexpr const char* StdinName = "<stdin>";
+
+    // Loads a file, or standard input for "-" (at most once: a second "-" is a UsageError), or
+    // throws IoError.
     const SourceFile& load(const std::string& path);
+    // Whether standard input has been read.
+    bool readStdin() const { return find(StdinName) != nullptr; }
     // Holds a text made in the program under a name that load() then returns.
     void add(const std::string& name, std::string text);
     const SourceFile* find(const std::string& name) const;
@@ -48,6 +54,10 @@ struct FabricOptions {
 std::optional<Fabric> loadFabric(const FabricOptions& options, Inputs& inputs,
                                  Diagnostics& diagnostics);
 
+// The port an option names in a fabric (a GUID, a LID or NodeDescription/P<n>). A port the
+// fabric does not have is an InputError ("--sm: no node is described as ...").
+uint32_t portOption(const Fabric& fabric, const std::string& option, const std::string& spec);
+
 // The opensm.conf QoS options of a file (OpenSM's built-in defaults without one).
 OpenSmConf loadOpenSmConf(const Value& path, Inputs& inputs, Diagnostics& diagnostics);
 
@@ -67,6 +77,13 @@ std::vector<std::unique_ptr<FabricCompilation>> compileForFabric(
 // not given; 0: unlimited). Throws UsageError for anything else.
 void addAnalysisBudget(CLI::App& command, std::string& value, const std::string& help);
 std::optional<uint64_t> analysisBudgetOption(const std::string& value);
+
+// One table of a port that differs, on one line as verify and diff print it: "node-01
+// HCA-1/P1 vlarb low: expected 1:128,2:64, found 1:64,2:64" (labels "expected"/"found" or
+// "old"/"new").
+std::string tableDifferenceLine(const std::string& port, const std::string& table,
+                                const char* firstLabel, const std::string& first,
+                                const char* secondLabel, const std::string& second);
 
 // Writes a file whole or not at all: a temporary file renamed over the target. Throws IoError.
 void writeFileAtomically(const std::string& path, const std::string& content);

@@ -245,7 +245,7 @@ void addPlan(Program& program) {
         program.command("plan", "show the scheduling tree and PCC slots a policy gives every host",
                         planFooter, [o] { return showPlan(*o); });
     addPolicyArgument(c, o->policy);
-    addValue(c, "--output", o->output, "FILE",
+    addValue(c, "-o,--output", o->output, "FILE",
              "write the compiled plan libibqos_preload.so reads (IBQOS_PLAN) to FILE, as "
              "`ibqos-agent run` does, instead of showing it");
     c.add_flag("--json", o->json, "print the plan as one JSON object (below)");

@@ -9,6 +9,7 @@
 #include "common/text.hpp"
 #include "host-sched/sa-client/sa_client.hpp"
 #include "host-sched/sa-client/umad_transport.hpp"
+#include "ib/link.hpp"
 
 namespace ibqos::cli {
 
@@ -24,13 +25,15 @@ PORT is a LID (decimal), a port GUID (0x...; the local subnet prefix is added) o
 (fe80::...). A LID is asked for by SLID/DLID, a GUID or GID by SGID/DGID.
 
 --json prints one JSON object: status, sl, leaf {name, parent, bw_share, max_avg_bw} or null,
-pcc_slot, pcc_algorithm, path {...}, sa {...}.
+pcc_slot, pcc_algorithm, path {slid, dlid, sgid, dgid, pkey (a number), mtu and rate (the IB
+enums), mtu_bytes, rate_gbps, packet_life, ...}, sa {...}.
 
 Exit status: 0 a path, 1 the SA has no such path (or the policy has errors), 2 usage or I/O
 error (no SA answer after the retries, an answer that breaks the protocol).)";
 
 struct ResolveOptions {
-    std::string policy, dst;
+    PolicyArgument policy;
+    std::string dst;
     Value hca, port, timeout, retries;
     RequestFieldOptions fields;
     bool get = false, json = false;
@@ -55,11 +58,6 @@ void setDestination(const std::string& text, const host::LocalPort& port, host::
     if (lid == 0) throw UsageError{"--dst LID 0 is not a port"};
     q.byGid = false;
     q.dlid = static_cast<uint16_t>(lid);
-}
-
-const char* mtuName(uint8_t mtu) {
-    static const char* const names[] = {"?", "256", "512", "1024", "2048", "4096"};
-    return mtu <= 5 ? names[mtu] : "?";
 }
 
 // What the leaf and slot parts of the answer say.
@@ -94,9 +92,11 @@ Json pathJson(const ib::PathRecord& r) {
             {"dlid", r.dlid},
             {"sgid", r.sgid.toString()},
             {"dgid", r.dgid.toString()},
-            {"pkey", hex(r.pkey, 4)},
+            {"pkey", r.pkey},
             {"mtu", r.mtu},
+            {"mtu_bytes", mtuBytes(r.mtu)},
             {"rate", r.rate},
+            {"rate_gbps", jsonNumber(rateGbps(r.rate))},
             {"packet_life", r.packetLife},
             {"reversible", r.reversible},
             {"traffic_class", r.trafficClass},
@@ -105,7 +105,7 @@ Json pathJson(const ib::PathRecord& r) {
 }
 
 int resolve(const ResolveOptions& o) {
-    const std::string& policyPath = o.policy;
+    const std::string policyPath = *o.policy.get();
     const std::string& dst = o.dst;
     bool json = o.json;
     host::SaQuery query;
@@ -191,8 +191,9 @@ int resolve(const ResolveOptions& o) {
     } else {
         std::cout << "pcc-slot none\n";
     }
-    std::cout << "path slid " << r.slid << " -> dlid " << r.dlid << ", mtu " << mtuName(r.mtu)
-              << ", rate enum " << int{r.rate} << ", packet-life " << int{r.packetLife} << ", pkey "
+    std::cout << "path slid " << r.slid << " -> dlid " << r.dlid << ", mtu " << mtuBytes(r.mtu)
+              << " (" << int{r.mtu} << "), rate " << decimal(rateGbps(r.rate)) << " Gb/s ("
+              << int{r.rate} << "), packet-life " << int{r.packetLife} << ", pkey "
               << hex(r.pkey, 4) << "\n";
     return ExitOk;
 }
@@ -204,9 +205,7 @@ void addResolve(Program& program) {
     CLI::App& c = program.command(
         "resolve", "ask the Subnet Administrator for a path and show its SL, leaf and PCC slot",
         resolveFooter, [o] { return resolve(*o); });
-    c.add_option("--policy", o->policy, "the QoS policy with the host-sched section")
-        ->required()
-        ->type_name("POLICY");
+    o->policy.add(c, "the QoS policy with the host-sched section", true);
     c.add_option("--dst", o->dst, "the destination")->required()->type_name("PORT");
     addValue(c, "--hca", o->hca, "NAME", "local HCA (default: the first one)");
     addValue(c, "--port", o->port, "N", "local port number (default: the first active port)");

@@ -67,8 +67,9 @@ multicast, router, reply). Then the daemon's counters. --json prints {"qps": [{"
 Exit status: 0 success, 2 usage error or no daemon answering.)";
 
 struct RunOptions {
-    Value policy, socket, plan, intervalUs, threads, saInFlight, cacheSize, cacheLifetime,
-        cacheRefresh, saTimeout, pathTable;
+    PolicyArgument policy;
+    Value socket, plan, intervalUs, threads, saInFlight, cacheSize, cacheLifetime, cacheRefresh,
+        saTimeout, pathTable;
     std::string pcc = "auto";
 };
 
@@ -102,7 +103,9 @@ int watchdogTimer() {
 }
 
 int runDaemon(const RunOptions& o) {
-    std::string policyPath = o.policy.value_or(host::defaultPolicyPath());
+    std::string policyPath = o.policy.get().value_or(host::defaultPolicyPath());
+    if (policyPath == "-")
+        throw UsageError{"run reads the policy again at SIGHUP: give a file, not '-'"};
     std::string socketPath = o.socket.value_or(host::DefaultAgentSocket);
     std::string planPath = o.plan.value_or(host::DefaultPlanPath);
     const std::string& engine = o.pcc;
@@ -300,8 +303,8 @@ void addRun(Program& program) {
     CLI::App& c =
         program.command("run", "the daemon: apply PCC slots to the QPs libibqos_preload.so reports",
                         runFooter, [o] { return runDaemon(*o); });
-    addValue(c, "--policy", o->policy, "POLICY",
-             "the QoS policy (default $IBQOS_POLICY, else /etc/ibqos/qos-policy.conf)");
+    o->policy.add(c, "the QoS policy (default $IBQOS_POLICY, else /etc/ibqos/qos-policy.conf)",
+                  false);
     addValue(c, "--socket", o->socket, "PATH",
              "the socket to serve (default /run/ibqos/agent.sock)");
     addValue(c, "--plan", o->plan, "PATH",

@@ -10,8 +10,9 @@ int main(int argc, char** argv) {
                     "congestion-control slot a connection gets, and the daemon that applies the\n"
                     "slots to every QP of the host.",
                     "Run 'ibqos-agent COMMAND --help' for the options of a command; 'man "
-                    "ibqos-agent' for the whole story.\nExit status: 0 success, 1 the input has "
-                    "errors (or no path), 2 usage or I/O error.");
+                    "ibqos-agent' for the whole story. A POLICY of '-' is standard input (not "
+                    "for run).\nExit status: 0 success, 1 the input has errors (or no path), 2 "
+                    "usage or I/O error.");
     addResolve(program);
     addPlan(program);
     addSimulate(program);

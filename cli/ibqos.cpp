@@ -8,8 +8,8 @@ int main(int argc, char** argv) {
                     "InfiniBand QoS policies, checked and compiled before they reach "
                     "the fabric.",
                     "Run 'ibqos COMMAND --help' for the options of a command; 'man ibqos' for "
-                    "the whole story.\nExit status: 0 success, 1 the input has errors, 2 usage or "
-                    "I/O error.");
+                    "the whole story. A POLICY or FILE of '-' is standard input.\nExit status: 0 "
+                    "success, 1 the input has errors, 2 usage or I/O error.");
     addCheck(program);
     addCompile(program);
 #ifdef IBQOS_HAVE_VERIFY

@@ -50,8 +50,14 @@ void Diagnostics::sort() {
 }
 
 void Diagnostics::append(const Diagnostics& other) {
-    for (const Diagnostic& d : other.items_)
-        report(d.severity, d.code, d.file, d.location, d.message, d.openSmRejects);
+    append(other, [](const Diagnostic&) { return true; });
+}
+
+void Diagnostics::append(const Diagnostics& other,
+                         const std::function<bool(const Diagnostic&)>& keep) {
+    for (const Diagnostic& d : other.items_) {
+        if (keep(d)) report(d.severity, d.code, d.file, d.location, d.message, d.openSmRejects);
+    }
     for (const std::string& k : other.syntaxLines_) syntaxLines_.insert(k);
 }
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -78,6 +79,9 @@ class Diagnostics {
     // Orders by file, line and column, keeping the report order for equal positions.
     void sort();
     void append(const Diagnostics& other);
+    // The same with only the diagnostics `keep` accepts; the lines of the other's syntax errors
+    // all stay marked (what follows from a dropped one stays quiet).
+    void append(const Diagnostics& other, const std::function<bool(const Diagnostic&)>& keep);
 
   private:
     std::vector<Diagnostic> items_;

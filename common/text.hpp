@@ -2,6 +2,7 @@
 // Small text and hash helpers shared by the readers, the emitters, the commands and the plugin.
 #pragma once
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ibqos {
 
@@ -68,6 +70,80 @@ inline bool sameName(std::string_view a, std::string_view b) {
         if (foldCase(a[i]) != foldCase(b[i])) return false;
     }
     return true;
+}
+
+// The edit distance (insertions, deletions, substitutions) between two words, ignoring ASCII
+// case.
+inline size_t editDistance(std::string_view a, std::string_view b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        size_t diagonal = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1,
+                               diagonal + (foldCase(a[i - 1]) == foldCase(b[j - 1]) ? 0 : 1)});
+            diagonal = up;
+        }
+    }
+    return row[b.size()];
+}
+
+// The candidate closest to a misspelt word, for "did you mean": within an edit distance of
+// max(2, a quarter of the word), the first of the closest; "" when none is that close.
+template <typename Candidates>
+std::string_view closest(std::string_view word, const Candidates& candidates) {
+    std::string_view best;
+    size_t bestDistance = std::max<size_t>(2, word.size() / 4) + 1;
+    for (std::string_view c : candidates) {
+        // Words whose lengths differ by more than the bound cannot be within it.
+        size_t gap = c.size() > word.size() ? c.size() - word.size() : word.size() - c.size();
+        if (gap >= bestDistance) continue;
+        size_t d = editDistance(word, c);
+        if (d < bestDistance) {
+            bestDistance = d;
+            best = c;
+        }
+    }
+    return best;
+}
+
+// A line split into fields at blanks (spaces and tabs), a field in double quotes keeping its
+// blanks (no escapes): the form of `ibqos query --batch` lines and --port-caps lines. False,
+// with a reason in error, for an unclosed quote, a quote inside a field, or a quoted field
+// followed by something other than a blank.
+inline bool splitFields(std::string_view line, std::vector<std::string>& fields,
+                        std::string& error) {
+    fields.clear();
+    size_t i = 0;
+    while (true) {
+        while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+        if (i >= line.size()) return true;
+        if (line[i] == '"') {
+            size_t close = line.find('"', i + 1);
+            if (close == std::string_view::npos) {
+                error = "a double quote is not closed";
+                return false;
+            }
+            fields.emplace_back(line.substr(i + 1, close - i - 1));
+            i = close + 1;
+            if (i < line.size() && line[i] != ' ' && line[i] != '\t') {
+                error = "a quoted field must be followed by a blank";
+                return false;
+            }
+            continue;
+        }
+        size_t end = line.find_first_of(" \t", i);
+        if (end == std::string_view::npos) end = line.size();
+        std::string_view field = line.substr(i, end - i);
+        if (field.find('"') != std::string_view::npos) {
+            error = "a double quote inside a field";
+            return false;
+        }
+        fields.emplace_back(field);
+        i = end;
+    }
 }
 
 // The 64-bit FNV-1a hash of some bytes: a file's identity in logs.

@@ -92,6 +92,8 @@ class Binder {
                     !fabric_.nodesByDescription(n.openSmNodeDescription).empty()) {
                     hint = "; OpenSM reads it as '" + n.openSmNodeDescription +
                            "' (blanks outside quotes dropped), a node it selects";
+                } else {
+                    hint = fabric_.suggestPort(n.nodeDescription, n.port);
                 }
                 warning("unknown-node", n.location,
                         "no node in " + fabric_.source + " is described as '" + n.nodeDescription +

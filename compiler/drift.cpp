@@ -18,9 +18,9 @@ std::vector<Drift> findDrift(TableReader& live, const FabricTables& tables) {
             auto found = live.readSl2Vl(t.port, in, error);
             std::string what = "sl2vl in " + std::to_string(in);
             if (!found) {
-                drift.push_back({t.port, what, sl2vlText(want), error});
+                drift.push_back({t.port, what, want, std::nullopt, error});
             } else if (*found != want) {
-                drift.push_back({t.port, what, sl2vlText(want), sl2vlText(*found)});
+                drift.push_back({t.port, what, want, *found, ""});
             }
         }
         if (!t.hasVlArb) continue;
@@ -32,9 +32,9 @@ std::vector<Drift> findDrift(TableReader& live, const FabricTables& tables) {
             auto found = live.readVlArb(t.port, high, cap, error);
             std::string what = high ? "vlarb high" : "vlarb low";
             if (!found) {
-                drift.push_back({t.port, what, vlarbText(want), error});
+                drift.push_back({t.port, what, want, std::nullopt, error});
             } else if (*found != want) {
-                drift.push_back({t.port, what, vlarbText(want), vlarbText(*found)});
+                drift.push_back({t.port, what, want, *found, ""});
             }
         }
     }

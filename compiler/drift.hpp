@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,12 +16,18 @@ namespace ibqos {
 struct Drift {
     uint32_t port = 0;  // index into Fabric::ports
     std::string table;  // "sl2vl in 3", "vlarb high", "vlarb low"
-    std::string expected;
-    std::string found;
+    PortTable expected;
+    std::optional<PortTable> found;  // nullopt when the port's table could not be read
+    std::string error;               // why, then
+
+    // What the port holds, for people: the table, or "unreadable (why)".
+    std::string foundText() const {
+        return found ? tableText(*found) : "unreadable (" + error + ")";
+    }
 };
 
 // Reads every port that receives tables and compares with the compiled tables. Ports that
-// cannot be read are reported as drift with the reason as "found".
+// cannot be read are reported as drift without a found table.
 std::vector<Drift> findDrift(TableReader& live, const FabricTables& tables);
 
 }  // namespace ibqos

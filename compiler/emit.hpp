@@ -20,6 +20,9 @@ std::string emitTablesJson(const BoundPolicy& bound, const FabricTables& tables,
 
 // One port's object of that document: its identity, OperVLs, SL2VL pairs and VLArb lists.
 Json portTablesJson(const Fabric& fabric, const FabricTables& tables, const PortTables& port);
+// One table in that document's form: an SL2VL table as its 16 VLs, VLArb entries as
+// [[vl, weight], ...], a high limit as a number.
+Json tableJson(const PortTable& table);
 
 // The tables for people: ports with identical tables grouped, each distinct table once.
 std::string emitTablesText(const BoundPolicy& bound, const FabricTables& tables);

@@ -19,9 +19,9 @@ unsigned sentEntries(const PortTables& t, bool high) {
     return std::min<unsigned>(high ? t.vlArbHighCap : t.vlArbLowCap, 64);
 }
 
-Json vlArbJson(const VlArbTable& table, unsigned count) {
+Json vlArbJson(const VlArbEntry* entries, size_t count) {
     Json out = Json::array();
-    for (unsigned i = 0; i < count; ++i) out.push_back({table[i].vl, table[i].weight});
+    for (size_t i = 0; i < count; ++i) out.push_back({entries[i].vl, entries[i].weight});
     return out;
 }
 
@@ -50,8 +50,15 @@ Json portTablesJson(const Fabric& fabric, const FabricTables& tables, const Port
             {"oper_vls", dataVls(t.operVls)},
             {"high_limit", t.highLimit},
             {"sl2vl", std::move(sl2vl)},
-            {"vlarb_high", vlArbJson(tables.vlarbs[t.vlArbHigh], sentEntries(t, true))},
-            {"vlarb_low", vlArbJson(tables.vlarbs[t.vlArbLow], sentEntries(t, false))}};
+            {"vlarb_high", vlArbJson(tables.vlarbs[t.vlArbHigh].data(), sentEntries(t, true))},
+            {"vlarb_low", vlArbJson(tables.vlarbs[t.vlArbLow].data(), sentEntries(t, false))}};
+}
+
+Json tableJson(const PortTable& table) {
+    if (const auto* sl2vl = std::get_if<Sl2VlTable>(&table)) return *sl2vl;
+    if (const auto* vlarb = std::get_if<std::vector<VlArbEntry>>(&table))
+        return vlArbJson(vlarb->data(), vlarb->size());
+    return std::get<uint8_t>(table);
 }
 
 // One port's object per line. The document is put together a port at a time: a fabric of

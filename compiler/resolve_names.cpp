@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/text.hpp"
 #include "compiler/passes.hpp"
 #include "policy-grammar/keywords.hpp"
 
@@ -139,7 +140,8 @@ class NameTable {
     }
 
     // Why a reference OpenSM cannot resolve fails: a hint when ibqos's reading would resolve
-    // it (blanks OpenSM drops) or the names differ only in blanks.
+    // it (blanks OpenSM drops), when the names differ only in blanks, or else the defined name
+    // closest to it (a misspelling).
     std::string hint(const NameRef& ref) const {
         if (written_.find(ref.name)) {
             return " as OpenSM reads it ('" + ref.openSm +
@@ -157,7 +159,11 @@ class NameTable {
                 suggestion = &e;
             }
         }
-        return suggestion ? "; did you mean '" + suggestion->name + "'?" : "";
+        if (suggestion) return "; did you mean '" + suggestion->name + "'?";
+        std::vector<std::string_view> names;
+        for (const auto& entry : index_.entries()) names.push_back(entry.second.name);
+        std::string_view guess = closest(ref.name, names);
+        return guess.empty() ? "" : "; did you mean '" + std::string(guess) + "'?";
     }
 
   private:
@@ -312,8 +318,9 @@ void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy) {
                 "undefined-parent", e.parentName.location,
                 "'" + e.parentName.name + "' is a sched-leaf; only a sched-node can be a parent");
         } else {
-            report.stricterError("undefined-parent", e.parentName.location,
-                                 "no sched-node is named '" + e.parentName.name + "'");
+            report.stricterError(
+                "undefined-parent", e.parentName.location,
+                "no sched-node is named '" + e.parentName.name + "'" + elements.hint(e.parentName));
         }
     };
     for (SchedElement& n : host.nodes) resolveParent(n);

@@ -556,6 +556,12 @@ std::string vlarbText(const std::vector<VlArbEntry>& entries) {
     return s;
 }
 
+std::string tableText(const PortTable& table) {
+    if (const auto* sl2vl = std::get_if<Sl2VlTable>(&table)) return sl2vlText(*sl2vl);
+    if (const auto* vlarb = std::get_if<std::vector<VlArbEntry>>(&table)) return vlarbText(*vlarb);
+    return std::to_string(std::get<uint8_t>(table));
+}
+
 std::vector<TableChange> changedTables(const Fabric& fabric, const FabricTables& before,
                                        const FabricTables& after) {
     std::unordered_map<uint32_t, uint32_t> afterByPort;
@@ -582,20 +588,17 @@ std::vector<TableChange> changedTables(const Fabric& fabric, const FabricTables&
             const Sl2VlTable& y = after.sl2vls[b.sl2vlFor(in)];
             if (x == y) continue;
             change.sl2vl = true;
-            change.differences.push_back(
-                {"sl2vl in " + std::to_string(in), sl2vlText(x), sl2vlText(y)});
+            change.differences.push_back({"sl2vl in " + std::to_string(in), x, y});
         }
         for (bool high : {true, false}) {
             auto x = sent(before, a, high), y = sent(after, b, high);
             if (x == y) continue;
             change.vlarb = true;
-            change.differences.push_back(
-                {high ? "vlarb high" : "vlarb low", vlarbText(x), vlarbText(y)});
+            change.differences.push_back({high ? "vlarb high" : "vlarb low", x, y});
         }
         if (a.highLimit != b.highLimit) {
             change.vlarb = true;
-            change.differences.push_back(
-                {"vl-high-limit", std::to_string(a.highLimit), std::to_string(b.highLimit)});
+            change.differences.push_back({"vl-high-limit", a.highLimit, b.highLimit});
         }
         if (change.sl2vl || change.vlarb) out.push_back(std::move(change));
     }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include "common/diagnostics.hpp"
@@ -109,11 +110,17 @@ FabricTables computeTables(const BoundPolicy& bound, const OpenSmConf& conf,
 std::string sl2vlText(const Sl2VlTable& table);
 std::string vlarbText(const std::vector<VlArbEntry>& entries);
 
+// One table of a port as it is sent (an SL2VL table, the VLArb entries of the port's cap), or
+// its VL high limit: what a difference between two ports' tables is about.
+using PortTable = std::variant<Sl2VlTable, std::vector<VlArbEntry>, uint8_t>;
+// As people read it: "0,1,2,...,7", "1:128,2:64", "4".
+std::string tableText(const PortTable& table);
+
 // One table of a port that differs: which ("sl2vl in 3", "vlarb high", "vlarb low",
 // "vl-high-limit"), and both forms.
 struct TableDifference {
     std::string table;
-    std::string before, after;
+    PortTable before, after;
 };
 
 // A port whose tables differ between two computations on one fabric.

@@ -7,7 +7,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <utility>
+
+#include "common/text.hpp"
 
 namespace ibqos {
 
@@ -143,7 +146,8 @@ uint32_t Fabric::findEndpoint(std::string_view spec, std::string& error) const {
     size_t slash = s.rfind('/');
     if (slash == std::string::npos || slash + 2 > s.size() ||
         (s[slash + 1] != 'P' && s[slash + 1] != 'p')) {
-        error = "'" + s + "' is not a port: give a GUID (0x...), a LID, or NodeDescription/P<n>";
+        error = "'" + s + "' is not a port: give a GUID (0x...), a LID, or NodeDescription/P<n>" +
+                suggestPort(s, std::nullopt);
         return NoPort;
     }
     char* end = nullptr;
@@ -154,7 +158,8 @@ uint32_t Fabric::findEndpoint(std::string_view spec, std::string& error) const {
     }
     auto found = nodesByDescription(s.substr(0, slash));
     if (found.empty()) {
-        error = "no node is described as '" + s.substr(0, slash) + "'";
+        error = "no node is described as '" + s.substr(0, slash) + "'" +
+                suggestPort(s.substr(0, slash), static_cast<unsigned>(number));
         return NoPort;
     }
     if (found.size() > 1) {
@@ -170,6 +175,32 @@ uint32_t Fabric::findEndpoint(std::string_view spec, std::string& error) const {
     uint32_t endpoint = endpointFor(port);
     if (endpoint == NoPort) error = "'" + s + "' has no link, so it is not part of the subnet";
     return endpoint;
+}
+
+std::string Fabric::suggestPort(std::string_view description,
+                                std::optional<unsigned> number) const {
+    // The node meant: described exactly so (only one), else the one described most alike.
+    uint32_t node = NoPort;
+    if (auto exact = nodesByDescription(description); exact.size() == 1) {
+        node = exact.front();
+    } else if (exact.empty()) {
+        std::vector<std::string_view> descriptions;
+        for (const FabricNode& n : nodes) descriptions.push_back(n.description);
+        std::string_view guess = closest(description, descriptions);
+        if (auto alike = nodesByDescription(guess); !guess.empty() && alike.size() == 1)
+            node = alike.front();
+    }
+    if (node == NoPort) return "";
+    // The port asked for, else the node's first port that is part of the subnet.
+    const FabricNode& n = nodes[node];
+    std::optional<unsigned> port;
+    if (number && portOf(node, *number) != NoPort) port = number;
+    for (unsigned p = 0; !port && p <= n.portCount; ++p) {
+        uint32_t index = portOf(node, p);
+        if (index != NoPort && endpointFor(index) != NoPort) port = p;
+    }
+    if (!port) return "";
+    return "; did you mean '" + n.description + "/P" + std::to_string(*port) + "'?";
 }
 
 std::string Fabric::portName(uint32_t port) const {

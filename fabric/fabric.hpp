@@ -125,6 +125,10 @@ class Fabric {
     uint32_t findEndpoint(std::string_view spec, std::string& error) const;
     // How a port is shown to people: "NodeDescription/P<n>" (the node GUID when unnamed).
     std::string portName(uint32_t port) const;
+    // "; did you mean 'Desc/P<n>'?" for a port named by a NodeDescription that one node has, or
+    // nearly has (a misspelling), with the port number given or the node's first linked one;
+    // "" when no node is meant.
+    std::string suggestPort(std::string_view description, std::optional<unsigned> number) const;
 
   private:
     std::vector<uint32_t> endpoints_;

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "common/source.hpp"
+#include "common/text.hpp"
 #include "fabric/fabric.hpp"
 #include "fabric/port_caps.hpp"
 
@@ -41,45 +42,61 @@ void readPortCaps(const SourceFile& source, Fabric& fabric, Diagnostics& diagnos
         std::string line(text.substr(offset, end - offset));
         SourceLocation at = source.locate(static_cast<uint32_t>(offset));
         offset = end + 1;
-        if (size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
-        std::vector<std::string> words;
-        for (size_t p = 0; p < line.size();) {
-            while (p < line.size() && std::isspace(static_cast<unsigned char>(line[p]))) ++p;
-            size_t q = p;
-            while (q < line.size() && !std::isspace(static_cast<unsigned char>(line[q]))) ++q;
-            if (q > p) words.push_back(line.substr(p, q - p));
-            p = q;
+        // A comment starts at '#' outside double quotes.
+        bool quoted = false;
+        for (size_t i = 0; i < line.size(); ++i) {
+            if (line[i] == '"') quoted = !quoted;
+            if (line[i] == '#' && !quoted) {
+                line.resize(i);
+                break;
+            }
         }
-        if (words.empty()) continue;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
         auto error = [&](std::string message) {
             diagnostics.error("port-caps", source.name(), at, std::move(message));
         };
+        std::vector<std::string> words;
+        if (std::string why; !splitFields(line, words, why)) {
+            error(why);
+            continue;
+        }
+        if (words.empty()) continue;
+
+        // The port: the first field when it is quoted, else every field before the first
+        // key=value (a NodeDescription may hold blanks).
+        std::string port = words[0];
+        size_t firstKey = 1;
+        if (trim(line).front() != '"') {
+            for (; firstKey < words.size() && words[firstKey].find('=') == std::string::npos;
+                 ++firstKey)
+                port += " " + words[firstKey];
+        }
 
         // Which ports: '*', a port GUID (every port of a switch), or NodeDescription/P<n>.
         std::vector<uint32_t> ports;
-        if (words[0] == "*") {
+        if (port == "*") {
             for (uint32_t p = 0; p < fabric.ports.size(); ++p) ports.push_back(p);
         } else {
             std::string why;
-            uint32_t endpoint = fabric.findEndpoint(words[0], why);
+            uint32_t endpoint = fabric.findEndpoint(port, why);
             if (endpoint == NoPort) {
                 error(why);
                 continue;
             }
             const FabricNode& node = fabric.nodeOf(endpoint);
-            bool byName = words[0].find('/') != std::string::npos;
+            bool byName = port.find('/') != std::string::npos;
             if (node.type == NodeType::Switch && !byName) {
                 for (unsigned n = 0; n <= node.portCount; ++n) ports.push_back(node.firstPort + n);
             } else if (node.type == NodeType::Switch) {
-                size_t slash = words[0].rfind('/');
-                ports.push_back(fabric.portOf(fabric.ports[endpoint].node,
-                                              static_cast<unsigned>(std::strtoul(
-                                                  words[0].c_str() + slash + 2, nullptr, 10))));
+                size_t slash = port.rfind('/');
+                ports.push_back(fabric.portOf(
+                    fabric.ports[endpoint].node,
+                    static_cast<unsigned>(std::strtoul(port.c_str() + slash + 2, nullptr, 10))));
             } else {
                 ports.push_back(endpoint);
             }
         }
-        for (size_t w = 1; w < words.size(); ++w) {
+        for (size_t w = firstKey; w < words.size(); ++w) {
             size_t eq = words[w].find('=');
             std::string key = words[w].substr(0, eq);
             char* stop = nullptr;

@@ -245,11 +245,11 @@ const Report& Monitor::scrape() {
         }
     }
     for (const Drift& d : drift_) {
-        report.findings.push_back({Finding::Kind::TablesDiffer, d.port, f.ports[d.port].node, -1,
-                                   -1, 0, 0,
-                                   f.portName(d.port) + " " + d.table + ": the fabric holds " +
-                                       d.found + ", the policy compiles to " + d.expected +
-                                       " (shares are judged against the compiled tables)"});
+        report.findings.push_back(
+            {Finding::Kind::TablesDiffer, d.port, f.ports[d.port].node, -1, -1, 0, 0,
+             f.portName(d.port) + " " + d.table + ": the fabric holds " + d.foundText() +
+                 ", the policy compiles to " + tableText(d.expected) +
+                 " (shares are judged against the compiled tables)"});
     }
     remember(report);
     report_ = std::move(report);
@@ -268,8 +268,7 @@ void Monitor::remember(const Report& report) {
     const double oldest = report.unixTime - options_.window;
     while (!historyOrder_.empty()) {
         auto it = history_.find(historyOrder_.front());
-        if (historyOrder_.size() <= options_.historyPoints &&
-            it->second.front().unixTime >= oldest)
+        if (historyOrder_.size() <= options_.historyPoints && it->second.front().unixTime >= oldest)
             break;
         it->second.pop_front();
         if (it->second.empty()) history_.erase(it);

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/text.hpp"
 #include "policy-grammar/ast.hpp"
 #include "policy-grammar/error_handler.hpp"
 #include "policy-grammar/keywords.hpp"
@@ -37,36 +38,6 @@ std::vector<BlockKind> allKinds() {
     std::vector<BlockKind> kinds;
     for (size_t k = 0; k < std::size(ast::blockWords); ++k) kinds.push_back(BlockKind(k));
     return kinds;
-}
-
-size_t editDistance(std::string_view a, std::string_view b) {
-    std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-        size_t diagonal = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= b.size(); ++j) {
-            size_t up = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1,
-                               diagonal + (lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1)});
-            diagonal = up;
-        }
-    }
-    return row[b.size()];
-}
-
-// The closest candidate within a small edit distance, or "".
-std::string_view closest(std::string_view word, const std::vector<std::string_view>& candidates) {
-    std::string_view best;
-    size_t bestDistance = std::max<size_t>(2, word.size() / 4) + 1;
-    for (std::string_view c : candidates) {
-        size_t d = editDistance(word, c);
-        if (d < bestDistance) {
-            bestDistance = d;
-            best = c;
-        }
-    }
-    return best;
 }
 
 std::string joinWords(const std::vector<std::string_view>& words, std::string_view suffix) {

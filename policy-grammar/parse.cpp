@@ -3,10 +3,64 @@
 #include "policy-grammar/parse.hpp"
 
 #include <cstring>
+#include <set>
+#include <string_view>
+#include <utility>
 
 #include "policy-grammar/grammar.hpp"
 
 namespace ibqos {
+
+namespace {
+
+// What an editor may put at the start of a UTF-8 file. OpenSM 3.3.23's lexer reads it as text
+// before the first keyword: a syntax error at 1:2 (ERR AC05), and the policy is dropped, with a
+// comment or a blank line after it too (seen on ibsim).
+constexpr std::string_view ByteOrderMark = "\xEF\xBB\xBF";
+
+// Where the carriage returns of Windows line ends ("\r\n") stand.
+std::set<std::pair<uint32_t, uint32_t>> lineEndCarriageReturns(const SourceFile& source) {
+    std::set<std::pair<uint32_t, uint32_t>> out;
+    std::string_view text = source.text();
+    uint32_t line = 1;
+    for (size_t i = text.find("\r\n"); i != std::string_view::npos; i = text.find("\r\n", i + 2)) {
+        SourceLocation at = source.locate(static_cast<uint32_t>(i), line);
+        out.emplace(at.line, at.column);
+    }
+    return out;
+}
+
+// Moves the grammar's diagnostics to the caller's. A file with Windows line ends gets one
+// error for its carriage returns, at the first OpenSM rejects, instead of one a line: the
+// lines stay marked, so that nothing lost on them is reported again.
+void keepSyntaxDiagnostics(const SourceFile& source, const Diagnostics& parsed,
+                           Diagnostics& diagnostics) {
+    const auto carriageReturns = lineEndCarriageReturns(source);
+    auto atCarriageReturn = [&](const Diagnostic& d) {
+        return d.severity == Severity::Error && d.file == source.name() &&
+               carriageReturns.count({d.location.line, d.location.column}) != 0;
+    };
+    const Diagnostic* first = nullptr;
+    size_t count = 0;
+    for (const Diagnostic& d : parsed.all()) {
+        if (!atCarriageReturn(d)) continue;
+        ++count;
+        if (!first || d.location.line < first->location.line) first = &d;
+    }
+    if (count < 2) {
+        diagnostics.append(parsed);
+        return;
+    }
+    diagnostics.append(parsed, [&](const Diagnostic& d) { return !atCarriageReturn(d); });
+    diagnostics.report(Severity::Error, first->code, first->file, first->location,
+                       first->message +
+                           " (the file has Windows line ends: " + std::to_string(count - 1) +
+                           " more lines where OpenSM rejects the carriage return are not "
+                           "reported one by one)",
+                       true);
+}
+
+}  // namespace
 
 std::optional<ast::PolicyFile> parsePolicy(const SourceFile& source, Diagnostics& diagnostics) {
     ast::PolicyFile file;
@@ -20,22 +74,34 @@ std::optional<ast::PolicyFile> parsePolicy(const SourceFile& source, Diagnostics
                                 "this is not a text file (it holds a NUL byte)");
         return std::nullopt;
     }
+    // The mark is named once and the text after it read as it stands, so that nothing else is
+    // reported for it; the line keeps its own errors.
+    if (source.text().starts_with(ByteOrderMark)) {
+        diagnostics.report(Severity::Error, "byte-order-mark", source.name(), {1, 1},
+                           "the file starts with a UTF-8 byte-order mark (bytes EF BB BF), which "
+                           "OpenSM reads as text: it rejects the file; save it without the mark "
+                           "(sed -i '1s/^\\xEF\\xBB\\xBF//' FILE)",
+                           true);
+        first += ByteOrderMark.size();
+    }
 
-    grammar::ParseState state{source, diagnostics};
+    Diagnostics parsed;
+    grammar::ParseState state{source, parsed};
     grammar::Skipper const skipper{};
     grammar::SkipperContext skipContext(skipper);
     grammar::Context context(state, skipContext);
     try {
         if (!grammar::policy.parse(first, last, context, boost::spirit::x3::unused, file.blocks)) {
-            diagnostics.syntaxError("syntax", source.name(), source.locate(first),
-                                    "this line cannot be read");
+            parsed.syntaxError("syntax", source.name(), source.locate(first),
+                               "this line cannot be read");
         }
     } catch (const boost::spirit::x3::expectation_failure<const char*>& x) {
         // Every line-level failure is recovered inside the grammar; this is the end-of-file
         // expectation, reached only when a line could not be consumed at all.
-        diagnostics.syntaxError("syntax", source.name(), source.locate(x.where()),
-                                "expected " + x.which());
+        parsed.syntaxError("syntax", source.name(), source.locate(x.where()),
+                           "expected " + x.which());
     }
+    keepSyntaxDiagnostics(source, parsed, diagnostics);
     // OpenSM's lexer reads '#' to the line end as a comment only when a line end follows it: on
     // a last line without one, the comment is text, and OpenSM drops the file.
     std::string_view text = source.text();

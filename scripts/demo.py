@@ -103,7 +103,7 @@ def main():
 
         say(f"the host side on {CLIENT}: ibqos-agent resolve (SA query, then leaf and congestion-control slot)")
         for what, node, service_id, qos_class in CONNECTIONS[:2]:
-            command = [agent, "resolve", "--policy", POLICY, "--dst", str(lid_of(fabric, node))]
+            command = [agent, "resolve", POLICY, "--dst", str(lid_of(fabric, node))]
             if service_id is not None:
                 command += ["--service-id", hex(service_id)]
             if qos_class is not None:

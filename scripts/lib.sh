@@ -16,6 +16,8 @@ IBQOS_BUILD_PACKAGES="$IBQOS_BUILD_PACKAGES libibumad-dev libibverbs-dev ibverbs
 IBQOS_BUILD_PACKAGES="$IBQOS_BUILD_PACKAGES nlohmann-json3-dev libcli11-dev libsystemd-dev libbenchmark-dev"
 # ibqos monitor's HTTP server.
 IBQOS_BUILD_PACKAGES="$IBQOS_BUILD_PACKAGES libmicrohttpd-dev"
+# man, for the test that the man pages render as written.
+IBQOS_BUILD_PACKAGES="$IBQOS_BUILD_PACKAGES man-db"
 
 # The Debian packages (tests/packaging): the tools, and every build dependency of debian/control.
 IBQOS_PACKAGING_PACKAGES="build-essential dpkg-dev debhelper lintian $IBQOS_BUILD_PACKAGES libopensm-dev libibmad-dev libibnetdisc-dev"

@@ -39,7 +39,7 @@ def main():
         fabric.start_opensm({"qos": "TRUE"}, "0x10000a", "sm HCA-1", name="stock")
         p = fabric.tool([ibqos, "verify", policy, "--json"], "compute1 HCA-1", check=False)
         report = json.loads(p.stdout)
-        differing = sorted({d["port"] for d in report["differences"]})
+        differing = sorted({d["name"] for d in report["differences"]})
         print(f"stock OpenSM: exit {p.returncode}, {len(report['differences'])} differences on {len(differing)} ports")
         # qos-setup gives storage1's ports and the leaf ports facing it their own VLArb tables,
         # and the leaves' traffic from the spine its own SL2VL: all of it must show.
@@ -48,9 +48,31 @@ def main():
             failures.append(f"a stock OpenSM's tables should differ on {sorted(expected)}, found {differing}")
         if not all(d["expected"] and d["found"] and d["table"] for d in report["differences"]):
             failures.append("every difference names the table, what was expected and what was found")
+        # Tables in the form of `ibqos compile --emit json`: the SL2VL as 16 VLs, VLArb entries
+        # as [vl, weight] pairs; the port's number as elsewhere, its name beside it.
+        compiled = json.loads(subprocess.run([ibqos, "compile", policy, "--topology", "-", "--emit", "json"],
+                                             input=fabric.tool(["ibnetdiscover"], "compute1 HCA-1").stdout,
+                                             capture_output=True, text=True, timeout=120).stdout or "{}")
+        ports = {(p["node_desc"], p["port"]): p for p in compiled.get("ports", [])}
+        for d in report["differences"]:
+            node, number = d["name"].rsplit("/P", 1)
+            want = ports.get((node, d["port"]))
+            if int(number) != d["port"] or d["port_number"] != d["port"] or want is None:
+                failures.append(f"difference {d}: its port number and name disagree, or compile has no such port")
+                continue
+            if d["table"].startswith("vlarb"):
+                table = want["vlarb_high" if d["table"] == "vlarb high" else "vlarb_low"]
+            else:
+                source = int(d["table"].split()[-1])
+                table = next(t["vl"] for t in want["sl2vl"] if t["in"] == source)
+            if d["expected"] != table or not isinstance(d["found"], list):
+                failures.append(f"{d['name']} {d['table']}: expected {d['expected']} is not compile's {table}")
         text = fabric.tool([ibqos, "verify", policy], "compute1 HCA-1", check=False).stdout
-        if "differences" not in text.splitlines()[-1]:
+        lines = text.splitlines()
+        if "differences" not in lines[-1]:
             failures.append("the text report ends with a count line")
+        if not any(line.startswith("storage1 HCA-1/P1 vlarb low: expected ") and ", found " in line for line in lines):
+            failures.append("a difference is one line: port, table, expected, found:\n" + text[:500])
 
     # Without a fabric (no simulator, and no HCA on this machine): a clear error and exit 2.
     if os.path.isdir("/sys/class/infiniband") and os.listdir("/sys/class/infiniband"):

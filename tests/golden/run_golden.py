@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 # Golden files: runs `ibqos check` on every *.conf of a directory and compares stderr and the exit
-# status with NAME.expect; and runs `ibqos ARGS` for every NAME.args (arguments relative to --root)
-# and compares stdout, stderr and the exit status. --regenerate rewrites the .expect files.
+# status with NAME.expect; and runs `ibqos ARGS` for every NAME.args (arguments relative to --root,
+# NAME.stdin as standard input when there is one) and compares stdout, stderr and the exit status.
+# --regenerate rewrites the .expect files.
 import argparse
 import difflib
 import json
@@ -22,7 +23,9 @@ def run(ibqos, directory, name, extra):
 
 def run_args(ibqos, root, case):
     args = shlex.split(case.read_text())
-    p = subprocess.run([ibqos, *args], cwd=root, capture_output=True, timeout=120)
+    stdin = case.with_suffix(".stdin")
+    p = subprocess.run([ibqos, *args], cwd=root, capture_output=True, timeout=120,
+                       input=stdin.read_bytes() if stdin.exists() else b"")
     return (p.stdout.decode("utf-8", "replace") + "---- stderr\n" + p.stderr.decode("utf-8", "replace") +
             f"exit: {p.returncode}\n")
 

@@ -62,7 +62,7 @@ def daemon(scratch, env):
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     listener.bind(notify_path)
     sock = os.path.join(scratch, "agent.sock")
-    argv = [args.agent, "run", "--policy", args.policy, "--socket", sock,
+    argv = [args.agent, "run", args.policy, "--socket", sock,
             "--plan", os.path.join(scratch, "host-plan"), "--path-table", os.path.join(scratch, "path-table"),
             "--pcc", "simulated"]
     p = subprocess.Popen(argv, env=dict(env, NOTIFY_SOCKET=notify_path), stdout=subprocess.DEVNULL,

@@ -209,7 +209,7 @@ try:
                 offline = subprocess.run([args.ibqos, "query", POLICY, "--topology", topology, "--sm", "0x100001",
                                           "--src", str(me), "--dst", str(lids[dst]), "--json", *extra],
                                          capture_output=True, text=True, timeout=60)
-                p = agent("resolve", "--policy", POLICY, "--dst", str(lids[dst]), "--json", *extra,
+                p = agent("resolve", POLICY, "--dst", str(lids[dst]), "--json", *extra,
                           host="Hca2", fabric=fabric)
                 record = simfabric.parse_pathrecord(fabric.tool(sq, "Hca2").stdout)
                 what = f"to {dst} service-id {service} qos-class {qos}"
@@ -228,9 +228,17 @@ try:
                 check((answer["pcc_slot"], answer["pcc_algorithm"]) == expected_slot,
                       f"  pcc-slot {answer['pcc_slot']} {answer['pcc_algorithm']} follows the plan {expected_slot}")
                 check(answer["path"]["slid"] == me and answer["path"]["dlid"] == lids[dst], "  the path is ours")
+                # Quantities have the types `ibqos query` gives them: a PKey is a number, MTU and
+                # rate the IB enums, with their readable companions.
+                path = answer["path"]
+                check(path["pkey"] == int(record["pkey"], 0) and path["mtu"] == int(record["mtu"], 0) & 0x3f
+                      and path["mtu_bytes"] == 128 << path["mtu"] and isinstance(path["rate_gbps"], (int, float))
+                      and path["rate_gbps"] > 0,
+                      f"  pkey {path['pkey']} (a number), mtu {path['mtu']} = {path['mtu_bytes']} bytes, "
+                      f"rate {path['rate']} = {path['rate_gbps']} Gb/s, as saquery's")
                 resolved[(service, qos)] = sl
 
-        # A port GUID asks by GID and gets the same level.
+        # A port GUID asks by GID and gets the same level (the policy given the older way).
         p = agent("resolve", "--policy", POLICY, "--dst", guid3, "--qos-class", "3", "--json", host="Hca2",
                   fabric=fabric)
         check(p.returncode == 0 and json.loads(p.stdout)["sl"] == resolved[(None, "3")],

@@ -158,6 +158,7 @@ def check_files(root, multiarch, checks):
         "lib/systemd/system/ibqos-agent.service",
         "lib/systemd/system/ibqos-monitor.service",
         "usr/share/bash-completion/completions/ibqos",
+        "usr/share/bash-completion/completions/ibqos-agent",
         "usr/share/man/man1/ibqos.1.gz",
         "usr/share/man/man5/ibqos-policy.5.gz",
         "usr/share/man/man8/ibqos_osm.8.gz",
@@ -180,10 +181,11 @@ def check_files(root, multiarch, checks):
         raise Failure("the monitor's unit does not start /usr/bin/ibqos monitor as Type=notify:\n" + unit)
     checks.ok("the monitor's unit starts /usr/bin/ibqos monitor (Type=notify)")
 
-    rc, out = run(["bash", "-n", os.path.join(root, "usr/share/bash-completion/completions/ibqos")])
-    if rc != 0:
-        raise Failure("the bash completion does not parse: " + out)
-    checks.ok("the bash completion parses")
+    for command in ("ibqos", "ibqos-agent"):
+        rc, out = run(["bash", "-n", os.path.join(root, "usr/share/bash-completion/completions", command)])
+        if rc != 0:
+            raise Failure(f"the bash completion of {command} does not parse: " + out)
+    checks.ok("the bash completions of ibqos and ibqos-agent parse")
 
     if shutil.which("man"):
         # As "man 5 ibqos-policy" finds them once installed, with the unpacked tree as MANPATH.

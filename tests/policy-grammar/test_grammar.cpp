@@ -281,14 +281,44 @@ TEST_CASE("a carriage return is ignored where OpenSM ignores it and located wher
           "fast");
     CHECK(valueOf<ast::Text>(names.field(ast::BlockKind::QosLevel, ast::Key::Use)).value == "a b");
 
-    // ...and rejects the whole file after a keyword or a number: every such line is reported.
+    // ...and rejects the whole file after a keyword or a number: one stray carriage return is
+    // reported where it stands...
+    Parsed stray("qos-ulps\n  default : 0\r\nend-qos-ulps\n");
+    REQUIRE(stray.diagnostics.errorCount() == 1);
+    CHECK(stray.diagnostics.all().front().location.line == 2);
+    CHECK(stray.diagnostics.all().front().openSmRejects);
+
+    // ...and a file with Windows line ends gets one error, at the first line OpenSM rejects,
+    // that counts the others and says how to convert the file.
     Parsed crlf("qos-ulps\r\n  default : 0\r\nend-qos-ulps\r\n");
-    REQUIRE(crlf.diagnostics.errorCount() == 3);
+    REQUIRE(crlf.diagnostics.errorCount() == 1);
     const Diagnostic& first = crlf.diagnostics.all().front();
     CHECK(first.location.line == 1);
     CHECK(first.location.column == 9);
+    CHECK(first.openSmRejects);
     CHECK(first.message.find("carriage return") != std::string::npos);
     CHECK(first.message.find("dos2unix") != std::string::npos);
+    CHECK(first.message.find("2 more lines") != std::string::npos);
+    // The lines whose errors are not reported one by one still count as having one.
+    CHECK(crlf.diagnostics.hasSyntaxErrorOnLine("test.conf", 2));
+    CHECK(crlf.diagnostics.hasSyntaxErrorOnLine("test.conf", 3));
+}
+
+TEST_CASE("a byte-order mark is named once and the file after it is read",
+          "[policy-grammar][lexical]") {
+    Parsed p(
+        "\xEF\xBB\xBF# levels\nqos-levels\n  qos-level\n    name: default\n    sl: 1\n"
+        "  end-qos-level\nend-qos-levels\n");
+    REQUIRE(p.diagnostics.all().size() == 1);
+    const Diagnostic& mark = p.diagnostics.all().front();
+    CHECK(mark.code == "byte-order-mark");
+    CHECK((mark.location.line == 1 && mark.location.column == 1));
+    CHECK(mark.openSmRejects);  // OpenSM 3.3.23 drops such a file (ERR AC05 at 1:2)
+    CHECK(valueOf<ast::Text>(p.field(ast::BlockKind::QosLevel, ast::Key::Name)).value == "default");
+
+    // The mark on a line with an error of its own: both are reported.
+    Parsed junk("\xEF\xBB\xBFqos-levels junk\nend-qos-levels\n");
+    CHECK(junk.diagnostics.errorCount() == 2);
 }
 
 TEST_CASE("blank lines and comment lines inside any block add nothing to it",

@@ -157,8 +157,8 @@ class Batch(unittest.TestCase):
         self.assertEqual([x["status"] for x in a], ["ok", "ok", "ok", "rejected"])
         self.assertEqual([x["level"] for x in a], ["c", "default", "c", "default"])
         for x in a:
-            self.assertEqual(set(x) - {"reason"}, {"status", "level", "sl", "mtu_limit", "rate_limit", "packet_life",
-                                                   "pkeys", "pkey", "rule"})
+            self.assertEqual(set(x) - {"reason"}, {"status", "level", "sl", "mtu_limit", "mtu_limit_bytes", "rate_limit",
+                                                   "rate_limit_gbps", "packet_life", "pkeys", "pkey", "rule"})
 
     def test_hostile_lines_are_errors_on_their_own_line_and_the_batch_goes_on(self):
         hostile = [

@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""ibqos and ibqos-agent behave the same everywhere: -V, POLICY as an argument (the older
+--policy still taken), '-' for standard input, an unknown port as an input error, --opensm-conf
+needing --topology like --partitions, -o errors naming the file asked for, the same JSON types
+for the same quantity (64-bit values with an exact "0x..." companion, MTU and rate enums with
+readable companions, tables as arrays), and bash completions offering every option --help lists."""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ARGS = None
+BAD_POLICY = "qos-levels\n    qos-level\n        name: default\n        sl: 16\n    end-qos-level\nend-qos-levels\n"
+
+
+def root(*parts):
+    return os.path.join(ARGS.source_root, *parts)
+
+
+def run(program, *args, stdin=b"", cwd=None):
+    return subprocess.run([program, *args], capture_output=True, timeout=120, input=stdin, cwd=cwd)
+
+
+def content(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def ibqos(*args, stdin=b"", cwd=None):
+    return run(ARGS.ibqos, *args, stdin=stdin, cwd=cwd)
+
+
+def agent(*args, stdin=b""):
+    return run(ARGS.agent, *args, stdin=stdin)
+
+
+# Set by main(): the qos-lab fabric's options, a policy for it, and a host-sched policy.
+LAB, LAB_POLICY, HOST_POLICY = [], "", ""
+
+
+class Version(unittest.TestCase):
+    def test_dash_capital_v_is_version_in_both_programs(self):
+        for program, name in ((ARGS.ibqos, "ibqos"), (ARGS.agent, "ibqos-agent")):
+            short, long = run(program, "-V"), run(program, "--version")
+            self.assertEqual((short.returncode, long.returncode), (0, 0), short.stderr)
+            self.assertEqual(short.stdout, long.stdout)
+            self.assertTrue(short.stdout.decode().startswith(name + " "), short.stdout)
+
+
+class UnknownPorts(unittest.TestCase):
+    def test_an_sm_port_the_fabric_does_not_have_is_an_input_error_in_every_command(self):
+        for command in (["check", LAB_POLICY], ["compile", LAB_POLICY, "--emit", "tables"],
+                        ["query", LAB_POLICY, "--src", "6", "--dst", "7"]):
+            p = ibqos(*command, *LAB, "--sm", "sm-1 HCA-1/P1")
+            self.assertEqual(p.returncode, 1, (command, p.stderr))
+            self.assertIn(b"--sm: no node is described as 'sm-1 HCA-1'; did you mean 'sm-01 HCA-1/P1'?",
+                          p.stderr)
+
+    def test_diff_keeps_its_own_convention_for_inputs_with_errors(self):
+        p = ibqos("diff", LAB_POLICY, LAB_POLICY, *LAB, "--sm", "0x123456")
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn(b"ibqos diff: --sm: no port has GUID 0x123456", p.stderr)
+
+    def test_a_node_named_without_its_port_is_told_the_port(self):
+        p = ibqos("query", LAB_POLICY, *LAB, "--src", "node-01 HCA-1", "--dst", "7", "--json")
+        self.assertEqual(p.returncode, 1)
+        [answer] = [json.loads(line) for line in p.stdout.decode().splitlines()]
+        self.assertEqual(answer["status"], "error")
+        self.assertIn("did you mean 'node-01 HCA-1/P1'?", answer["message"])
+
+
+class StandardInput(unittest.TestCase):
+    def test_check_reads_the_policy_from_standard_input(self):
+        p = ibqos("check", "-", stdin=BAD_POLICY.encode())
+        self.assertEqual(p.returncode, 1)
+        self.assertTrue(p.stderr.decode().startswith("<stdin>:4:"), p.stderr)
+        j = ibqos("check", "-", "--json", stdin=BAD_POLICY.encode())
+        self.assertEqual([d["file"] for d in json.loads(j.stdout)], ["<stdin>"])
+
+    def test_a_fabric_from_standard_input_gives_the_same_tables(self):
+        topology = content(root("samples/fabrics/qos-lab.ibnetdiscover"))
+        from_file = ibqos("compile", LAB_POLICY, *LAB, "--emit", "json")
+        from_stdin = ibqos("compile", LAB_POLICY, "--topology", "-", *LAB[2:], "--emit", "json", stdin=topology)
+        self.assertEqual(from_stdin.returncode, 0, from_stdin.stderr)
+        self.assertEqual(json.loads(from_stdin.stdout)["ports"], json.loads(from_file.stdout)["ports"])
+
+    def test_standard_input_is_read_once(self):
+        p = ibqos("query", "-", *LAB, "--batch", "-", stdin=content(LAB_POLICY))
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(b"standard input ('-') can be read only once", p.stderr)
+
+    def test_the_agent_reads_a_policy_from_standard_input(self):
+        text = content(HOST_POLICY)
+        self.assertEqual(json.loads(agent("plan", "-", "--json", stdin=text).stdout),
+                         json.loads(agent("plan", HOST_POLICY, "--json").stdout))
+        p = agent("simulate", "-", "--link-mbps", "1000", stdin=text)
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+    def test_the_daemon_refuses_standard_input(self):
+        p = agent("run", "--policy", "-", "--socket", "/nonexistent/agent.sock")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(b"give a file, not '-'", p.stderr)
+
+
+class PolicyArgument(unittest.TestCase):
+    def test_resolve_takes_the_policy_as_an_argument_or_with_the_older_option(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".conf") as f:
+            f.write(BAD_POLICY)
+            f.flush()
+            # The policy is read before the SA is asked: its errors show it was taken.
+            for form in ([f.name], ["--policy", f.name]):
+                p = agent("resolve", *form, "--dst", "1")
+                self.assertEqual(p.returncode, 1, (form, p.stderr))
+                self.assertIn(f.name.encode() + b":4:", p.stderr)
+            p = agent("resolve", f.name, "--policy", f.name, "--dst", "1")
+            self.assertEqual(p.returncode, 2)
+            self.assertIn(b"the policy is given twice", p.stderr)
+        p = agent("resolve", "--dst", "1")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(b"give the POLICY file", p.stderr)
+
+
+class FabricOptions(unittest.TestCase):
+    def test_opensm_conf_needs_a_topology_like_partitions(self):
+        for option, value in (("--opensm-conf", root("samples/opensm/qos-options.conf")),
+                              ("--partitions", LAB[3])):
+            for command in (["check", LAB_POLICY], ["diff", LAB_POLICY, LAB_POLICY]):
+                p = ibqos(*command, option, value)
+                self.assertEqual(p.returncode, 2, (command, option))
+                self.assertIn(option.encode() + b" requires --topology", p.stderr)
+
+
+class Output(unittest.TestCase):
+    def test_an_output_that_cannot_be_written_names_the_file_asked_for(self):
+        with tempfile.TemporaryDirectory() as scratch:
+            target = os.path.join(scratch, "missing", "tables.json")
+            for program, args in ((ARGS.ibqos, ["compile", LAB_POLICY, *LAB, "--emit", "json", "-o", target]),
+                                  (ARGS.agent, ["plan", HOST_POLICY, "-o", target])):
+                p = run(program, *args)
+                self.assertEqual(p.returncode, 2)
+                self.assertIn(f"cannot write '{target}': No such file or directory".encode(), p.stderr)
+                self.assertNotIn(b".tmp.", p.stderr)
+
+
+class JsonTypes(unittest.TestCase):
+    def test_query_gives_mtu_and_rate_limits_with_readable_companions(self):
+        p = ibqos("query", root("samples/policies/qos-lab-guid-ranges.conf"), *LAB, "--src", "node-01 HCA-1/P1",
+                  "--dst", "0x10000e", "--json")
+        a = json.loads(p.stdout)
+        self.assertEqual((a["mtu_limit"], a["mtu_limit_bytes"], a["rate_limit"], a["rate_limit_gbps"]),
+                         (4, 2048, 3, 10))
+
+    def test_diff_gives_64_bit_service_ids_exactly_as_hex_strings_too(self):
+        def policy(sl):
+            return ("qos-levels\n qos-level\n  name: default\n  sl: 0\n end-qos-level\n"
+                    f" qos-level\n  name: big\n  sl: {sl}\n end-qos-level\nend-qos-levels\n"
+                    "qos-match-rules\n qos-match-rule\n  service-id: 0x8000000000000001-0xfffffffffffffffe\n"
+                    "  qos-level-name: big\n end-qos-match-rule\nend-qos-match-rules\n")
+        with tempfile.TemporaryDirectory() as scratch:
+            paths = []
+            for sl in (1, 2):
+                paths.append(os.path.join(scratch, f"{sl}.conf"))
+                with open(paths[-1], "w") as f:
+                    f.write(policy(sl))
+            p = ibqos("diff", *paths, "--json")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        [region] = json.loads(p.stdout)["regions"]
+        self.assertEqual(region["service_ids"], [[0x8000000000000001, 0xfffffffffffffffe]])
+        self.assertEqual(region["service_ids_hex"], [["0x8000000000000001", "0xfffffffffffffffe"]])
+
+    def test_diff_gives_changed_tables_in_compiles_form(self):
+        setup = root("samples/policies/qos-lab-setup.conf")
+        d = json.loads(ibqos("diff", LAB_POLICY, setup, *LAB, "--json").stdout)
+        after = {(p["guid"], p["port"]): p for p in json.loads(ibqos("compile", setup, *LAB, "--emit", "json").stdout)["ports"]}
+        self.assertTrue(d["ports"])
+        for port in d["ports"]:
+            self.assertEqual(port["name"].rsplit("/P", 1)[1], str(port["port"]))
+            for change in port["changes"]:
+                new = after[(port["guid"], port["port"])]
+                if change["table"] == "vlarb low":
+                    self.assertEqual(change["new"], new["vlarb_low"])
+                elif change["table"] == "vlarb high":
+                    self.assertEqual(change["new"], new["vlarb_high"])
+                elif change["table"] == "vl-high-limit":
+                    self.assertEqual(change["new"], new["high_limit"])
+                else:
+                    source = int(change["table"].split()[-1])
+                    self.assertEqual(change["new"], next(t["vl"] for t in new["sl2vl"] if t["in"] == source))
+
+
+class Completion(unittest.TestCase):
+    """The completions run in bash with bash-completion's helpers stood in for."""
+
+    STUBS = r'''
+_init_completion() { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]};
+                     words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; }
+_filedir() { COMPREPLY=(FILE); }
+'''
+
+    def offered(self, script, function, words):
+        line = " ".join(f"'{w}'" for w in words)
+        bash = (self.STUBS + f"source '{script}'\nCOMP_WORDS=({line}); COMP_CWORD={len(words) - 1}\n"
+                f"{function}\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n")
+        p = subprocess.run(["bash", "-c", bash], capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return set(p.stdout.split())
+
+    def help_options(self, program, command):
+        text = run(program, *([command] if command else []), "--help").stdout.decode()
+        options = set()
+        for line in text.splitlines():
+            m = re.match(r"^\s+(-[\w-]+(?:,\s*-[\w-]+)*)", line)
+            if m:
+                options.update(o.strip() for o in m.group(1).split(","))
+        return options - {"-h"}
+
+    def test_every_option_of_every_command_is_offered(self):
+        if not shutil.which("bash"):
+            self.skipTest("no bash")
+        for program, script, function in ((ARGS.ibqos, "ibqos.bash-completion", "_ibqos"),
+                                          (ARGS.agent, "ibqos-agent.bash-completion", "_ibqos_agent")):
+            name = os.path.basename(program)
+            script = root("docs", script)
+            commands = self.offered(script, function, [name, ""])
+            listed = set(re.findall(r"^\s{2}(\w[\w-]*)\s", run(program, "--help").stdout.decode(), re.M))
+            self.assertTrue(listed and listed <= commands, f"{name}: commands {listed - commands} not offered")
+            self.assertEqual(self.offered(script, function, [name, "-"]), self.help_options(program, None))
+            for command in listed - {"help"}:
+                want = self.help_options(program, command)
+                got = self.offered(script, function, [name, command, "-"])
+                self.assertEqual(got, want, f"{name} {command}: the completion offers {sorted(got - want)} "
+                                            f"that --help does not list, and lacks {sorted(want - got)}")
+
+
+def main():
+    global ARGS, LAB, LAB_POLICY, HOST_POLICY
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ibqos", required=True)
+    ap.add_argument("--agent", required=True)
+    ap.add_argument("--source-root", required=True)
+    ARGS, rest = ap.parse_known_args()
+    ARGS.ibqos, ARGS.agent = os.path.abspath(ARGS.ibqos), os.path.abspath(ARGS.agent)
+    LAB = ["--topology", root("samples/fabrics/qos-lab.ibnetdiscover"),
+           "--partitions", root("samples/fabrics/qos-lab.partitions.conf")]
+    LAB_POLICY = root("samples/policies/qos-lab-handwritten.conf")
+    HOST_POLICY = root("samples/policies/host-sched.conf")
+    unittest.main(argv=[sys.argv[0], *rest], verbosity=2)
+
+
+if __name__ == "__main__":
+    main()
