@@ -7,6 +7,8 @@
 #include <string>
 
 namespace ibqos::passes {
+#include "ib/qos.hpp"
+
 
 void Elaborator::matchRule(const ast::Block& b) {
     MatchRule rule;
@@ -26,10 +28,10 @@ void Elaborator::matchRule(const ast::Block& b) {
                     for (const ast::Range& range : *r) {
                         uint64_t top =
                             range.hi ? std::max(range.lo.value, range.hi->value) : range.lo.value;
-                        if (top > 0xfff) {
-                            report_.warning(
-                                "value-range", at(range.lo),
-                                "a QoS class has 12 bits: values above 4095 never match");
+                        if (top > ib::MaxQosClass) {
+                            report_.warning("value-range", at(range.lo),
+                                            "a QoS class has 12 bits: values above " +
+                                                std::to_string(ib::MaxQosClass) + " never match");
                         }
                     }
                 }
@@ -81,7 +83,7 @@ void Elaborator::ulpLine(const ast::UlpLine& line) {
     UlpEntry entry;
     entry.ulp = line.ulp;
     entry.location = at(line);
-    auto sl = bounded(line.sl, 0, 15, "the SL of a qos-ulps line");
+    auto sl = bounded(line.sl, 0, ib::MaxSl, "the SL of a qos-ulps line");
     if (!sl) return;
     entry.sl = static_cast<uint8_t>(*sl);
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "compiler/passes.hpp"
+#include "ib/qos.hpp"
 
 namespace ibqos::passes {
 
@@ -124,7 +125,7 @@ void lowerUlps(const std::vector<UlpEntry>& ulps, const Reporter& report, Policy
                 if (e.ulp == Ulp::Iser)
                     rule.serviceIds =
                         RangeSet{{RdsIserServiceId + IserPort, RdsIserServiceId + IserPort}};
-                if (e.ulp == Ulp::Ipoib) rule.pkeys = RangeSet{{0x7fff, 0x7fff}};
+                if (e.ulp == Ulp::Ipoib) rule.pkeys = RangeSet{{ib::DefaultPkey, ib::DefaultPkey}};
                 break;
             case UlpQualifier::PortNum:
                 rule.serviceIds =

@@ -412,7 +412,7 @@ class TableBuilder {
             Sl2VlTable table = raw_[rawIndex];
             uint8_t mask = vlMask(operVls);
             for (uint8_t& vl : table) {
-                if (vl == 15) continue;
+                if (vl == ib::DropVl) continue;
                 f.folds |= vl >= dataVls(operVls);
                 vl &= mask;
             }
@@ -519,12 +519,12 @@ class TableBuilder {
     std::string describeSl2VlFold(const Sl2VlTable& raw, uint8_t mask) const {
         // Which SLs now share a VL because of the folding.
         std::string out;
-        for (unsigned sl = 0; sl < 16; ++sl) {
-            if (raw[sl] == 15 || (raw[sl] & mask) == raw[sl]) continue;
+        for (unsigned sl = 0; sl < ib::SlCount; ++sl) {
+            if (raw[sl] == ib::DropVl || (raw[sl] & mask) == raw[sl]) continue;
             unsigned vl = raw[sl] & mask;
             std::string sharing;
-            for (unsigned other = 0; other < 16; ++other) {
-                if (other != sl && raw[other] != 15 && (raw[other] & mask) == vl)
+            for (unsigned other = 0; other < ib::SlCount; ++other) {
+                if (other != sl && raw[other] != ib::DropVl && (raw[other] & mask) == vl)
                     sharing += (sharing.empty() ? "" : ",") + std::to_string(other);
             }
             if (!out.empty()) out += "; ";
@@ -545,7 +545,7 @@ FabricTables computeTables(const BoundPolicy& bound, const OpenSmConf& conf,
 
 std::string sl2vlText(const Sl2VlTable& t) {
     std::string s;
-    for (unsigned i = 0; i < 16; ++i) s += (i ? "," : "") + std::to_string(t[i]);
+    for (size_t i = 0; i < t.size(); ++i) s += (i ? "," : "") + std::to_string(t[i]);
     return s;
 }
 

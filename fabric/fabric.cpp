@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <utility>
 
+#include "ib/qos.hpp"
+
 namespace ibqos {
 
 size_t Partition::fullMembers() const {
@@ -107,7 +109,7 @@ const Partition* Fabric::partitionByName(std::string_view name) const {
 
 const Partition* Fabric::partitionByPkey(uint16_t pkey) const {
     for (const Partition& p : partitions) {
-        if (p.pkey == (pkey & 0x7fff)) return &p;
+        if (p.pkey == ib::pkeyBase(pkey)) return &p;
     }
     return nullptr;
 }

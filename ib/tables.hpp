@@ -5,6 +5,8 @@
 #include <array>
 #include <cstdint>
 
+#include "ib/qos.hpp"
+
 namespace ibqos {
 
 struct VlArbEntry {
@@ -15,7 +17,7 @@ struct VlArbEntry {
 
 // A whole VL-arbitration table (two 32-entry blocks); a port uses its cap's worth of entries.
 using VlArbTable = std::array<VlArbEntry, 64>;
-// VL per SL; 15 drops the SL.
-using Sl2VlTable = std::array<uint8_t, 16>;
+// VL per SL; ib::DropVl drops the SL.
+using Sl2VlTable = std::array<uint8_t, ib::SlCount>;
 
 }  // namespace ibqos

@@ -2,6 +2,7 @@
 // SA PathRecord MADs: encoding of requests and the checks every answer must pass.
 #include "host-sched/sa-client/sa_wire.hpp"
 #include "common/text.hpp"
+#include "ib/qos.hpp"
 
 #include <arpa/inet.h>
 
@@ -81,7 +82,7 @@ std::optional<WireError> checkRecord(const PathRecord& r, const SaQuery& q, size
         return error(pr_at::ReversibleNumbPath, "reversible",
                      "the path is not reversible although a reversible path was asked for");
     }
-    if (q.pkey && (r.pkey & 0x7fff) != (*q.pkey & 0x7fff)) {
+    if (q.pkey && ib::pkeyBase(r.pkey) != ib::pkeyBase(*q.pkey)) {
         return error(pr_at::Pkey, "pkey",
                      "P_Key " + hex(r.pkey, 4) + " differs from the one asked for (" +
                          hex(*q.pkey, 4) + ")");
@@ -149,8 +150,8 @@ std::array<uint8_t, ib::MadSize> encodeSaQuery(const SaQuery& q, uint64_t transa
     r.reversible = q.reversible;
     r.numbPath = q.method == SaMethod::GetTable ? 1 : 0;
     r.pkey = q.pkey.value_or(0);
-    r.qosClass = static_cast<uint16_t>(q.qosClass.value_or(0) & 0x0fff);
-    r.sl = static_cast<uint8_t>(q.sl.value_or(0) & 0x0f);
+    r.qosClass = q.qosClass.value_or(0);
+    r.sl = q.sl.value_or(0);
     auto record = ib::encodePathRecord(r);
     std::copy(record.begin(), record.end(), mad.begin() + SaHeaderSize);
     return mad;

@@ -9,9 +9,10 @@
 #include <cstring>
 
 #include "host-sched/sa-client/sa_wire.hpp"
-#include "ib/path_record.hpp"
-#include "sa-matcher/path_request.hpp"
 #include "ib/mad.hpp"
+#include "ib/path_record.hpp"
+#include "ib/qos.hpp"
+#include "sa-matcher/path_request.hpp"
 
 using namespace ibqos;
 
@@ -100,4 +101,11 @@ TEST_CASE("GIDs read and print in IPv6 notation", "[ib][codec]") {
     CHECK(g->toString() == "fe80::2:c903:0:1");
     CHECK_FALSE(ib::Gid::parse("fe80::zz"));
     CHECK(ib::describeMadStatus(0x0300) == "0x0300 (SA_ERR_NO_RECORDS)");
+}
+
+TEST_CASE("a P_Key is a 15-bit base and the full-membership bit", "[ib][pkey]") {
+    CHECK(ib::pkeyBase(0xffff) == ib::DefaultPkey);
+    CHECK(ib::pkeyBase(0x8001) == 0x0001);
+    CHECK(ib::pkeyOf(0x0001, true) == 0x8001);
+    CHECK(ib::pkeyOf(0x8001, false) == 0x0001);
 }
