@@ -21,7 +21,7 @@ void Elaborator::qosSetup(ast::Block& b) {
     section(b);
 }
 
-void Elaborator::pairs(const ast::PairList& list, std::vector<VlWeight>& out, const char* field) {
+void Elaborator::pairs(const ast::PairList& list, std::vector<VlArbEntry>& out, const char* field) {
     for (const ast::Pair& p : list) {
         if (p.percent) {
             error(

@@ -103,12 +103,6 @@ struct MatchRule {
     bool shadowed = false;  // no request reaches it on any fabric (found by the policy pass)
 };
 
-struct VlWeight {
-    uint8_t vl = 0;
-    uint8_t weight = 0;
-    bool operator==(const VlWeight&) const = default;
-};
-
 struct VlShare {
     uint8_t vl = 0;
     uint8_t percent = 0;
@@ -121,8 +115,8 @@ struct VlArbScope {
     std::vector<NameRef> acrossNames;
     std::vector<uint32_t> groups;
     std::vector<uint32_t> across;
-    std::optional<std::vector<VlWeight>> high;
-    std::optional<std::vector<VlWeight>> low;
+    std::optional<std::vector<VlArbEntry>> high;
+    std::optional<std::vector<VlArbEntry>> low;
     std::optional<uint8_t> highLimit;
     std::optional<std::vector<VlShare>> bandwidth;  // extension: fills the low table
     SourceLocation bandwidthLocation;

@@ -59,11 +59,7 @@ VlArbTable parseVlArbOption(const std::string& text) {
 Sl2VlTable parseSl2VlOption(const std::string& text) {
     Sl2VlTable table{};
     const char* p = text.c_str();
-    for (size_t i = 0; i < 16; i += 2) {
-        unsigned a = parseOne(p), b = parseOne(p);
-        table[i] = static_cast<uint8_t>(a & 0xf);  // OpenSM packs (a << 4 | b & 0xf) in a byte
-        table[i + 1] = static_cast<uint8_t>(b & 0xf);
-    }
+    for (uint8_t& vl : table) vl = ib::sl2VlEntry(parseOne(p));  // 4 bits, as OpenSM packs them
     return table;
 }
 
@@ -295,10 +291,9 @@ class TableBuilder {
                                    ? origin({TableOrigin::Kind::Bandwidth, policy_.file,
                                              scope.bandwidthLocation, static_cast<int>(s)})
                                    : 0;
-        auto toTable = [](const std::vector<VlWeight>& list) {
+        auto toTable = [](const std::vector<VlArbEntry>& list) {
             VlArbTable t{};
-            for (size_t i = 0; i < list.size() && i < t.size(); ++i)
-                t[i] = {list[i].vl, list[i].weight};
+            std::copy_n(list.begin(), std::min(list.size(), t.size()), t.begin());
             return t;
         };
         std::map<unsigned, uint32_t> bandwidthByCap;  // planned once per low-table size

@@ -12,6 +12,7 @@
 #include "ib/mad.hpp"
 #include "ib/path_record.hpp"
 #include "ib/qos.hpp"
+#include "ib/tables.hpp"
 #include "sa-matcher/path_request.hpp"
 
 using namespace ibqos;
@@ -101,6 +102,31 @@ TEST_CASE("GIDs read and print in IPv6 notation", "[ib][codec]") {
     CHECK(g->toString() == "fe80::2:c903:0:1");
     CHECK_FALSE(ib::Gid::parse("fe80::zz"));
     CHECK(ib::describeMadStatus(0x0300) == "0x0300 (SA_ERR_NO_RECORDS)");
+}
+
+TEST_CASE("an SL2VL table is two SLs a byte, the even SL in the high nibble", "[ib][tables]") {
+    Sl2VlTable table{};
+    for (unsigned sl = 0; sl < ib::SlCount; ++sl) table[sl] = static_cast<uint8_t>(sl);
+    const ib::PackedSl2Vl bytes = ib::packSl2Vl(table);
+    CHECK(bytes == ib::PackedSl2Vl{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef});
+    CHECK(ib::unpackSl2Vl(bytes) == table);
+    CHECK(ib::sl2VlEntry(0x13) == 3);
+    // A switch's (in-port, out-port) table: the in-port in the modifier's second byte.
+    CHECK(ib::sl2VlModifier(2, 5) == 0x0205);
+}
+
+TEST_CASE("VLArb blocks: 32 entries each, low table first, numbered from 1 on the wire",
+          "[ib][tables]") {
+    CHECK(ib::vlArbModifier(ib::vlArbBlock(false, 0), 3) == 0x10003);
+    CHECK(ib::vlArbModifier(ib::vlArbBlock(false, 1), 3) == 0x20003);
+    CHECK(ib::vlArbModifier(ib::vlArbBlock(true, 0), 0) == 0x30000);
+    CHECK(ib::vlArbModifier(ib::vlArbBlock(true, 1), 5) == 0x40005);
+    CHECK_FALSE(ib::vlArbBlockIsHigh(ib::vlArbBlock(false, 1)));
+    CHECK(ib::vlArbBlockIsHigh(ib::vlArbBlock(true, 0)));
+    CHECK(ib::vlArbFirstEntry(ib::vlArbBlock(true, 0)) == 0);
+    CHECK(ib::vlArbFirstEntry(ib::vlArbBlock(true, 1)) == ib::VlArbBlockEntries);
+    // The VL is the low 4 bits of an entry's first byte (the others are reserved).
+    CHECK(ib::vlArbEntry(0xf3, 64) == VlArbEntry{3, 64});
 }
 
 TEST_CASE("a P_Key is a 15-bit base and the full-membership bit", "[ib][pkey]") {
