@@ -174,18 +174,8 @@ DecodedAnswer decodePathAnswer(std::span<const uint8_t> mad, const SaQuery& q,
         a.kind = AnswerKind::NotOurs;
         return a;
     }
-    if (mad[ib::at::BaseVersion] != 1) {
-        return invalid(a, ib::at::BaseVersion, "base_version",
-                       "base version " + std::to_string(mad[ib::at::BaseVersion]) + " is not 1");
-    }
-    if (mad[ib::at::MgmtClass] != ib::SaClass) {
-        return invalid(a, ib::at::MgmtClass, "mgmt_class",
-                       "management class " + hex(mad[ib::at::MgmtClass], 2) + " is not SA (0x03)");
-    }
-    if (mad[ib::at::ClassVersion] != ib::SaClassVersion) {
-        return invalid(
-            a, ib::at::ClassVersion, "class_version",
-            "SA class version " + std::to_string(mad[ib::at::ClassVersion]) + " is not 2");
+    if (auto wrong = ib::checkSaHeader(mad)) {
+        return invalid(a, wrong->offset, wrong->field, wrong->message);
     }
     uint8_t expectedMethod = static_cast<uint8_t>(q.method) | ib::ResponseBit;
     if (mad[ib::at::Method] != expectedMethod) {
@@ -199,16 +189,14 @@ DecodedAnswer decodePathAnswer(std::span<const uint8_t> mad, const SaQuery& q,
             a, ib::at::AttributeId, "attr_id",
             "attribute " + hex(get16(mad, ib::at::AttributeId), 4) + " is not PathRecord (0x0035)");
     }
-    if (a.status & 0x1) {
+    if (a.status & ib::StatusBusy) {
         a.kind = AnswerKind::Busy;
         return a;
     }
     if (a.status != 0) {
-        unsigned saStatus = a.status >> 8;
-        bool onlySaStatus = (a.status & 0xff) == 0;
         a.error = WireError{ib::at::Status, "status",
                             "the SA answered " + ib::describeMadStatus(a.status)};
-        if (onlySaStatus && (saStatus == 3 || saStatus == 5)) {  // NO_RECORDS, REQ_INVALID_GID
+        if (a.status == ib::StatusNoRecords || a.status == ib::StatusInvalidGid) {
             a.kind = AnswerKind::NoPath;
             return a;
         }

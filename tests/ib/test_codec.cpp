@@ -104,6 +104,40 @@ TEST_CASE("GIDs read and print in IPv6 notation", "[ib][codec]") {
     CHECK(ib::describeMadStatus(0x0300) == "0x0300 (SA_ERR_NO_RECORDS)");
 }
 
+TEST_CASE("the SA header is checked once: the host and the SA model name a wrong field alike",
+          "[ib][codec]") {
+    host::SaQuery q;
+    q.slid = 7;
+    q.dlid = 12;
+    auto request = host::encodeSaQuery(q, 0x42);
+    CHECK_FALSE(ib::checkSaHeader(request));
+    struct Case {
+        size_t offset;
+        uint8_t value;
+        const char* field;
+        const char* message;
+    };
+    for (Case c : {Case{ib::at::BaseVersion, 2, "base_version", "base version 2 is not 1"},
+                   Case{ib::at::MgmtClass, 0x81, "mgmt_class",
+                        "management class 0x81 is not Subnet Administration (0x03)"},
+                   Case{ib::at::ClassVersion, 1, "class_version", "SA class version 1 is not 2"}}) {
+        auto mad = request;
+        mad[c.offset] = c.value;
+        auto wrong = ib::checkSaHeader(mad);
+        REQUIRE(wrong);
+        CHECK(wrong->offset == c.offset);
+        CHECK(wrong->field == c.field);
+        CHECK(wrong->message == c.message);
+        CHECK(decodePathRequest(mad).error == c.message);
+        mad[ib::at::Method] |= ib::ResponseBit;
+        const uint64_t tid = 0x42;
+        host::DecodedAnswer a = host::decodePathAnswer(mad, q, {&tid, 1});
+        CHECK(a.kind == host::AnswerKind::Invalid);
+        CHECK(a.error.toString() ==
+              "byte " + std::to_string(c.offset) + " (" + c.field + "): " + c.message);
+    }
+}
+
 TEST_CASE("an SL2VL table is two SLs a byte, the even SL in the high nibble", "[ib][tables]") {
     Sl2VlTable table{};
     for (unsigned sl = 0; sl < ib::SlCount; ++sl) table[sl] = static_cast<uint8_t>(sl);
