@@ -7,8 +7,10 @@
 #include <infiniband/sa.h>
 
 #include <cstring>
+#include <string>
 
 #include "host-sched/sa-client/sa_wire.hpp"
+#include "ib/link.hpp"
 #include "ib/mad.hpp"
 #include "ib/path_record.hpp"
 #include "ib/qos.hpp"
@@ -168,4 +170,16 @@ TEST_CASE("a P_Key is a 15-bit base and the full-membership bit", "[ib][pkey]") 
     CHECK(ib::pkeyBase(0x8001) == 0x0001);
     CHECK(ib::pkeyOf(0x0001, true) == 0x8001);
     CHECK(ib::pkeyOf(0x8001, false) == 0x0001);
+}
+
+TEST_CASE("every IB rate has a link name that reads back as the same rate", "[ib][link]") {
+    CHECK(linkName(16) == "4xEDR");
+    CHECK(linkName(0).empty());
+    for (uint8_t rate = 2; rate <= 22; ++rate) {
+        std::string name = linkName(rate);
+        INFO("rate " << unsigned{rate} << ": " << name);
+        size_t x = name.find('x');
+        REQUIRE(x != std::string::npos);
+        CHECK(rateForLink(std::stoul(name.substr(0, x)), name.substr(x + 1)) == rate);
+    }
 }

@@ -190,6 +190,10 @@ defined_only_in("VLArb block addressing (ib/tables.hpp)",
 defined_only_in("the SA header check (ib::checkSaHeader)",
                 r"\[\s*(?:ib::)?at::(?:BaseVersion|MgmtClass|ClassVersion)\s*\]\s*!=",
                 {"ib/mad.cpp"}, code_only=True)
+# fabric/ owns its text formats: ibnetdiscover text is written beside its reader only (programs
+# build a Fabric as a model; a benchmark that needs the file writes it with writeTopology).
+defined_only_in("an ibnetdiscover writer", r"(?:switchguid|caguid|rtguid)=",
+                {"fabric/topology_writer.cpp"}, lambda p: product(p) or p.startswith("bench/"))
 # JSON: documents built with nlohmann-json and printed by common/json.cpp; JSON written as text
 # only where a comment there says why (the streamed port list, the query batch's hot path).
 defined_only_in("JSON written by hand", r'"[^"\n]*\\"[a-z_]+\\"\s*:',
