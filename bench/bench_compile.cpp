@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
     if (auto status = program.parse(argc, argv)) return *status;
 
     bench::FatTree tree;
-    SourceFile topology("fat-tree.topo", tree.ibnetdiscover());
+    SourceFile topology("fat-tree.topo", writeTopology(tree.fabric()));
     SourceFile policyText("policy.conf", policyFor(tree, groups));
     Diagnostics compileDiagnostics;
     Policy policy = loadPolicy(policyText, compileDiagnostics);

@@ -28,10 +28,8 @@
 
 #include "bench/harness.hpp"
 #include "bench/synthetic.hpp"
-#include "common/source.hpp"
 #include "compiler/fabric_compilation.hpp"
 #include "fabric/partitions.hpp"
-#include "fabric/topology.hpp"
 #include "sa-matcher/classifier.hpp"
 
 using namespace ibqos;
@@ -41,16 +39,14 @@ namespace {
 
 constexpr unsigned Groups = 200, RandomMembers = 8;
 
-// The synthetic fat tree of the other benchmarks, read into a Fabric.
+// The synthetic fat tree of the other benchmarks.
 struct Workload {
     bench::FatTree tree;
-    SourceFile topology{"synthetic fat tree", tree.ibnetdiscover()};
-    Fabric fabric;
+    Fabric fabric = tree.fabric();
     std::vector<uint32_t> hostPorts;  // the endpoint of every host
 
     Workload() {
         Diagnostics d;
-        fabric = readTopology(topology, d);
         readPartitions(nullptr, fabric, d);
         if (d.hasErrors()) {
             std::fprintf(stderr, "the synthetic fabric has errors: %s\n",

@@ -24,7 +24,6 @@
 #include "bench/synthetic.hpp"
 #include "compiler/compile_policy.hpp"
 #include "fabric/partitions.hpp"
-#include "fabric/topology.hpp"
 #include "monitor/exposition.hpp"
 #include "monitor/monitor.hpp"
 #include "monitor/perf_codec.hpp"
@@ -140,9 +139,8 @@ int main(int argc, char** argv) {
     tree.hosts = tree.leaves * tree.down;
     tree.spines = (tree.leaves * tree.up + tree.radix - 1) / tree.radix;
 
-    SourceFile topology("fat-tree.topo", tree.ibnetdiscover());
     Diagnostics d;
-    Fabric fabric = readTopology(topology, d);
+    Fabric fabric = tree.fabric();
     readPartitions(nullptr, fabric, d);
     SourceFile policyText(
         "policy.conf",

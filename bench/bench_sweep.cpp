@@ -11,7 +11,6 @@
 #include "bench/synthetic.hpp"
 #include "compiler/compile_policy.hpp"
 #include "fabric/partitions.hpp"
-#include "fabric/topology.hpp"
 #include "osm-plugin/qos_mads.hpp"
 #include "osm-plugin/sweep.hpp"
 
@@ -22,9 +21,8 @@ int main(int argc, char** argv) {
                            "The plugin's work per heavy sweep, synthetic subnet model (one core).");
     if (auto status = program.parse(argc, argv)) return *status;
     bench::FatTree tree;
-    SourceFile topology("fat-tree.topo", tree.ibnetdiscover());
     Diagnostics d;
-    Fabric fabric = readTopology(topology, d);
+    Fabric fabric = tree.fabric();
     readPartitions(nullptr, fabric, d);
     // The policy: 200 host groups with rules, and scopes that give some hosts' ports their own
     // tables (what needs the hooks).

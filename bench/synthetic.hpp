@@ -4,8 +4,11 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
 #include <string>
+#include <vector>
+
+#include "fabric/fabric.hpp"
+#include "ib/link.hpp"
 
 namespace ibqos::bench {
 
@@ -29,69 +32,38 @@ struct FatTree {
     unsigned spineOf(unsigned l, unsigned k) const { return (l * up + k) % spines; }
     unsigned spinePortOf(unsigned l, unsigned k) const { return (l * up + k) / spines + 1; }
 
-    // One switch's first lines as ibnetdiscover writes them.
-    void switchHeader(std::string& out, uint64_t guid, const char* role, unsigned index,
-                      unsigned lid) const {
-        char line[160];
-        auto g = static_cast<unsigned long long>(guid);
-        std::snprintf(line, sizeof line,
-                      "\nswitchguid=0x%llx(%llx)\nSwitch\t%u \"S-%016llx\"\t\t# \"%s%u\" "
-                      "base port 0 lid %u lmc 0\n",
-                      g, g, radix, g, role, index, lid);
-        out += line;
-    }
-
-    // The fabric as ibnetdiscover writes it (both ends of every link, LIDs, 4xEDR links).
-    std::string ibnetdiscover() const {
-        std::string out;
-        out.reserve(size_t{hosts} * 160 + size_t{leaves + spines} * radix * 90);
-        char line[256];
-        out += "#\n# Topology file: a synthetic two-level fat tree\n#\n";
-        for (unsigned s = 0; s < spines; ++s) {
-            switchHeader(out, SpineGuid + s, "spine", s, spineLid(s));
-            for (unsigned l = 0; l < leaves; ++l) {
-                for (unsigned k = 0; k < up; ++k) {
-                    if (spineOf(l, k) != s) continue;
-                    std::snprintf(line, sizeof line,
-                                  "[%u]\t\"S-%016llx\"[%u]\t\t# \"leaf%u\" lid %u 4xEDR\n",
-                                  spinePortOf(l, k), (unsigned long long)(LeafGuid + l),
-                                  down + 1 + k, l, leafLid(l));
-                    out += line;
-                }
-            }
+    // The fabric, built as a model: every link 4xEDR, LIDs as above, VL caps assumed as a
+    // topology file leaves them.
+    Fabric fabric() const {
+        Fabric f;
+        f.source = "synthetic fat tree";
+        f.assumedVlCaps = true;
+        const uint8_t edr = rateForLink(4, "EDR");
+        auto addSwitch = [&](uint64_t guid, const std::string& name, uint16_t lid) {
+            uint32_t node = f.addNode(NodeType::Switch, guid, name, static_cast<uint8_t>(radix));
+            for (unsigned n = 0; n <= radix; ++n) f.ports[f.portOf(node, n)].lid = lid;
+            return node;
+        };
+        std::vector<uint32_t> spineNodes, leafNodes;
+        for (unsigned s = 0; s < spines; ++s)
+            spineNodes.push_back(
+                addSwitch(SpineGuid + s, "spine" + std::to_string(s), spineLid(s)));
+        for (unsigned l = 0; l < leaves; ++l)
+            leafNodes.push_back(addSwitch(LeafGuid + l, "leaf" + std::to_string(l), leafLid(l)));
+        for (unsigned h = 0; h < hosts; ++h) {
+            uint32_t node = f.addNode(NodeType::Ca, HostGuid + 2ull * h,
+                                      "host" + std::to_string(h) + " HCA-1", 1);
+            uint32_t port = f.portOf(node, 1);
+            f.ports[port].lid = hostLid(h);
+            f.link(port, f.portOf(leafNodes[h / down], h % down + 1), edr);
         }
         for (unsigned l = 0; l < leaves; ++l) {
-            switchHeader(out, LeafGuid + l, "leaf", l, leafLid(l));
-            for (unsigned d = 0; d < down; ++d) {
-                unsigned h = l * down + d;
-                std::snprintf(line, sizeof line,
-                              "[%u]\t\"H-%016llx\"[1](%llx)\t\t# \"host%u HCA-1\" lid %u 4xEDR\n",
-                              d + 1, (unsigned long long)(HostGuid + 2ull * h),
-                              (unsigned long long)hostPortGuid(h), h, hostLid(h));
-                out += line;
-            }
-            for (unsigned k = 0; k < up; ++k) {
-                unsigned s = spineOf(l, k);
-                std::snprintf(line, sizeof line,
-                              "[%u]\t\"S-%016llx\"[%u]\t\t# \"spine%u\" lid %u 4xEDR\n",
-                              down + 1 + k, (unsigned long long)(SpineGuid + s), spinePortOf(l, k),
-                              s, spineLid(s));
-                out += line;
-            }
+            for (unsigned k = 0; k < up; ++k)
+                f.link(f.portOf(leafNodes[l], down + 1 + k),
+                       f.portOf(spineNodes[spineOf(l, k)], spinePortOf(l, k)), edr);
         }
-        for (unsigned h = 0; h < hosts; ++h) {
-            uint64_t g = HostGuid + 2ull * h;
-            unsigned l = h / down;
-            std::snprintf(line, sizeof line,
-                          "\ncaguid=0x%llx\nCa\t1 \"H-%016llx\"\t\t# \"host%u "
-                          "HCA-1\"\n[1](%llx)\t\"S-%016llx\"[%u]\t\t# lid %u lmc 0 "
-                          "\"leaf%u\" lid %u 4xEDR\n",
-                          (unsigned long long)g, (unsigned long long)g, h,
-                          (unsigned long long)hostPortGuid(h), (unsigned long long)(LeafGuid + l),
-                          h % down + 1, hostLid(h), l, leafLid(l));
-            out += line;
-        }
-        return out;
+        f.index();
+        return f;
     }
 };
 

@@ -15,6 +15,7 @@
 #include "common/text.hpp"
 #include "compiler/bind.hpp"
 #include "compiler/compile_policy.hpp"
+#include "ib/qos.hpp"
 #include "sa-matcher/classifier.hpp"
 #include "sa-matcher/reference_match.hpp"
 
@@ -225,7 +226,7 @@ class Answerer {
             case RuleMismatch::PkeyAbsent:
                 return "it needs a pkey (" + rule.pkeys.str(true) + "); the request has none";
             case RuleMismatch::Pkey:
-                return "pkey " + hex(*q.pkey, 4) + " (base " + hex(*q.pkey & 0x7fff, 4) +
+                return "pkey " + hex(*q.pkey, 4) + " (base " + hex(ib::pkeyBase(*q.pkey), 4) +
                        ") is not in " + rule.pkeys.str(true);
             case RuleMismatch::None:
                 break;
@@ -261,7 +262,7 @@ std::optional<PathQuery> parseLine(const Fabric& fabric, const std::string& line
         }
         (i == 0 ? q.source : q.destination) = port;
     }
-    static const uint64_t max[] = {0, 0, UINT64_MAX, 4095, 0xffff, 15};
+    static const uint64_t max[] = {0, 0, UINT64_MAX, ib::MaxQosClass, UINT16_MAX, ib::MaxSl};
     for (int i = 2; i < 6; ++i) {
         if (f[i] == "-") continue;
         auto v = parseNumber(f[i]);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/text.hpp"
+#include "ib/qos.hpp"
 
 namespace ibqos::cli {
 
@@ -186,17 +187,20 @@ uint64_t numberOption(const std::string& name, const Value& value, uint64_t fall
 void RequestFieldOptions::add(CLI::App& command) {
     addValue(command, "--service-id", serviceId, "N",
              "the request's ServiceID (0 to 2^64-1); without it the request has none");
-    addValue(command, "--qos-class", qosClass, "N", "its QoS class (0 to 4095)");
+    addValue(command, "--qos-class", qosClass, "N",
+             "its QoS class (0 to " + std::to_string(ib::MaxQosClass) + ")");
     addValue(command, "--pkey", pkey, "N", "its PKey (0 to 0xffff, membership bit included)");
-    addValue(command, "--sl", sl, "N", "the SL it asks for (0 to 15)");
+    addValue(command, "--sl", sl, "N",
+             "the SL it asks for (0 to " + std::to_string(ib::MaxSl) + ")");
 }
 
 void RequestFieldOptions::read(ib::QosFields& request) const {
     if (serviceId) request.serviceId = parseNumberOption("service-id", *serviceId, UINT64_MAX);
     if (qosClass)
-        request.qosClass = static_cast<uint16_t>(parseNumberOption("qos-class", *qosClass, 4095));
+        request.qosClass =
+            static_cast<uint16_t>(parseNumberOption("qos-class", *qosClass, ib::MaxQosClass));
     if (pkey) request.pkey = static_cast<uint16_t>(parseNumberOption("pkey", *pkey, 0xffff));
-    if (sl) request.sl = static_cast<uint8_t>(parseNumberOption("sl", *sl, 15));
+    if (sl) request.sl = static_cast<uint8_t>(parseNumberOption("sl", *sl, ib::MaxSl));
 }
 
 }  // namespace ibqos::cli

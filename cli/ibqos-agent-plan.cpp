@@ -13,6 +13,7 @@
 #include "common/text.hpp"
 #include "host-sched/plan/plan_file.hpp"
 #include "host-sched/sched/sched_simulated.hpp"
+#include "ib/qos.hpp"
 
 namespace ibqos::cli {
 
@@ -53,12 +54,12 @@ struct SimulateOptions {
     bool json = false;
 };
 
-std::string slList(const std::bitset<16>& sls) {
+std::string slList(const std::bitset<ib::SlCount>& sls) {
     std::string out;
-    for (unsigned sl = 0; sl < 16; ++sl) {
+    for (unsigned sl = 0; sl < ib::SlCount; ++sl) {
         if (!sls.test(sl)) continue;
         unsigned end = sl;
-        while (end + 1 < 16 && sls.test(end + 1)) ++end;
+        while (end + 1 < ib::SlCount && sls.test(end + 1)) ++end;
         out += (out.empty() ? "" : ",") + std::to_string(sl) +
                (end > sl ? "-" + std::to_string(end) : "");
         sl = end;
@@ -114,7 +115,7 @@ int showPlan(const PlanOptions& o) {
         Json list = Json::array();
         for (const host::PlanElement& e : elements) {
             std::vector<unsigned> sls;
-            for (unsigned sl = 0; sl < 16; ++sl) {
+            for (unsigned sl = 0; sl < ib::SlCount; ++sl) {
                 if (e.sls.test(sl)) sls.push_back(sl);
             }
             list.push_back({{"name", e.name},
@@ -127,7 +128,7 @@ int showPlan(const PlanOptions& o) {
                             {"pcc_algorithm", jsonName(e.pccAlgorithm)}});
         }
         Json slToLeaf = Json::array();
-        for (unsigned sl = 0; sl < 16; ++sl)
+        for (unsigned sl = 0; sl < ib::SlCount; ++sl)
             slToLeaf.push_back(name(plan->leafForSl(static_cast<uint8_t>(sl))));
         Json slots = Json::array();
         for (const host::PlanSlot& s : plan->slots()) {
@@ -170,8 +171,8 @@ int showPlan(const PlanOptions& o) {
     }
     std::cout << "root (no weight, no cap: the device's share of the port)\n";
     printTree(*plan, std::nullopt, "");
-    std::bitset<16> unattached;
-    for (unsigned sl = 0; sl < 16; ++sl)
+    std::bitset<ib::SlCount> unattached;
+    for (unsigned sl = 0; sl < ib::SlCount; ++sl)
         unattached.set(sl, !plan->leafForSl(static_cast<uint8_t>(sl)));
     std::cout << "SLs on no leaf (device default): "
               << (unattached.any() ? slList(unattached) : "none") << "\n";

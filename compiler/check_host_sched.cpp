@@ -34,7 +34,7 @@ void checkHostSched(const Reporter& report, Policy& policy) {
                 "unused-leaf", leaf.location,
                 "sched-leaf '" + leaf.name + "' lists no 'sl:', so no QP will attach to it");
         }
-        for (unsigned sl = 0; sl < 16; ++sl) {
+        for (unsigned sl = 0; sl < ib::SlCount; ++sl) {
             if (!leaf.sls.test(sl)) continue;
             int16_t& owner = host.leafOfSl[sl];
             if (owner >= 0) {

@@ -61,8 +61,9 @@ void Elaborator::schedElement(const ast::Block& b) {
                     ranges(*r, rs, &written);
                     if (e.slLocation.line == 0) e.slLocation = at(*f);
                     for (const WrittenRange& w : written) {
-                        if (w.range.hi > 15) {
-                            error("value-range", w.location, "an SL is 0..15");
+                        if (w.range.hi > ib::MaxSl) {
+                            error("value-range", w.location,
+                                  "an SL is 0.." + std::to_string(ib::MaxSl));
                             continue;
                         }
                         for (uint64_t sl = w.range.lo; sl <= w.range.hi; ++sl) e.sls.set(sl);

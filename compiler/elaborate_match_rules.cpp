@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <string>
+
+#include "ib/qos.hpp"
 
 namespace ibqos::passes {
 
@@ -26,10 +29,10 @@ void Elaborator::matchRule(const ast::Block& b) {
                     for (const ast::Range& range : *r) {
                         uint64_t top =
                             range.hi ? std::max(range.lo.value, range.hi->value) : range.lo.value;
-                        if (top > 0xfff) {
-                            report_.warning(
-                                "value-range", at(range.lo),
-                                "a QoS class has 12 bits: values above 4095 never match");
+                        if (top > ib::MaxQosClass) {
+                            report_.warning("value-range", at(range.lo),
+                                            "a QoS class has 12 bits: values above " +
+                                                std::to_string(ib::MaxQosClass) + " never match");
                         }
                     }
                 }
@@ -81,40 +84,55 @@ void Elaborator::ulpLine(const ast::UlpLine& line) {
     UlpEntry entry;
     entry.ulp = line.ulp;
     entry.location = at(line);
-    auto sl = bounded(line.sl, 0, 15, "the SL of a qos-ulps line");
+    auto sl = bounded(line.sl, 0, ib::MaxSl, "the SL of a qos-ulps line");
     if (!sl) return;
     entry.sl = static_cast<uint8_t>(*sl);
 
-    static const char* ulpNames[] = {"default", "any", "sdp", "srp", "rds", "ipoib", "iser"};
-    std::string ulpName = ulpNames[static_cast<size_t>(line.ulp)];
+    const std::string ulpName(ast::ulpWord(line.ulp));
     UlpQualifier q = line.condition ? line.condition->qualifier.kind : UlpQualifier::None;
     SourceLocation qualifierAt = line.condition ? at(line.condition->qualifier) : entry.location;
+    // The forms a ULP takes: '<ulp> : <sl>' and '<ulp>, <qualifier> <values> : <sl>'.
+    auto bare = [](std::string_view ulp) { return "'" + std::string(ulp) + " : <sl>'"; };
+    auto qualified = [](std::string_view ulp, std::string_view qualifiers, const char* values) {
+        return "'" + std::string(ulp) + ", " + std::string(qualifiers) + " " + values + " : <sl>'";
+    };
     bool allowed = false;
-    const char* forms = "";
+    std::string forms;
     switch (line.ulp) {
         case Ulp::Default:
             allowed = q == UlpQualifier::None;
-            forms = "'default : <sl>'";
+            forms = bare(ulpName);
             break;
-        case Ulp::Any:
-            allowed = q != UlpQualifier::None && q != UlpQualifier::PortNum;
-            forms =
-                "'any, service-id|pkey|target-port-guid|source-port-guid|"
-                "source-target-port-guid <values> : <sl>'";
+        case Ulp::Any: {
+            auto takes = [](UlpQualifier k) {
+                return k != UlpQualifier::None && k != UlpQualifier::PortNum;
+            };
+            allowed = takes(q);
+            std::string qualifiers;
+            for (size_t k = 0; k < std::size(ast::ulpQualifierWords); ++k) {
+                if (takes(static_cast<UlpQualifier>(k)))
+                    qualifiers +=
+                        (qualifiers.empty() ? "" : "|") + std::string(ast::ulpQualifierWords[k]);
+            }
+            forms = qualified(ulpName, qualifiers, "<values>");
             break;
+        }
         case Ulp::Sdp:
         case Ulp::Rds:
         case Ulp::Iser:
             allowed = q == UlpQualifier::None || q == UlpQualifier::PortNum;
-            forms = "'<ulp> : <sl>' or '<ulp>, port-num <ports> : <sl>'";
+            forms = bare("<ulp>") + " or " +
+                    qualified("<ulp>", ast::ulpQualifierWord(UlpQualifier::PortNum), "<ports>");
             break;
         case Ulp::Srp:
             allowed = q == UlpQualifier::TargetPortGuid;
-            forms = "'srp, target-port-guid <guids> : <sl>'";
+            forms =
+                qualified(ulpName, ast::ulpQualifierWord(UlpQualifier::TargetPortGuid), "<guids>");
             break;
         case Ulp::Ipoib:
             allowed = q == UlpQualifier::None || q == UlpQualifier::Pkey;
-            forms = "'ipoib : <sl>' or 'ipoib, pkey <pkeys> : <sl>'";
+            forms = bare(ulpName) + " or " +
+                    qualified(ulpName, ast::ulpQualifierWord(UlpQualifier::Pkey), "<pkeys>");
             break;
     }
     if (!allowed) {

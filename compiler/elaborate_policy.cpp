@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "ib/qos.hpp"
+
 namespace ibqos::passes {
 
 void Elaborator::block(ast::Block& b) {
@@ -164,7 +166,7 @@ void Elaborator::ranges(const ast::RangeList& list, std::vector<Range>& out,
         uint64_t lo = number(r.lo);
         uint64_t hi = r.hi ? number(*r.hi) : lo;
         Range range{lo, hi};
-        if (pkey) range = {lo & 0x7fff, hi & 0x7fff};
+        if (pkey) range = {lo & ib::PkeyBaseMask, hi & ib::PkeyBaseMask};
         if (range.lo > range.hi) std::swap(range.lo, range.hi);
         out.push_back(range);
         if (written) written->push_back({range, at(r.lo)});

@@ -29,7 +29,7 @@ void Elaborator::qosLevel(const ast::Block& b) {
             case Key::Sl:
                 if (auto* n = single<ast::Number>(*f, seen, b.kind)) {
                     auto sl = answeredSl(static_cast<uint8_t>(n->value));
-                    level.sl = byte(*n, 15, Key::Sl,
+                    level.sl = byte(*n, ib::MaxSl, Key::Sl,
                                     sl ? "its SA then answers SL " + std::to_string(*sl)
                                        : "its SA then answers no path for this level");
                 }

@@ -21,7 +21,7 @@ void Elaborator::qosSetup(ast::Block& b) {
     section(b);
 }
 
-void Elaborator::pairs(const ast::PairList& list, std::vector<VlWeight>& out, const char* field) {
+void Elaborator::pairs(const ast::PairList& list, std::vector<VlArbEntry>& out, const char* field) {
     for (const ast::Pair& p : list) {
         if (p.percent) {
             error(
@@ -205,15 +205,16 @@ void Elaborator::sl2vlScope(const ast::Block& b) {
 }
 
 bool Elaborator::sl2vlTable(const ast::NumberList& list, const ast::Field& f, Sl2VlScope& scope) {
-    if (list.size() != 16) {
+    if (list.size() != ib::SlCount) {
         error("sl2vl-table", at(f),
-              "an sl2vl-table lists exactly 16 VLs (one per SL), this one has " +
-                  std::to_string(list.size()));
+              "an sl2vl-table lists exactly " + std::to_string(ib::SlCount) +
+                  " VLs (one per SL), this one has " + std::to_string(list.size()));
         return false;
     }
     bool ok = true;
-    for (size_t sl = 0; sl < 16; ++sl) {
-        auto vl = bounded(list[sl], 0, 15, "a VL (15 drops the SL)");
+    for (size_t sl = 0; sl < ib::SlCount; ++sl) {
+        auto vl = bounded(list[sl], 0, ib::DropVl,
+                          "a VL (" + std::to_string(ib::DropVl) + " drops the SL)");
         if (!vl) {
             ok = false;
             continue;

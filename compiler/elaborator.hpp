@@ -100,7 +100,7 @@ class Elaborator {
     // qos-setup (elaborate_qos_setup.cpp).
     void qosSetup(ast::Block& b);
     void noteQosSetup(const ast::Block& b);
-    void pairs(const ast::PairList& list, std::vector<VlWeight>& out, const char* field);
+    void pairs(const ast::PairList& list, std::vector<VlArbEntry>& out, const char* field);
     void vlarbScope(const ast::Block& b);
     void bandwidth(const ast::PairList& list, const ast::Field& f, VlArbScope& scope);
     // from:/to: port lists; every port when absent or '*'.

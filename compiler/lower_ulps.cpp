@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Pass 2: qos-ulps lines become match rules placed after every qos-match-rule, each pointing at
 // one of OpenSM's implicit per-SL levels, exactly as OpenSM's parser builds them.
+#include <iterator>
 #include <string>
 
 #include "compiler/passes.hpp"
+#include "ib/qos.hpp"
+#include "policy-grammar/keywords.hpp"
 
 namespace ibqos::passes {
 
@@ -16,22 +19,6 @@ constexpr uint64_t SdpServiceId = 0x10000;
 constexpr uint64_t RdsIserServiceId = 0x1060000;  // RDS and iSER share the prefix
 constexpr uint64_t RdsPort = 0x48ca;
 constexpr uint64_t IserPort = 0x0cbc;
-
-const char* ulpName(Ulp ulp) {
-    static const char* names[] = {"default", "any", "sdp", "srp", "rds", "ipoib", "iser"};
-    return names[static_cast<size_t>(ulp)];
-}
-
-const char* qualifierName(UlpQualifier q) {
-    static const char* names[] = {"",
-                                  "service-id",
-                                  "pkey",
-                                  "target-port-guid",
-                                  "source-port-guid",
-                                  "source-target-port-guid",
-                                  "port-num"};
-    return names[static_cast<size_t>(q)];
-}
 
 // The implicit level OpenSM gives every qos-ulps line with this SL.
 uint32_t simpleLevel(Policy& policy, uint8_t sl) {
@@ -50,8 +37,9 @@ uint32_t simpleLevel(Policy& policy, uint8_t sl) {
 }
 
 uint32_t guidGroup(Policy& policy, const UlpEntry& e, GroupOrigin origin) {
-    static const char* names[] = {"", "_ULP_Targets_", "_ULP_Sources_", "_ULP_Sources_Targets_",
-                                  "_SRP_Targets_"};
+    static constexpr const char* names[] = {"", "_ULP_Targets_", "_ULP_Sources_",
+                                            "_ULP_Sources_Targets_", "_SRP_Targets_"};
+    static_assert(std::size(names) == static_cast<size_t>(GroupOrigin::SrpTargets) + 1);
     PortGroup g;
     g.name = names[static_cast<size_t>(origin)];
     g.openSmName = g.name;
@@ -104,9 +92,9 @@ void lowerUlps(const std::vector<UlpEntry>& ulps, const Reporter& report, Policy
         MatchRule rule;
         rule.fromUlps = true;
         rule.location = e.location;
-        rule.use = std::string("qos-ulps: ") + ulpName(e.ulp);
+        rule.use = "qos-ulps: " + std::string(ast::ulpWord(e.ulp));
         if (e.qualifier != UlpQualifier::None) {
-            rule.use += std::string(", ") + qualifierName(e.qualifier) + " " +
+            rule.use += ", " + std::string(ast::ulpQualifierWord(e.qualifier)) + " " +
                         e.values.str(e.qualifier != UlpQualifier::PortNum);
         }
         rule.use += " : " + std::to_string(e.sl);
@@ -124,7 +112,7 @@ void lowerUlps(const std::vector<UlpEntry>& ulps, const Reporter& report, Policy
                 if (e.ulp == Ulp::Iser)
                     rule.serviceIds =
                         RangeSet{{RdsIserServiceId + IserPort, RdsIserServiceId + IserPort}};
-                if (e.ulp == Ulp::Ipoib) rule.pkeys = RangeSet{{0x7fff, 0x7fff}};
+                if (e.ulp == Ulp::Ipoib) rule.pkeys = RangeSet{{ib::DefaultPkey, ib::DefaultPkey}};
                 break;
             case UlpQualifier::PortNum:
                 rule.serviceIds =

@@ -13,6 +13,7 @@
 #include "common/text.hpp"
 #include "compiler/range_set.hpp"
 #include "fabric/node_type.hpp"
+#include "ib/tables.hpp"
 
 namespace ibqos {
 
@@ -67,8 +68,8 @@ struct PortGroup {
 // 8 bits without a range check, tests (1 << sl) against a 16-bit mask of usable SLs (x86 keeps
 // the low five bits of a shift count) and writes the low four bits into the PathRecord.
 constexpr std::optional<uint8_t> answeredSl(uint8_t sl) {
-    if ((sl & 31) >= 16) return std::nullopt;
-    return static_cast<uint8_t>(sl & 15);
+    if ((sl & 31) >= ib::SlCount) return std::nullopt;
+    return static_cast<uint8_t>(sl & ib::MaxSl);
 }
 
 struct QosLevel {
@@ -102,12 +103,6 @@ struct MatchRule {
     bool shadowed = false;  // no request reaches it on any fabric (found by the policy pass)
 };
 
-struct VlWeight {
-    uint8_t vl = 0;
-    uint8_t weight = 0;
-    bool operator==(const VlWeight&) const = default;
-};
-
 struct VlShare {
     uint8_t vl = 0;
     uint8_t percent = 0;
@@ -120,8 +115,8 @@ struct VlArbScope {
     std::vector<NameRef> acrossNames;
     std::vector<uint32_t> groups;
     std::vector<uint32_t> across;
-    std::optional<std::vector<VlWeight>> high;
-    std::optional<std::vector<VlWeight>> low;
+    std::optional<std::vector<VlArbEntry>> high;
+    std::optional<std::vector<VlArbEntry>> low;
     std::optional<uint8_t> highLimit;
     std::optional<std::vector<VlShare>> bandwidth;  // extension: fills the low table
     SourceLocation bandwidthLocation;
@@ -138,7 +133,7 @@ struct Sl2VlScope {
     std::vector<uint32_t> acrossTo;
     std::bitset<128> from;  // all set when "from:" is absent or "*"
     std::bitset<128> to;
-    std::array<uint8_t, 16> table{};
+    Sl2VlTable table{};
 };
 
 // An element of the host transmit-scheduling tree (extension).
@@ -153,7 +148,7 @@ struct SchedElement {
 };
 
 struct SchedLeaf : SchedElement {
-    std::bitset<16> sls;
+    std::bitset<ib::SlCount> sls;
     SourceLocation slLocation;
     std::optional<uint32_t> pccSlot;
     std::string pccAlgorithm;
@@ -192,8 +187,8 @@ struct HostSched {
     std::vector<SchedLeaf> leaves;
     std::vector<SlEnforcement>
         enforcement;  // in file order: a program takes the first that names it
-    std::array<int16_t, 16> leafOfSl{-1, -1, -1, -1, -1, -1, -1, -1,
-                                     -1, -1, -1, -1, -1, -1, -1, -1};
+    std::array<int16_t, ib::SlCount> leafOfSl{-1, -1, -1, -1, -1, -1, -1, -1,
+                                              -1, -1, -1, -1, -1, -1, -1, -1};
 };
 
 // The checked policy. Every index it holds is valid, even when diagnostics report errors

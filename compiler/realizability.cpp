@@ -69,7 +69,8 @@ class Realizability {
     // Per SL, the ports where it is dropped (VL 15) or starved (no weight), found once for all
     // levels: a switch port counts when any linked in-port maps the SL so.
     struct SlProblems {
-        std::array<std::vector<uint32_t>, 16> dropped, starved;  // indices into tables_.ports
+        // Indices into tables_.ports.
+        std::array<std::vector<uint32_t>, ib::SlCount> dropped, starved;
     };
 
     SlProblems findSlProblems() const {
@@ -96,14 +97,14 @@ class Realizability {
             for (unsigned in = onSwitch ? 1 : 0; in < ins; ++in) {
                 if (onSwitch && fabric_.ports[node.firstPort + in].peer == NoPort) continue;
                 const Sl2VlTable& table = tables_.sl2vls[t.sl2vlFor(in)];
-                for (unsigned sl = 0; sl < 16; ++sl) {
-                    if (table[sl] == 15)
+                for (unsigned sl = 0; sl < ib::SlCount; ++sl) {
+                    if (table[sl] == ib::DropVl)
                         dropped |= 1u << sl;
                     else if (!weighted.test(table[sl]))
                         starved |= 1u << sl;
                 }
             }
-            for (unsigned sl = 0; sl < 16; ++sl) {
+            for (unsigned sl = 0; sl < ib::SlCount; ++sl) {
                 if (dropped & (1u << sl))
                     found.dropped[sl].push_back(i);
                 else if (starved & (1u << sl))
@@ -123,7 +124,7 @@ class Realizability {
         for (unsigned in = 1; in <= node.portCount; ++in) {
             if (fabric_.ports[node.firstPort + in].peer == NoPort) continue;
             uint8_t vl = tables_.sl2vls[t.sl2vlFor(in)][sl];
-            if ((vl == 15) == dropped) {
+            if ((vl == ib::DropVl) == dropped) {
                 return fabric_.portName(t.port) + " (from port " + std::to_string(in) + ")" +
                        (dropped ? "" : " VL " + std::to_string(vl));
             }

@@ -27,8 +27,7 @@ uint32_t bitsFor(uint64_t size) {
     return bits;
 }
 
-constexpr uint64_t FieldMax[3] = {4095, UINT64_MAX, 0xffff};
-constexpr uint64_t PkeyFullMember = 0x8000;
+constexpr uint64_t FieldMax[3] = {ib::MaxQosClass, UINT64_MAX, UINT16_MAX};
 constexpr size_t WideRule = 64;  // intervals past which a rule is indexed as "wide"
 constexpr NodeType Types[] = {NodeType::Ca, NodeType::Switch, NodeType::Router};
 constexpr uint64_t SwitchType = 1;
@@ -76,7 +75,7 @@ RequestSpace::RequestSpace(DecisionDiagram& dd, const std::vector<const Policy*>
     : dd_(dd), policies_(policies) {
     addFieldCuts(extra);
     // Port attributes from every group of every policy.
-    ElementaryIntervals guids(UINT64_MAX), pkeys(0x7fff);
+    ElementaryIntervals guids(UINT64_MAX), pkeys(ib::PkeyBaseMask);
     std::vector<Range> pkeyNamed;
     for (const Policy* p : policies_) {
         for (const PortGroup& g : p->groups) {
@@ -174,10 +173,10 @@ void RequestSpace::addFieldCuts(const Cuts& extra) {
     };
     // A request's PKey matches by its base: both halves split alike.
     auto addPkey = [&](const Range& r) {
-        if (r.lo > 0x7fff) return;
-        add(RequestField::Pkey, {r.lo, std::min<uint64_t>(r.hi, 0x7fff)});
-        add(RequestField::Pkey,
-            {r.lo | PkeyFullMember, std::min<uint64_t>(r.hi, 0x7fff) | PkeyFullMember});
+        if (r.lo > ib::PkeyBaseMask) return;
+        const uint64_t hi = std::min<uint64_t>(r.hi, ib::PkeyBaseMask);
+        add(RequestField::Pkey, {r.lo, hi});
+        add(RequestField::Pkey, {r.lo | ib::PkeyFullMember, hi | ib::PkeyFullMember});
     };
     for (const Policy* p : policies_) {
         for (const MatchRule& rule : p->rules) {
@@ -188,7 +187,7 @@ void RequestSpace::addFieldCuts(const Cuts& extra) {
     }
     for (const Range& r : extra.qosClasses) add(RequestField::QosClass, r);
     for (const Range& r : extra.serviceIds) add(RequestField::ServiceId, r);
-    for (const Range& r : extra.pkeys) addPkey({r.lo & 0x7fff, r.hi & 0x7fff});
+    for (const Range& r : extra.pkeys) addPkey({r.lo & ib::PkeyBaseMask, r.hi & ib::PkeyBaseMask});
     for (auto& cuts : fields_) cuts.finish();
 }
 
@@ -333,7 +332,7 @@ IndexRanges RequestSpace::fieldIndices(RequestField f, const RangeSet& set) cons
         if (r.lo > max) continue;
         values.push_back({r.lo, std::min(r.hi, max)});
         if (f == RequestField::Pkey)
-            values.push_back({r.lo | PkeyFullMember, std::min(r.hi, max) | PkeyFullMember});
+            values.push_back({r.lo | ib::PkeyFullMember, std::min(r.hi, max) | ib::PkeyFullMember});
     }
     std::sort(values.begin(), values.end(),
               [](const Range& a, const Range& b) { return a.lo < b.lo; });

@@ -15,6 +15,7 @@
 #include "compiler/decision_diagram.hpp"
 #include "compiler/policy.hpp"
 #include "compiler/range_set.hpp"
+#include "ib/qos.hpp"
 
 namespace ibqos {
 
@@ -193,8 +194,9 @@ class RequestSpace {
     std::vector<Dimension> dims_;
     PortAttributes attributes_;
     PortDims portDims_[2];
-    ElementaryIntervals fields_[3]{ElementaryIntervals(4095), ElementaryIntervals(UINT64_MAX),
-                                   ElementaryIntervals(0xffff)};
+    ElementaryIntervals fields_[3]{ElementaryIntervals(ib::MaxQosClass),
+                                   ElementaryIntervals(UINT64_MAX),
+                                   ElementaryIntervals(UINT16_MAX)};
     std::vector<std::vector<Selectors>> selectors_;  // [policy][group], every fabric
     std::vector<std::vector<uint32_t>> classes_;     // endpoints of each class
     std::vector<uint32_t> classOf_;                  // [Fabric::ports index], one fabric

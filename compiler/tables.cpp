@@ -59,11 +59,7 @@ VlArbTable parseVlArbOption(const std::string& text) {
 Sl2VlTable parseSl2VlOption(const std::string& text) {
     Sl2VlTable table{};
     const char* p = text.c_str();
-    for (size_t i = 0; i < 16; i += 2) {
-        unsigned a = parseOne(p), b = parseOne(p);
-        table[i] = static_cast<uint8_t>(a & 0xf);  // OpenSM packs (a << 4 | b & 0xf) in a byte
-        table[i + 1] = static_cast<uint8_t>(b & 0xf);
-    }
+    for (uint8_t& vl : table) vl = ib::sl2VlEntry(parseOne(p));  // 4 bits, as OpenSM packs them
     return table;
 }
 
@@ -295,10 +291,9 @@ class TableBuilder {
                                    ? origin({TableOrigin::Kind::Bandwidth, policy_.file,
                                              scope.bandwidthLocation, static_cast<int>(s)})
                                    : 0;
-        auto toTable = [](const std::vector<VlWeight>& list) {
+        auto toTable = [](const std::vector<VlArbEntry>& list) {
             VlArbTable t{};
-            for (size_t i = 0; i < list.size() && i < t.size(); ++i)
-                t[i] = {list[i].vl, list[i].weight};
+            std::copy_n(list.begin(), std::min(list.size(), t.size()), t.begin());
             return t;
         };
         std::map<unsigned, uint32_t> bandwidthByCap;  // planned once per low-table size
@@ -412,7 +407,7 @@ class TableBuilder {
             Sl2VlTable table = raw_[rawIndex];
             uint8_t mask = vlMask(operVls);
             for (uint8_t& vl : table) {
-                if (vl == 15) continue;
+                if (vl == ib::DropVl) continue;
                 f.folds |= vl >= dataVls(operVls);
                 vl &= mask;
             }
@@ -519,12 +514,12 @@ class TableBuilder {
     std::string describeSl2VlFold(const Sl2VlTable& raw, uint8_t mask) const {
         // Which SLs now share a VL because of the folding.
         std::string out;
-        for (unsigned sl = 0; sl < 16; ++sl) {
-            if (raw[sl] == 15 || (raw[sl] & mask) == raw[sl]) continue;
+        for (unsigned sl = 0; sl < ib::SlCount; ++sl) {
+            if (raw[sl] == ib::DropVl || (raw[sl] & mask) == raw[sl]) continue;
             unsigned vl = raw[sl] & mask;
             std::string sharing;
-            for (unsigned other = 0; other < 16; ++other) {
-                if (other != sl && raw[other] != 15 && (raw[other] & mask) == vl)
+            for (unsigned other = 0; other < ib::SlCount; ++other) {
+                if (other != sl && raw[other] != ib::DropVl && (raw[other] & mask) == vl)
                     sharing += (sharing.empty() ? "" : ",") + std::to_string(other);
             }
             if (!out.empty()) out += "; ";
@@ -545,7 +540,7 @@ FabricTables computeTables(const BoundPolicy& bound, const OpenSmConf& conf,
 
 std::string sl2vlText(const Sl2VlTable& t) {
     std::string s;
-    for (unsigned i = 0; i < 16; ++i) s += (i ? "," : "") + std::to_string(t[i]);
+    for (size_t i = 0; i < t.size(); ++i) s += (i ? "," : "") + std::to_string(t[i]);
     return s;
 }
 

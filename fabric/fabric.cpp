@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/text.hpp"
+#include "ib/qos.hpp"
 
 namespace ibqos {
 
@@ -110,7 +111,7 @@ const Partition* Fabric::partitionByName(std::string_view name) const {
 
 const Partition* Fabric::partitionByPkey(uint16_t pkey) const {
     for (const Partition& p : partitions) {
-        if (p.pkey == (pkey & 0x7fff)) return &p;
+        if (p.pkey == ib::pkeyBase(pkey)) return &p;
     }
     return nullptr;
 }

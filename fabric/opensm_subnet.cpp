@@ -7,6 +7,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "ib/qos.hpp"
+
 namespace ibqos::osm {
 
 namespace {
@@ -72,7 +74,7 @@ std::vector<Partition> livePartitions(const osm_subn_t& subnet, const Fabric& fa
         if (!member) {
             Partition p;
             p.name = partitionName(prtn);
-            p.pkey = cl_ntoh16(prtn.pkey) & 0x7fff;
+            p.pkey = ib::pkeyBase(cl_ntoh16(prtn.pkey));
             p.sl = prtn.sl;
             out.push_back(std::move(p));
             return;
@@ -168,7 +170,7 @@ PartitionsKey livePartitionsKey(const osm_subn_t& subnet) {
     PartitionsKey key;
     forEachLiveMember(subnet, [&](const osm_prtn_t& prtn, auto member) {
         if (!member) {
-            key.emplace_back(cl_ntoh16(prtn.pkey) & 0x7fff, partitionName(prtn),
+            key.emplace_back(ib::pkeyBase(cl_ntoh16(prtn.pkey)), partitionName(prtn),
                              std::vector<std::pair<uint64_t, bool>>{});
         } else {
             std::get<2>(key.back()).push_back(*member);

@@ -14,6 +14,7 @@
 #include "common/text.hpp"
 #include "fabric/fabric.hpp"
 #include "fabric/partitions.hpp"
+#include "ib/qos.hpp"
 
 namespace ibqos {
 
@@ -141,7 +142,7 @@ class PartitionsReader {
                       "'" + std::string(*pkeyText) + "' is not a PKey (a number up to 0xffff)");
                 return;
             }
-            pkey = static_cast<uint16_t>(*v & 0x7fff);
+            pkey = ib::pkeyBase(static_cast<uint16_t>(*v));
         }
         Partition* partition = nullptr;
         size_t partitionIndex = 0;
@@ -180,7 +181,7 @@ class PartitionsReader {
             if (key == "ipoib") {
                 partition->ipoib = true;
             } else if (key == "sl" || key == "mtu" || key == "rate") {
-                uint64_t max = key == "sl" ? 15 : key == "mtu" ? 5 : 22;
+                uint64_t max = key == "sl" ? ib::MaxSl : key == "mtu" ? 5 : 22;
                 uint64_t v = value ? number(*value).value_or(UINT64_MAX) : UINT64_MAX;
                 if (v > max || (key != "sl" && v == 0)) {
                     warning(offset, "flag '" + key + "' needs a value up to " +
@@ -303,7 +304,7 @@ void readPartitions(const SourceFile* source, Fabric& fabric, Diagnostics& diagn
     auto makeDefault = [&fabric](bool allFull) {
         Partition defaults;
         defaults.name = "Default";
-        defaults.pkey = 0x7fff;
+        defaults.pkey = ib::DefaultPkey;
         for (uint32_t port : fabric.endpoints())
             defaults.members.push_back({port, allFull || port == fabric.smPort});
         fabric.partitions.clear();

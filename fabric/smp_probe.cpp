@@ -3,6 +3,7 @@
 #include "fabric/smp_probe.hpp"
 
 #include <cstring>
+#include <span>
 #include <unordered_map>
 
 extern "C" {
@@ -126,19 +127,15 @@ std::optional<Sl2VlTable> LiveFabric::readSl2Vl(uint32_t port, unsigned in, std:
     const FabricNode& node = fabric_.nodes[p.node];
     ib_portid_t id{};
     ib_portid_set(&id, p.lid, 0, 0);
-    unsigned mod = node.type == NodeType::Switch ? (in << 8) | p.number : 0;
+    uint32_t mod =
+        node.type == NodeType::Switch ? ib::sl2VlModifier(static_cast<uint8_t>(in), p.number) : 0;
     uint8_t data[IB_SMP_DATA_SIZE] = {0};
     ++queries_;
     if (!smp_query_via(data, &id, IB_ATTR_SLVL_TABLE, mod, native_->timeoutMs, native_->port)) {
         error = "no answer to the SL2VL query";
         return std::nullopt;
     }
-    Sl2VlTable table{};
-    for (unsigned i = 0; i < 8; ++i) {
-        table[2 * i] = data[i] >> 4;
-        table[2 * i + 1] = data[i] & 0xf;
-    }
-    return table;
+    return ib::unpackSl2Vl(std::span(data).first<ib::Sl2VlBytes>());
 }
 
 std::optional<std::vector<VlArbEntry>> LiveFabric::readVlArb(uint32_t port, bool high, unsigned cap,
@@ -148,19 +145,18 @@ std::optional<std::vector<VlArbEntry>> LiveFabric::readVlArb(uint32_t port, bool
     ib_portid_t id{};
     ib_portid_set(&id, p.lid, 0, 0);
     std::vector<VlArbEntry> entries;
-    for (unsigned block = 0; block * 32 < cap; ++block) {
+    for (unsigned half = 0; half * ib::VlArbBlockEntries < cap; ++half) {
         uint8_t data[IB_SMP_DATA_SIZE] = {0};
-        unsigned number = (high ? 3 : 1) + block;  // blocks 1, 2: low; 3, 4: high
-        unsigned mod = (number << 16) | (node.type == NodeType::Switch ? p.number : 0);
+        uint32_t mod = ib::vlArbModifier(ib::vlArbBlock(high, half),
+                                         node.type == NodeType::Switch ? p.number : 0);
         ++queries_;
         if (!smp_query_via(data, &id, IB_ATTR_VL_ARBITRATION, mod, native_->timeoutMs,
                            native_->port)) {
             error = "no answer to the VLArb query";
             return std::nullopt;
         }
-        for (unsigned i = 0; i < 32 && entries.size() < cap; ++i) {
-            entries.push_back({static_cast<uint8_t>(data[2 * i] & 0xf), data[2 * i + 1]});
-        }
+        for (unsigned i = 0; i < ib::VlArbBlockEntries && entries.size() < cap; ++i)
+            entries.push_back(ib::vlArbEntry(data[2 * i], data[2 * i + 1]));
     }
     return entries;
 }

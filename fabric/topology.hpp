@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
-// A Fabric from a topology file: ibnetdiscover output or an ibsim net file.
+// A Fabric from a topology file (ibnetdiscover output or an ibsim net file), and back.
 #pragma once
+
+#include <string>
 
 #include "common/diagnostics.hpp"
 #include "common/source.hpp"
@@ -13,5 +15,10 @@ namespace ibqos {
 // VL capabilities are not in these files: every port is given `assumedOperVls` (encoding) and
 // VLArb caps 8/8, and Fabric::assumedVlCaps is set.
 Fabric readTopology(const SourceFile& source, Diagnostics& diagnostics, uint8_t assumedOperVls = 4);
+
+// The fabric as ibnetdiscover writes it: readTopology reads back its nodes, port GUIDs, LIDs,
+// LMCs, links and rates (not what the format lacks: VL caps, MTUs, ports without a link). As in
+// ibnetdiscover, a NodeDescription is written as it is: one holding '"' does not read back.
+std::string writeTopology(const Fabric& fabric);
 
 }  // namespace ibqos

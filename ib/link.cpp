@@ -2,6 +2,8 @@
 // Rates and MTUs.
 #include "ib/link.hpp"
 
+#include <string>
+
 namespace ibqos {
 
 double rateGbps(uint8_t rate) {
@@ -10,27 +12,40 @@ double rateGbps(uint8_t rate) {
     return rate < sizeof gbps / sizeof gbps[0] ? gbps[rate] : 0;
 }
 
+namespace {
+
+struct LaneSpeed {
+    std::string_view name;
+    double gbps;
+};
+constexpr LaneSpeed laneSpeeds[] = {{"SDR", 2.5}, {"DDR", 5},  {"QDR", 10}, {"FDR10", 10},
+                                    {"FDR", 14},  {"EDR", 25}, {"HDR", 50}, {"NDR", 100}};
+// Link widths, the usual ones first.
+constexpr unsigned linkWidths[] = {4, 1, 2, 8, 12};
+
+}  // namespace
+
 uint8_t rateForLink(unsigned width, std::string_view speed) {
     double lane = 0;
-    if (speed == "SDR")
-        lane = 2.5;
-    else if (speed == "DDR")
-        lane = 5;
-    else if (speed == "QDR" || speed == "FDR10")
-        lane = 10;
-    else if (speed == "FDR")
-        lane = 14;
-    else if (speed == "EDR")
-        lane = 25;
-    else if (speed == "HDR")
-        lane = 50;
-    else if (speed == "NDR")
-        lane = 100;
+    for (const LaneSpeed& s : laneSpeeds) {
+        if (s.name == speed) lane = s.gbps;
+    }
     double total = lane * width;
     for (uint8_t r = 2; r <= 22; ++r) {
         if (rateGbps(r) == total) return r;
     }
     return 0;
+}
+
+std::string linkName(uint8_t rate) {
+    if (rate == 0) return "";  // unknown, and rateForLink's answer for a link it does not know
+    for (unsigned width : linkWidths) {
+        for (const LaneSpeed& s : laneSpeeds) {
+            if (rateForLink(width, s.name) == rate)
+                return std::to_string(width) + "x" + std::string(s.name);
+        }
+    }
+    return "";
 }
 
 unsigned mtuBytes(uint8_t mtu) { return mtu >= 1 && mtu <= 5 ? 128u << mtu : 0; }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace ibqos {
@@ -11,6 +12,8 @@ namespace ibqos {
 // lane speed as ibnetdiscover prints it ("4xQDR").
 double rateGbps(uint8_t rate);
 uint8_t rateForLink(unsigned width, std::string_view speed);
+// A width x lane speed that makes a rate, as ibnetdiscover prints it ("4xEDR"; "" for none).
+std::string linkName(uint8_t rate);
 unsigned mtuBytes(uint8_t mtu);
 
 // VL counts from the OperVLs/VLCap encoding (1 = VL0, 2 = VL0-1, 3 = VL0-3, 4 = VL0-7, 5 = VL0-14).

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// MAD status codes in words.
+// MAD status codes in words, and the SA header check.
 #include "ib/mad.hpp"
 
 #include <iterator>
@@ -43,6 +43,25 @@ std::string describeMadStatus(uint16_t status) {
         add(sa < std::size(saErrorNames) ? saErrorNames[sa] : "SA error " + std::to_string(sa));
     }
     return words.empty() ? text : text + " (" + words + ")";
+}
+
+std::optional<MadFieldError> checkSaHeader(std::span<const uint8_t> mad) {
+    if (mad[at::BaseVersion] != BaseVersion) {
+        return MadFieldError{at::BaseVersion, "base_version",
+                             "base version " + std::to_string(mad[at::BaseVersion]) + " is not " +
+                                 std::to_string(BaseVersion)};
+    }
+    if (mad[at::MgmtClass] != SaClass) {
+        return MadFieldError{at::MgmtClass, "mgmt_class",
+                             "management class " + hex(mad[at::MgmtClass], 2) +
+                                 " is not Subnet Administration (" + hex(SaClass, 2) + ")"};
+    }
+    if (mad[at::ClassVersion] != SaClassVersion) {
+        return MadFieldError{at::ClassVersion, "class_version",
+                             "SA class version " + std::to_string(mad[at::ClassVersion]) +
+                                 " is not " + std::to_string(SaClassVersion)};
+    }
+    return std::nullopt;
 }
 
 }  // namespace ibqos::ib

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -77,5 +78,15 @@ inline void put64(uint8_t* p, uint64_t v) { putBig(p, v, 8); }
 
 // "0x0300 (SA_ERR_NO_RECORDS)", "0x0001 (busy)": the MAD status field in words.
 std::string describeMadStatus(uint16_t status);
+
+// A MAD field that does not hold what it must: its offset, its name and what is wrong.
+struct MadFieldError {
+    size_t offset = 0;
+    std::string field;
+    std::string message;
+};
+// The first field of the common MAD header (at least 3 bytes) that does not say "SA MAD, version
+// 1, SA class version 2", or nullopt.
+std::optional<MadFieldError> checkSaHeader(std::span<const uint8_t> mad);
 
 }  // namespace ibqos::ib

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "ib/mad.hpp"
+#include "ib/qos.hpp"
 
 namespace ibqos::ib {
 
@@ -85,7 +86,8 @@ std::array<uint8_t, PathRecordSize> encodePathRecord(const PathRecord& r) {
     b[pr_at::ReversibleNumbPath] =
         static_cast<uint8_t>(uint32_t{r.reversible} << 7 | (r.numbPath & 0x7f));
     put16(&b[pr_at::Pkey], r.pkey);
-    put16(&b[pr_at::QosClassSl], static_cast<uint16_t>((r.qosClass & 0x0fff) << 4 | (r.sl & 0x0f)));
+    put16(&b[pr_at::QosClassSl],
+          static_cast<uint16_t>((r.qosClass & MaxQosClass) << 4 | (r.sl & MaxSl)));
     b[pr_at::Mtu] = static_cast<uint8_t>((r.mtuSelector & 3) << 6 | (r.mtu & 0x3f));
     b[pr_at::Rate] = static_cast<uint8_t>((r.rateSelector & 3) << 6 | (r.rate & 0x3f));
     b[pr_at::PacketLife] =
@@ -111,7 +113,7 @@ PathRecord decodePathRecord(std::span<const uint8_t, PathRecordSize> b) {
     r.pkey = get16(b, pr_at::Pkey);
     uint16_t qosClassSl = get16(b, pr_at::QosClassSl);
     r.qosClass = qosClassSl >> 4;
-    r.sl = qosClassSl & 0x0f;
+    r.sl = qosClassSl & MaxSl;
     r.mtuSelector = b[pr_at::Mtu] >> 6;
     r.mtu = b[pr_at::Mtu] & 0x3f;
     r.rateSelector = b[pr_at::Rate] >> 6;
@@ -128,7 +130,7 @@ MultiPathRecord decodeMultiPathRecord(std::span<const uint8_t> b) {
     r.pkey = get16(b, mpr_at::Pkey);
     uint16_t qosClassSl = get16(b, mpr_at::QosClassSl);
     r.qosClass = qosClassSl >> 4;
-    r.sl = qosClassSl & 0x0f;
+    r.sl = qosClassSl & MaxSl;
     r.mtu = b[mpr_at::Mtu] & 0x3f;
     r.rate = b[mpr_at::Rate] & 0x3f;
     r.sgidCount = b[mpr_at::SgidCount];

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "common/text.hpp"
+#include "ib/qos.hpp"
 
 namespace ibqos::monitor {
 
@@ -30,7 +31,7 @@ std::string joined(const std::vector<std::string>& items, const char* separator 
 
 std::string slList(uint16_t mask) {
     std::string out;
-    for (unsigned sl = 0; sl < 16; ++sl)
+    for (unsigned sl = 0; sl < ib::SlCount; ++sl)
         if (mask & (1u << sl)) out += (out.empty() ? "" : ",") + std::to_string(sl);
     return out;
 }
@@ -53,7 +54,7 @@ bool shownVl(const Monitor& m, const PortReport& p, unsigned vl) {
         p.totals.vlXmitWait[vl] > 0 || (vl < 15 && p.vls[vl].achieved > 0))
         return true;
     uint16_t levelled = 0;
-    for (unsigned sl = 0; sl < 16; ++sl)
+    for (unsigned sl = 0; sl < ib::SlCount; ++sl)
         if (!m.intent().levelsOfSl(sl).empty()) levelled |= static_cast<uint16_t>(1u << sl);
     uint32_t peer = fabric.ports[p.port].peer;
     uint16_t sls = m.intent().port(p.port).slsOfVl[vl];
@@ -241,7 +242,7 @@ std::string prometheusText(const Monitor& m) {
             Labels v = with(labels, "vl", std::to_string(vl));
             if (intent.hasTables) {
                 std::vector<std::string> levels;
-                for (unsigned sl = 0; sl < 16; ++sl) {
+                for (unsigned sl = 0; sl < ib::SlCount; ++sl) {
                     if (!(intent.slsOfVl[vl] & (1u << sl))) continue;
                     for (const std::string& name : m.intent().levelsOfSl(sl))
                         if (std::find(levels.begin(), levels.end(), name) == levels.end())
@@ -283,7 +284,7 @@ std::string prometheusText(const Monitor& m) {
         }
         bool slXmit = attributeRead(m, p.port, Attribute::PortXmitDataSl);
         bool slRcv = attributeRead(m, p.port, Attribute::PortRcvDataSl);
-        for (unsigned sl = 0; sl < 16 && (slXmit || slRcv); ++sl) {
+        for (unsigned sl = 0; sl < ib::SlCount && (slXmit || slRcv); ++sl) {
             if (!shownSl(m, p, sl)) continue;
             Labels s = with(with(labels, "sl", std::to_string(sl)), "level",
                             joined(m.intent().levelsOfSl(sl)));
@@ -299,7 +300,7 @@ std::string prometheusText(const Monitor& m) {
                         s, p.totals.slRcvBytes[sl]);
         }
     }
-    for (unsigned sl = 0; sl < 16; ++sl) {
+    for (unsigned sl = 0; sl < ib::SlCount; ++sl) {
         for (const std::string& level : m.intent().levelsOfSl(sl))
             out.add("ibqos_sl_level_info", gauge,
                     "A qos-level of the policy and its SL (always 1).",
@@ -420,7 +421,7 @@ Json reportJson(const Monitor& m) {
             if (!shownVl(m, p, vl)) continue;
             Json levels = Json::array();
             Json sls = Json::array();
-            for (unsigned sl = 0; sl < 16; ++sl) {
+            for (unsigned sl = 0; sl < ib::SlCount; ++sl) {
                 if (!(intent.slsOfVl[vl] & (1u << sl))) continue;
                 sls.push_back(sl);
                 for (const std::string& name : m.intent().levelsOfSl(sl))
@@ -442,7 +443,7 @@ Json reportJson(const Monitor& m) {
                   p.judged && vl < 15 ? jsonNumber(p.vls[vl].intended) : Json(nullptr)}});
         }
         Json sls = Json::array();
-        for (unsigned sl = 0; sl < 16; ++sl) {
+        for (unsigned sl = 0; sl < ib::SlCount; ++sl) {
             if (!shownSl(m, p, sl)) continue;
             Json levels = Json::array();
             for (const std::string& name : m.intent().levelsOfSl(sl)) levels.push_back(name);

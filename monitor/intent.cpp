@@ -44,8 +44,9 @@ Intent::Intent(const FabricCompilation& compiled) : compiled_(compiled) {
         unsigned ins = node.type == NodeType::Switch ? node.portCount + 1u : 1u;
         for (unsigned in = 0; in < ins; ++in) {
             const Sl2VlTable& table = tables.sl2vls[t.sl2vlFor(in)];
-            for (unsigned sl = 0; sl < 16; ++sl) {
-                if (table[sl] < 15) intent.slsOfVl[table[sl]] |= static_cast<uint16_t>(1u << sl);
+            for (unsigned sl = 0; sl < ib::SlCount; ++sl) {
+                if (table[sl] < ib::DropVl)
+                    intent.slsOfVl[table[sl]] |= static_cast<uint16_t>(1u << sl);
             }
         }
     }

@@ -14,6 +14,7 @@
 
 #include "compiler/emit.hpp"
 #include "compiler/fabric_compilation.hpp"
+#include "ib/qos.hpp"
 
 namespace ibqos::monitor {
 
@@ -21,10 +22,10 @@ namespace ibqos::monitor {
 unsigned dataVls(uint8_t operVls);
 
 struct PortIntent {
-    std::vector<uint32_t> groups;        // indices into Policy::groups (groups of the file)
-    std::array<uint16_t, 16> slsOfVl{};  // per VL: a bit per SL the port sends on it
-    int setup = -1;                      // its arbitration setup (index into setups()), or -1
-    bool hasTables = false;              // the port receives tables (an output port)
+    std::vector<uint32_t> groups;  // indices into Policy::groups (groups of the file)
+    std::array<uint16_t, ib::VlCount> slsOfVl{};  // per VL: a bit per SL the port sends on it
+    int setup = -1;          // its arbitration setup (index into setups()), or -1
+    bool hasTables = false;  // the port receives tables (an output port)
 };
 
 class Intent {
@@ -35,7 +36,9 @@ class Intent {
     const FabricCompilation& compiled() const { return compiled_; }
     const PortIntent& port(uint32_t fabricPort) const { return ports_[fabricPort]; }
     // The names of the levels whose SL is sl (in file order), empty when the policy gives it none.
-    const std::vector<std::string>& levelsOfSl(unsigned sl) const { return levels_[sl & 15]; }
+    const std::vector<std::string>& levelsOfSl(unsigned sl) const {
+        return levels_[sl & ib::MaxSl];
+    }
     const std::vector<ArbitrationSetup>& setups() const { return setups_; }
 
     // Each VL's long-run share of the link under a setup when exactly the VLs in `competing`
@@ -45,7 +48,7 @@ class Intent {
   private:
     const FabricCompilation& compiled_;
     std::vector<PortIntent> ports_;
-    std::array<std::vector<std::string>, 16> levels_;
+    std::array<std::vector<std::string>, ib::SlCount> levels_;
     std::vector<ArbitrationSetup> setups_;
     mutable std::mutex cacheLock_;
     mutable std::map<std::pair<int, uint16_t>, std::array<double, 15>> cache_;

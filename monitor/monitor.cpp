@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "common/text.hpp"
+#include "ib/qos.hpp"
 
 namespace ibqos::monitor {
 
@@ -232,7 +233,7 @@ const Report& Monitor::scrape() {
                          percent(v.intended) + " (margin " + percent(options_.margin) + ")"});
             }
         }
-        for (unsigned sl = 0; sl < 16; ++sl) {
+        for (unsigned sl = 0; sl < ib::SlCount; ++sl) {
             if (!intent_.levelsOfSl(sl).empty()) continue;
             const Delta& rcv = p.slRcvBytes[sl];
             const Delta& xmit = p.slXmitBytes[sl];

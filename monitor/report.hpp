@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ib/perf_mgt.hpp"
+#include "ib/qos.hpp"
 #include "monitor/collector.hpp"
 
 namespace ibqos::monitor {
@@ -37,7 +38,7 @@ struct Delta {
 struct Totals {
     std::array<double, ib::perf::PortCounterCount> port{};
     std::array<double, 16> vlXmitWait{}, vlRcvBytes{}, vlRcvPackets{};
-    std::array<double, 16> slXmitBytes{}, slRcvBytes{};
+    std::array<double, ib::SlCount> slXmitBytes{}, slRcvBytes{};
 };
 
 struct VlShare {
@@ -52,7 +53,7 @@ struct PortReport {
     bool extended = false;  // data and packets from PortCountersExtended (64-bit)
     std::array<Delta, ib::perf::PortCounterCount> counters;  // by ib::perf::PortCounter
     std::array<Delta, 16> vlXmitWait, vlRcvBytes, vlRcvPackets;
-    std::array<Delta, 16> slXmitBytes, slRcvBytes;
+    std::array<Delta, ib::SlCount> slXmitBytes, slRcvBytes;
     Totals totals;
     std::vector<std::string> saturated;  // "PortXmitData", "PortVLOpData3", ...
     bool congested = false;              // its XmitWait rose in the interval

@@ -2,7 +2,10 @@
 // expectedQosMads: osm_qos.c's rules against OpenSM's cached copies.
 #include "osm-plugin/opensm_cache.hpp"
 
+#include <array>
+
 #include "fabric/opensm_subnet.hpp"
+#include "ib/tables.hpp"
 #include "osm-plugin/qos_mads.hpp"
 
 namespace ibqos::osm {
@@ -16,32 +19,29 @@ size_t expectedQosMads(const osm_subn_t& subnet, const Fabric& fabric,
         if (!physp) continue;
         bool force = physp->need_update || subnet.need_update;
         if (t.hasVlArb) {
-            auto blocks = [&](uint32_t table, unsigned cap, unsigned first) {
+            auto blocks = [&](uint32_t table, unsigned cap, bool high) {
                 const VlArbTable& entries = tables.vlarbs[table];
-                for (unsigned b = 0; b < 2; ++b) {
-                    unsigned length = vlArbBlockLength(cap, b);
+                for (unsigned half = 0; half < 2; ++half) {
+                    unsigned length = vlArbBlockLength(cap, half);
                     if (length == 0) continue;
+                    unsigned block = ib::vlArbBlock(high, half);
+                    unsigned first = ib::vlArbFirstEntry(block);
                     bool differs = force;
                     for (unsigned i = 0; i < length && !differs; ++i) {
-                        const ib_vl_arb_element_t& cached = physp->vl_arb[first + b].vl_entry[i];
-                        differs = (cached.vl & 0xf) != entries[b * 32 + i].vl ||
-                                  cached.weight != entries[b * 32 + i].weight;
+                        const ib_vl_arb_element_t& cached = physp->vl_arb[block].vl_entry[i];
+                        differs = ib::vlArbEntry(cached.vl, cached.weight) != entries[first + i];
                     }
                     mads += differs;
                 }
             };
-            blocks(t.vlArbLow, t.vlArbLowCap, 0);
-            blocks(t.vlArbHigh, t.vlArbHighCap, 2);
+            blocks(t.vlArbLow, t.vlArbLowCap, false);
+            blocks(t.vlArbHigh, t.vlArbHighCap, true);
         }
         for (unsigned in = 0; in < sl2vlInPorts(fabric.nodes[port.node]); ++in) {
-            const Sl2VlTable& want = tables.sl2vls[t.sl2vlFor(in)];
             const ib_slvl_table_t* cached = osm_physp_get_slvl_tbl(physp, static_cast<uint8_t>(in));
-            bool differs = force || !cached;
-            for (unsigned i = 0; i < 8 && !differs; ++i) {
-                differs = cached->raw_vl_by_sl[i] !=
-                          static_cast<uint8_t>((want[2 * i] << 4) | want[2 * i + 1]);
-            }
-            mads += differs;
+            mads +=
+                force || !cached ||
+                ib::packSl2Vl(tables.sl2vls[t.sl2vlFor(in)]) != std::to_array(cached->raw_vl_by_sl);
         }
     }
     return mads;

@@ -6,6 +6,7 @@
 
 #include "compiler/tables.hpp"
 #include "fabric/fabric.hpp"
+#include "ib/tables.hpp"
 
 namespace ibqos::osm {
 
@@ -13,7 +14,8 @@ namespace ibqos::osm {
 // min(cap, 32) in the first, cap % 32 in the second when the cap is above 32 (so a cap of 64
 // sends nothing there: compatibility.md).
 constexpr unsigned vlArbBlockLength(unsigned cap, unsigned block) {
-    return block == 0 ? (cap < 32 ? cap : 32) : (cap > 32 ? cap % 32 : 0);
+    constexpr unsigned n = ib::VlArbBlockEntries;
+    return block == 0 ? (cap < n ? cap : n) : (cap > n ? cap % n : 0);
 }
 
 // The in-ports whose SL2VL table osm_qos.c programs for a port: every port of a switch (0

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "ib/tables.hpp"
+
 namespace ibqos::osm {
 
 namespace {
@@ -99,10 +101,8 @@ void RoutingHooks::updateSl2Vl(void* context, osm_physp_t* port, uint8_t in, uin
         const PortTables* t =
             sweep_->overrideFor(cl_ntoh64(port->p_node->node_info.node_guid), port->port_num);
         if (!t) return;
-        const Sl2VlTable& vls = sweep_->sl2vl(t->rawSl2vlFor(in));
-        for (unsigned i = 0; i < 8; ++i)
-            table->raw_vl_by_sl[i] =
-                static_cast<uint8_t>((vls[2 * i] << 4) | (vls[2 * i + 1] & 0xf));
+        const ib::PackedSl2Vl bytes = ib::packSl2Vl(sweep_->sl2vl(t->rawSl2vlFor(in)));
+        std::copy(bytes.begin(), bytes.end(), table->raw_vl_by_sl);
         ++calls_;
     } catch (...) {
         // A hook must never fail OpenSM: the table stays as OpenSM built it.
@@ -116,13 +116,14 @@ void RoutingHooks::updateVlArb(void* context, osm_physp_t* port, uint8_t portNum
         if (EngineHooks* e = engineByContext(context); e && e->vlarb) {
             e->vlarb(context, port, portNumber, block, length, blockNumber);
         }
-        if (!sweep_ || !port || !port->p_node || blockNumber > 3) return;
+        if (!sweep_ || !port || !port->p_node || blockNumber >= ib::VlArbBlockCount) return;
         const PortTables* t =
             sweep_->overrideFor(cl_ntoh64(port->p_node->node_info.node_guid), port->port_num);
         if (!t) return;
-        const VlArbTable& entries = sweep_->vlarb(blockNumber < 2 ? t->rawLow : t->rawHigh);
-        unsigned first = (blockNumber % 2) * IB_NUM_VL_ARB_ELEMENTS_IN_BLOCK;
-        for (unsigned i = 0; i < length && i < IB_NUM_VL_ARB_ELEMENTS_IN_BLOCK; ++i) {
+        const VlArbTable& entries =
+            sweep_->vlarb(ib::vlArbBlockIsHigh(blockNumber) ? t->rawHigh : t->rawLow);
+        unsigned first = ib::vlArbFirstEntry(blockNumber);
+        for (unsigned i = 0; i < length && i < ib::VlArbBlockEntries; ++i) {
             block->vl_entry[i].vl = entries[first + i].vl;
             block->vl_entry[i].weight = entries[first + i].weight;
         }

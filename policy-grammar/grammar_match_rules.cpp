@@ -26,8 +26,7 @@ BOOST_SPIRIT_DEFINE(rule_field)
 struct ulp_qualifier_class : Annotate {};
 struct ulp_condition_class : Annotate {};
 struct ulp_line_class : LineErrorHandler {};
-x3::rule<ulp_qualifier_class, ast::UlpQualifierWord> const ulp_qualifier =
-    "service-id, pkey, target-port-guid, source-port-guid, source-target-port-guid or port-num";
+x3::rule<ulp_qualifier_class, ast::UlpQualifierWord> const ulp_qualifier = "a qualifier";
 x3::rule<ulp_condition_class, ast::UlpCondition> const ulp_condition = "a qualifier";
 x3::rule<ulp_line_class, ast::UlpLine> const ulp_line = "a ULP line";
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The language's keywords in one table: the grammar takes its keywords from it, the syntax
-// messages list from it what a block takes, and elaboration names fields with it.
+// The language's words in one table (blocks, fields, what each block holds, ULPs and their
+// qualifiers): the grammar, the syntax messages and elaboration take every word from it.
 #pragma once
 
 #include <array>
@@ -26,6 +26,21 @@ inline constexpr const char* keyNames[] = {
 };
 // clang-format on
 static_assert(std::size(keyNames) == static_cast<size_t>(Key::ResolveTimeout) + 1);
+
+// The ULP that starts a qos-ulps line, as written (any case), indexed by Ulp.
+inline constexpr std::string_view ulpWords[] = {"default", "any",   "sdp", "srp",
+                                                "rds",     "ipoib", "iser"};
+static_assert(std::size(ulpWords) == static_cast<size_t>(Ulp::Iser) + 1);
+
+// The qualifier of a qos-ulps line ("sdp, port-num 20"), as written, indexed by UlpQualifier.
+inline constexpr std::string_view ulpQualifierWords[] = {"",
+                                                         "service-id",
+                                                         "pkey",
+                                                         "target-port-guid",
+                                                         "source-port-guid",
+                                                         "source-target-port-guid",
+                                                         "port-num"};
+static_assert(std::size(ulpQualifierWords) == static_cast<size_t>(UlpQualifier::PortNum) + 1);
 
 // What a block's body takes: fields, or the blocks nested in it.
 namespace body {
@@ -92,6 +107,11 @@ constexpr const char* openKeyword(BlockKind kind) { return wordsOf(kind).open; }
 constexpr const char* closeKeyword(BlockKind kind) { return wordsOf(kind).close; }
 // The field keyword as written, without the colon ("port-guid").
 constexpr const char* keyName(Key key) { return keyNames[static_cast<size_t>(key)]; }
+// A ULP word ("sdp") and a qualifier word ("port-num"; "" for none).
+constexpr std::string_view ulpWord(Ulp ulp) { return ulpWords[static_cast<size_t>(ulp)]; }
+constexpr std::string_view ulpQualifierWord(UlpQualifier qualifier) {
+    return ulpQualifierWords[static_cast<size_t>(qualifier)];
+}
 
 // The keywords that end a block's body when a line starts with them (the body's closing keyword
 // was forgotten): every section keyword, the closing keyword of the block and of every block

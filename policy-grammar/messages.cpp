@@ -84,9 +84,12 @@ const ast::BlockWords* findBlockWord(std::string_view word, bool& isClose) {
 }
 
 std::string unknownUlp(std::string_view word) {
+    std::string ulps;
+    for (std::string_view ulp : ast::ulpWords)
+        ulps += (ulps.empty() ? "" : ", ") + std::string(ulp);
     return "unknown ULP '" + std::string(word) +
-           "' in qos-ulps: a line is '<ulp>[, <qualifier> <values>] : <sl>' with <ulp> one of "
-           "default, any, sdp, srp, rds, ipoib, iser";
+           "' in qos-ulps: a line is '<ulp>[, <qualifier> <values>] : <sl>' with <ulp> one of " +
+           ulps;
 }
 
 // The sections' keywords, in the table's order.
@@ -159,7 +162,7 @@ std::string strayLineMessage(LineContext where, std::string_view line) {
     }
 
     if (!where.topLevel && where.block == BlockKind::QosUlps) {
-        for (std::string_view ulp : {"default", "any", "sdp", "srp", "rds", "ipoib", "iser"}) {
+        for (std::string_view ulp : ast::ulpWords) {
             if (editDistance(word, ulp) == 0) {
                 return "expected ':' or ',' after '" + std::string(word) + "'";
             }

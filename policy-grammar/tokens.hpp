@@ -12,6 +12,7 @@
 
 #include "policy-grammar/ast.hpp"
 #include "policy-grammar/config.hpp"
+#include "policy-grammar/keywords.hpp"
 
 namespace ibqos::grammar {
 
@@ -351,24 +352,16 @@ struct UlpToken : x3::parser<UlpToken> {
 
     template <typename It, typename Ctx, typename RCtx, typename Attr>
     bool parse(It& first, It const& last, Ctx const& ctx, RCtx&, Attr& attr) const {
-        static constexpr std::array<std::pair<std::string_view, ast::Ulp>, 7> names{{
-            {"default", ast::Ulp::Default},
-            {"any", ast::Ulp::Any},
-            {"sdp", ast::Ulp::Sdp},
-            {"srp", ast::Ulp::Srp},
-            {"rds", ast::Ulp::Rds},
-            {"ipoib", ast::Ulp::Ipoib},
-            {"iser", ast::Ulp::Iser},
-        }};
         x3::skip_over(first, last, ctx);
-        for (auto& [word, ulp] : names) {
+        for (size_t u = 0; u < std::size(ast::ulpWords); ++u) {
+            const std::string_view word = ast::ulpWords[u];
             if (!startsWithWord(first, last, word, true)) continue;
             // Only a ULP line when ',' or ':' follows: "default" alone is something else.
             It p = first + word.size();
             while (p != last && (*p == ' ' || *p == '\t')) ++p;
             if (p == last || (*p != ',' && *p != ':')) return false;
             first += word.size();
-            x3::traits::move_to(ulp, attr);
+            x3::traits::move_to(static_cast<ast::Ulp>(u), attr);
             return true;
         }
         return false;
@@ -381,22 +374,16 @@ struct UlpQualifierToken : x3::parser<UlpQualifierToken> {
 
     template <typename It, typename Ctx, typename RCtx, typename Attr>
     bool parse(It& first, It const& last, Ctx const& ctx, RCtx&, Attr& attr) const {
-        static constexpr std::array<std::pair<std::string_view, ast::UlpQualifier>, 6> names{{
-            {"service-id", ast::UlpQualifier::ServiceId},
-            {"pkey", ast::UlpQualifier::Pkey},
-            {"target-port-guid", ast::UlpQualifier::TargetPortGuid},
-            {"source-port-guid", ast::UlpQualifier::SourcePortGuid},
-            {"source-target-port-guid", ast::UlpQualifier::SourceTargetPortGuid},
-            {"port-num", ast::UlpQualifier::PortNum},
-        }};
         x3::skip_over(first, last, ctx);
-        for (auto& [word, kind] : names) {
+        for (size_t q = static_cast<size_t>(ast::UlpQualifier::ServiceId);
+             q < std::size(ast::ulpQualifierWords); ++q) {
+            const std::string_view word = ast::ulpQualifierWords[q];
             // OpenSM's lexer reads "any, service-id" as one token: a number may follow at once.
             if (static_cast<size_t>(last - first) >= word.size() &&
                 std::string_view(first, word.size()) == word) {
                 first += word.size();
                 ast::UlpQualifierWord w;
-                w.kind = kind;
+                w.kind = static_cast<ast::UlpQualifier>(q);
                 x3::traits::move_to(w, attr);
                 return true;
             }

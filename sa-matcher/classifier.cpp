@@ -28,14 +28,16 @@
 #include <map>
 #include <unordered_map>
 
+#include "ib/qos.hpp"
+
 namespace ibqos {
 
 namespace {
 
-constexpr uint64_t QosClassValues = 4096;  // 12 bits
-constexpr uint64_t PkeyValues = 0x8000;    // 15 bits once the membership bit is masked off
-constexpr size_t CoarseStep = 16;          // interval starts per coarse search step
-constexpr unsigned SparseCandidates = 2;   // at most this many: test the rules' own records
+constexpr uint64_t QosClassValues = ib::MaxQosClass + 1;
+constexpr uint64_t PkeyValues = ib::PkeyBaseMask + 1;  // once the membership bit is masked off
+constexpr size_t CoarseStep = 16;                      // interval starts per coarse search step
+constexpr unsigned SparseCandidates = 2;  // at most this many: test the rules' own records
 
 // The fields of RuleFields::named and RequestFields::present.
 constexpr uint8_t QosClassBit = 1, ServiceIdBit = 2, PkeyBit = 4;
@@ -400,7 +402,7 @@ QosMatch Classifier::match(const PathQuery& query) const {
         static_cast<uint8_t>((query.qosClass ? QosClassBit : 0) |
                              (query.serviceId ? ServiceIdBit : 0) | (query.pkey ? PkeyBit : 0));
     fields.qosClass = query.qosClass.value_or(0);
-    fields.pkey = static_cast<uint16_t>(query.pkey.value_or(0) & 0x7fff);
+    fields.pkey = ib::pkeyBase(query.pkey.value_or(0));
     fields.serviceId = query.serviceId.value_or(0);
     // The field sets are looked up only when a candidate word is dense.
     bool looked = false;
@@ -434,7 +436,7 @@ QosMatch Classifier::match(const PathQuery& query) const {
                 looked = true;
                 if (query.qosClass) qos = setOf(qosClass_, *query.qosClass);
                 if (query.serviceId) sid = setOf(serviceId_, *query.serviceId);
-                if (query.pkey) pkey = setOf(pkey_, *query.pkey & 0x7fff);
+                if (query.pkey) pkey = setOf(pkey_, ib::pkeyBase(*query.pkey));
             }
             w = filter(w, qosClass_, qos, block);
             w = filter(w, serviceId_, sid, block);

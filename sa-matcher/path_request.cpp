@@ -174,17 +174,10 @@ DecodedRequest decodePathRequest(std::span<const uint8_t> mad) {
                            std::to_string(mad.size()),
                        0);
     }
-    if (mad[at::BaseVersion] != ib::BaseVersion) {
-        return failure("base version " + std::to_string(mad[at::BaseVersion]) + " is not 1", 0);
-    }
-    if (mad[at::MgmtClass] != ib::SaClass) {
-        return failure(
-            "management class " + hex(mad[at::MgmtClass]) + " is not Subnet Administration (0x3)",
-            0);
-    }
-    if (mad[at::ClassVersion] != ib::SaClassVersion) {
-        return failure("SA class version " + std::to_string(mad[at::ClassVersion]) + " is not 2",
-                       ib::StatusBadVersion);
+    if (auto wrong = ib::checkSaHeader(mad)) {
+        // Of these OpenSM answers only a wrong class version with a status.
+        return failure(wrong->message,
+                       wrong->offset == at::ClassVersion ? ib::StatusBadVersion : uint16_t{0});
     }
     uint8_t method = mad[at::Method];
     if (method & ib::ResponseBit)

@@ -18,13 +18,13 @@
 #include <tuple>
 
 #include "common/text.hpp"
+#include "ib/qos.hpp"
 
 namespace ibqos {
 
 namespace {
 
 using Ref = DecisionDiagram::Ref;
-constexpr uint16_t PkeyBase = 0x7fff;
 
 // What a level makes of an answer, as far as the level decides it: levels with equal keys
 // never answer a request differently.
@@ -62,7 +62,7 @@ PathAnswer answerEverywhere(const Policy& policy, QosMatch match, std::optional<
     a.packetLife = level.packetLife ? std::optional<uint8_t>(*level.packetLife & 63) : std::nullopt;
     if (!answeredSl(level.sl)) {
         a.rejection = Rejection::InvalidSl;
-    } else if (pkey && !level.pkeys.empty() && !level.pkeys.contains(*pkey & PkeyBase)) {
+    } else if (pkey && !level.pkeys.empty() && !level.pkeys.contains(ib::pkeyBase(*pkey))) {
         a.rejection = Rejection::PkeyNotInLevel;
     }
     return a;

@@ -5,19 +5,18 @@
 
 #include <algorithm>
 
+#include "ib/qos.hpp"
+
 namespace ibqos {
 
 namespace {
-
-constexpr uint16_t FullMember = 0x8000;
-constexpr uint16_t base(uint16_t pkey) { return pkey & 0x7fff; }
 
 // OpenSM keeps a port's PKeys in a cl_map keyed by the PKey base in network byte order, read
 // as a host integer: on the little-endian hosts OpenSM runs on, the map is ordered by the
 // byte-swapped base. osm_physp_find_common_pkey() walks that order, so it decides which
 // common PKey a path without a requested PKey gets (0x0100 comes before 0x0001).
 constexpr uint16_t mapKey(uint16_t pkey) {
-    uint16_t b = base(pkey);
+    uint16_t b = ib::pkeyBase(pkey);
     return static_cast<uint16_t>(b << 8 | b >> 8);
 }
 
@@ -51,10 +50,9 @@ PkeyTables::PkeyTables(const Fabric& fabric) : tables_(fabric.ports.size()) {
     // A partition holds a port once (readPartitions keeps the last membership written), so
     // each table has one entry per partition. Base 0 is never a valid PKey.
     for (const Partition& p : fabric.partitions) {
-        if (base(p.pkey) == 0) continue;
+        if (ib::pkeyBase(p.pkey) == 0) continue;
         for (const PartitionMember& m : p.members) {
-            tables_[m.port].push_back(
-                static_cast<uint16_t>(base(p.pkey) | (m.full ? FullMember : 0)));
+            tables_[m.port].push_back(ib::pkeyOf(p.pkey, m.full));
         }
     }
     for (auto& t : tables_) {
@@ -63,8 +61,8 @@ PkeyTables::PkeyTables(const Fabric& fabric) : tables_(fabric.ports.size()) {
         // precedence, as in osm_pkey_tbl_set().
         std::vector<uint16_t> merged;
         for (uint16_t p : t) {
-            if (!merged.empty() && base(merged.back()) == base(p)) {
-                merged.back() |= p & FullMember;
+            if (!merged.empty() && ib::pkeyBase(merged.back()) == ib::pkeyBase(p)) {
+                merged.back() |= p & ib::PkeyFullMember;
             } else {
                 merged.push_back(p);
             }
@@ -76,13 +74,13 @@ PkeyTables::PkeyTables(const Fabric& fabric) : tables_(fabric.ports.size()) {
 const uint16_t* PkeyTables::find(uint32_t endpoint, uint16_t pkey) const {
     const auto& t = tables_[endpoint];
     auto it = std::lower_bound(t.begin(), t.end(), pkey, byMapKey);
-    return it != t.end() && base(*it) == base(pkey) ? &*it : nullptr;
+    return it != t.end() && ib::pkeyBase(*it) == ib::pkeyBase(pkey) ? &*it : nullptr;
 }
 
 bool PkeyTables::share(uint32_t a, uint32_t b, uint16_t pkey) const {
     const uint16_t* x = find(a, pkey);
     const uint16_t* y = find(b, pkey);
-    return x && y && ((*x | *y) & FullMember);
+    return x && y && ((*x | *y) & ib::PkeyFullMember);
 }
 
 uint16_t PkeyTables::common(uint32_t a, uint32_t b) const {
@@ -91,7 +89,8 @@ uint16_t PkeyTables::common(uint32_t a, uint32_t b) const {
     const auto& y = tables_[b];
     size_t i = 0, j = 0;
     while (i < x.size() && j < y.size()) {
-        if (base(x[i]) == base(y[j]) && ((x[i] | y[j]) & FullMember)) return x[i];
+        if (ib::pkeyBase(x[i]) == ib::pkeyBase(y[j]) && ((x[i] | y[j]) & ib::PkeyFullMember))
+            return x[i];
         if (mapKey(x[i]) == mapKey(y[j])) {
             ++i;
             ++j;
@@ -137,7 +136,7 @@ PathAnswer answerPath(const Policy& policy, const PkeyTables& pkeys, const PathQ
 
     if (query.pkey) {
         if (!pkeys.share(src, dst, *query.pkey)) return reject(Rejection::PkeyNotShared);
-        if (!level.pkeys.empty() && !level.pkeys.contains(*query.pkey & 0x7fff)) {
+        if (!level.pkeys.empty() && !level.pkeys.contains(ib::pkeyBase(*query.pkey))) {
             return reject(Rejection::PkeyNotInLevel);
         }
         a.pkey = *query.pkey;
@@ -147,7 +146,7 @@ PathAnswer answerPath(const Policy& policy, const PkeyTables& pkeys, const PathQ
         // can be shared, so those are the candidates.
         uint16_t best = 0;
         for (uint16_t p : pkeys.table(src)) {
-            uint16_t b = base(p);
+            uint16_t b = ib::pkeyBase(p);
             if ((best == 0 || b < best) && level.pkeys.contains(b) && pkeys.share(src, dst, b))
                 best = b;
         }

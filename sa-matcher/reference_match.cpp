@@ -2,6 +2,8 @@
 // The rule-by-rule scan of __qos_policy_get_match_rule_by_params() in osm_qos_policy.c.
 #include "sa-matcher/reference_match.hpp"
 
+#include "ib/qos.hpp"
+
 namespace ibqos {
 
 namespace {
@@ -38,7 +40,7 @@ RuleMismatch ruleMismatch(const BoundPolicy& bound, uint32_t index, const PathQu
     }
     if (!rule.pkeys.empty()) {
         if (!query.pkey) return RuleMismatch::PkeyAbsent;
-        if (!rule.pkeys.contains(*query.pkey & 0x7fff)) return RuleMismatch::Pkey;
+        if (!rule.pkeys.contains(ib::pkeyBase(*query.pkey))) return RuleMismatch::Pkey;
     }
     return RuleMismatch::None;
 }

@@ -7,6 +7,8 @@
 #include <map>
 #include <vector>
 
+#include "ib/qos.hpp"
+
 namespace ibqos::host {
 
 namespace {
@@ -318,8 +320,9 @@ std::optional<AgentMessage> parseAgentMessage(std::string_view bytes, MessageErr
             m.type = *type;
         } else if (key == "sl") {
             if (raw != "-") {
-                auto n = number(raw, 15);
-                if (!n) return fail(valueAt, "sl must be 0..15 or -");
+                auto n = number(raw, ib::MaxSl);
+                if (!n)
+                    return fail(valueAt, "sl must be 0.." + std::to_string(ib::MaxSl) + " or -");
                 m.sl = static_cast<uint8_t>(*n);
             }
         } else if (key == "leaf") {

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <utility>
 
+#include "ib/qos.hpp"
+
 namespace ibqos::host {
 
 namespace {
@@ -220,7 +222,7 @@ std::optional<TableAnswer> PathTable::find(const PathKey& path) const {
             copy.dlid != path.dlid || copy.pkey != pkey ||
             std::string_view(copy.device) != path.device)
             continue;
-        if (copy.generation != generation || copy.expiresNs <= now || copy.sl > 15)
+        if (copy.generation != generation || copy.expiresNs <= now || copy.sl > ib::MaxSl)
             return std::nullopt;
         return TableAnswer{copy.found != 0, copy.sl};
     }

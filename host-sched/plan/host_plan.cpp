@@ -45,7 +45,7 @@ HostPlan HostPlan::fromPolicy(const HostSched& host) {
         e.maxAvgBw = l.maxAvgBw;
         e.pccSlot = l.pccSlot;
         e.pccAlgorithm = l.pccAlgorithm;
-        for (unsigned sl = 0; sl < 16; ++sl) {
+        for (unsigned sl = 0; sl < ib::SlCount; ++sl) {
             if (host.leafOfSl[sl] == static_cast<int16_t>(i)) e.sls.set(sl);
         }
         plan.elements_.push_back(std::move(e));
@@ -62,7 +62,7 @@ HostPlan HostPlan::fromElements(std::vector<PlanElement> elements,
     for (size_t index = 0; index < plan.elements_.size(); ++index) {
         const PlanElement& e = plan.elements_[index];
         if (!e.leaf) continue;
-        for (unsigned sl = 0; sl < 16; ++sl) {
+        for (unsigned sl = 0; sl < ib::SlCount; ++sl) {
             if (e.sls[sl]) plan.leafOfSl_[sl] = static_cast<int32_t>(index);
         }
         if (e.pccSlot) {
@@ -77,7 +77,7 @@ HostPlan HostPlan::fromElements(std::vector<PlanElement> elements,
 }
 
 std::optional<size_t> HostPlan::leafForSl(uint8_t sl) const {
-    if (sl >= 16 || leafOfSl_[sl] < 0) return std::nullopt;
+    if (sl >= ib::SlCount || leafOfSl_[sl] < 0) return std::nullopt;
     return static_cast<size_t>(leafOfSl_[sl]);
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "compiler/policy.hpp"  // the host-sched section (its structs only)
+#include "ib/qos.hpp"
 
 namespace ibqos::host {
 
@@ -21,7 +22,7 @@ struct PlanElement {
     std::optional<size_t> parent;  // index into HostPlan::elements; nullopt: the root
     uint32_t bwShare = 0;          // relative weight among siblings, 0 = device default
     uint32_t maxAvgBw = 0;         // Mbit/s, 0 = unlimited
-    std::bitset<16> sls;           // leaves: the path SLs whose QPs attach here
+    std::bitset<ib::SlCount> sls;  // leaves: the path SLs whose QPs attach here
     std::optional<uint32_t> pccSlot;
     std::string pccAlgorithm;
 };
@@ -61,8 +62,8 @@ class HostPlan {
 
   private:
     std::vector<PlanElement> elements_;
-    std::array<int32_t, 16> leafOfSl_{-1, -1, -1, -1, -1, -1, -1, -1,
-                                      -1, -1, -1, -1, -1, -1, -1, -1};
+    std::array<int32_t, ib::SlCount> leafOfSl_{-1, -1, -1, -1, -1, -1, -1, -1,
+                                               -1, -1, -1, -1, -1, -1, -1, -1};
     std::vector<PlanSlot> slots_;
     std::vector<SlEnforcement> enforcement_;
 };

@@ -126,7 +126,7 @@ std::optional<HostPlan> parsePlanText(std::string_view text, const std::string& 
             return fail("bad bw-share, max-avg-bw or SL mask");
         e.bwShare = static_cast<uint32_t>(*bwShare);
         e.maxAvgBw = static_cast<uint32_t>(*maxAvgBw);
-        e.sls = std::bitset<16>(*sls);
+        e.sls = std::bitset<ib::SlCount>(*sls);
         if (f[5] != "-") {
             auto slot = parseNumber(f[5], 10);
             if (!slot || *slot > 15 || f[6] == "-") return fail("bad PCC slot");

@@ -25,6 +25,7 @@
 #include "host-sched/preload/next_symbol.hpp"
 #include "host-sched/sched/sched_mlx5.hpp"
 #include "host-sched/sched/sched_simulated.hpp"
+#include "ib/qos.hpp"
 
 namespace ibqos::host {
 
@@ -255,7 +256,7 @@ std::optional<uint8_t> Preload::beforeRtr(ibv_qp* qp, const ibv_qp_attr* attr, i
     // The SL the application chose is in the address vector of the RTR transition (RC and UC
     // carry one; UD QPs take theirs per address handle, so they have none here).
     std::optional<uint8_t> replace;
-    if ((mask & IBV_QP_AV) && attr->ah_attr.sl < 16) {
+    if ((mask & IBV_QP_AV) && attr->ah_attr.sl < ib::SlCount) {
         record.sl = attr->ah_attr.sl;
         record.port = attr->ah_attr.port_num;
         record.dlid = attr->ah_attr.dlid;
@@ -312,7 +313,7 @@ std::optional<uint8_t> Preload::beforeRtr(ibv_qp* qp, const ibv_qp_attr* attr, i
 std::optional<uint8_t> Preload::beforeCreateAh(ibv_context* context, const ibv_ah_attr* attr) {
     std::unique_lock lock(mutex_);
     configure();
-    if (enforcer_.mode() == SlMode::Respect || attr->sl >= 16) return std::nullopt;
+    if (enforcer_.mode() == SlMode::Respect || attr->sl >= ib::SlCount) return std::nullopt;
     std::string device = deviceOf(context);
     bool fromCm = cmVectors_.count({attr->dlid, attr->sl}) > 0;
     // An address handle serves every UD QP of its protection domain: no one P_Key applies.

@@ -2,6 +2,7 @@
 // SA PathRecord MADs: encoding of requests and the checks every answer must pass.
 #include "host-sched/sa-client/sa_wire.hpp"
 #include "common/text.hpp"
+#include "ib/qos.hpp"
 
 #include <arpa/inet.h>
 
@@ -81,7 +82,7 @@ std::optional<WireError> checkRecord(const PathRecord& r, const SaQuery& q, size
         return error(pr_at::ReversibleNumbPath, "reversible",
                      "the path is not reversible although a reversible path was asked for");
     }
-    if (q.pkey && (r.pkey & 0x7fff) != (*q.pkey & 0x7fff)) {
+    if (q.pkey && ib::pkeyBase(r.pkey) != ib::pkeyBase(*q.pkey)) {
         return error(pr_at::Pkey, "pkey",
                      "P_Key " + hex(r.pkey, 4) + " differs from the one asked for (" +
                          hex(*q.pkey, 4) + ")");
@@ -149,8 +150,8 @@ std::array<uint8_t, ib::MadSize> encodeSaQuery(const SaQuery& q, uint64_t transa
     r.reversible = q.reversible;
     r.numbPath = q.method == SaMethod::GetTable ? 1 : 0;
     r.pkey = q.pkey.value_or(0);
-    r.qosClass = static_cast<uint16_t>(q.qosClass.value_or(0) & 0x0fff);
-    r.sl = static_cast<uint8_t>(q.sl.value_or(0) & 0x0f);
+    r.qosClass = q.qosClass.value_or(0);
+    r.sl = q.sl.value_or(0);
     auto record = ib::encodePathRecord(r);
     std::copy(record.begin(), record.end(), mad.begin() + SaHeaderSize);
     return mad;
@@ -173,18 +174,8 @@ DecodedAnswer decodePathAnswer(std::span<const uint8_t> mad, const SaQuery& q,
         a.kind = AnswerKind::NotOurs;
         return a;
     }
-    if (mad[ib::at::BaseVersion] != 1) {
-        return invalid(a, ib::at::BaseVersion, "base_version",
-                       "base version " + std::to_string(mad[ib::at::BaseVersion]) + " is not 1");
-    }
-    if (mad[ib::at::MgmtClass] != ib::SaClass) {
-        return invalid(a, ib::at::MgmtClass, "mgmt_class",
-                       "management class " + hex(mad[ib::at::MgmtClass], 2) + " is not SA (0x03)");
-    }
-    if (mad[ib::at::ClassVersion] != ib::SaClassVersion) {
-        return invalid(
-            a, ib::at::ClassVersion, "class_version",
-            "SA class version " + std::to_string(mad[ib::at::ClassVersion]) + " is not 2");
+    if (auto wrong = ib::checkSaHeader(mad)) {
+        return invalid(a, wrong->offset, wrong->field, wrong->message);
     }
     uint8_t expectedMethod = static_cast<uint8_t>(q.method) | ib::ResponseBit;
     if (mad[ib::at::Method] != expectedMethod) {
@@ -198,16 +189,14 @@ DecodedAnswer decodePathAnswer(std::span<const uint8_t> mad, const SaQuery& q,
             a, ib::at::AttributeId, "attr_id",
             "attribute " + hex(get16(mad, ib::at::AttributeId), 4) + " is not PathRecord (0x0035)");
     }
-    if (a.status & 0x1) {
+    if (a.status & ib::StatusBusy) {
         a.kind = AnswerKind::Busy;
         return a;
     }
     if (a.status != 0) {
-        unsigned saStatus = a.status >> 8;
-        bool onlySaStatus = (a.status & 0xff) == 0;
         a.error = WireError{ib::at::Status, "status",
                             "the SA answered " + ib::describeMadStatus(a.status)};
-        if (onlySaStatus && (saStatus == 3 || saStatus == 5)) {  // NO_RECORDS, REQ_INVALID_GID
+        if (a.status == ib::StatusNoRecords || a.status == ib::StatusInvalidGid) {
             a.kind = AnswerKind::NoPath;
             return a;
         }

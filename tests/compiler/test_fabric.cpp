@@ -5,6 +5,7 @@
 #include "compiler/bind.hpp"
 #include "fabric/partitions.hpp"
 #include "fabric/topology.hpp"
+#include "ib/link.hpp"
 #include "tests/policy_text.hpp"
 
 using namespace ibqos;
@@ -78,6 +79,67 @@ TEST_CASE("an ibsim net file gets the GUIDs ibsim gives its nodes", "[compiler][
         REQUIRE(net.fabric.ports[np].peer != NoPort);
         CHECK(net.fabric.portName(net.fabric.ports[np].peer) == disc.fabric.portName(q));
     }
+}
+
+namespace {
+
+// Every field the topology format carries, node by node and port by port.
+void checkSameTopology(const Fabric& a, const Fabric& b) {
+    REQUIRE(a.nodes.size() == b.nodes.size());
+    REQUIRE(a.ports.size() == b.ports.size());
+    for (size_t n = 0; n < a.nodes.size(); ++n) {
+        INFO("node " << a.nodes[n].description);
+        CHECK(a.nodes[n].type == b.nodes[n].type);
+        CHECK(a.nodes[n].guid == b.nodes[n].guid);
+        CHECK(a.nodes[n].description == b.nodes[n].description);
+        CHECK(a.nodes[n].portCount == b.nodes[n].portCount);
+        CHECK(a.nodes[n].enhancedPort0 == b.nodes[n].enhancedPort0);
+    }
+    for (uint32_t p = 0; p < a.ports.size(); ++p) {
+        INFO("port " << a.portName(p) << " (" << unsigned{a.ports[p].number} << ")");
+        CHECK(a.ports[p].node == b.ports[p].node);
+        CHECK(a.ports[p].number == b.ports[p].number);
+        CHECK(a.ports[p].peer == b.ports[p].peer);
+        CHECK(a.ports[p].rate == b.ports[p].rate);
+        // A port without a link is not in the file: only linked ports keep their addresses.
+        if (a.ports[p].peer == NoPort && !a.isEndpoint(p)) continue;
+        CHECK(a.ports[p].guid == b.ports[p].guid);
+        CHECK(a.ports[p].lid == b.ports[p].lid);
+        CHECK(a.ports[p].lmc == b.ports[p].lmc);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("a fabric written as ibnetdiscover output reads back the same", "[compiler][topology]") {
+    for (const char* sample :
+         {"rack-row.ibnetdiscover", "qos-lab.ibnetdiscover", "three-switch.ibnetdiscover"}) {
+        INFO(sample);
+        Read original(slurp(samples + sample), sample);
+        REQUIRE_FALSE(original.diagnostics.hasErrors());
+        Read again(writeTopology(original.fabric));
+        REQUIRE_FALSE(again.diagnostics.hasErrors());
+        checkSameTopology(original.fabric, again.fabric);
+    }
+
+    // A fabric built as a model: a router, an LMC, an enhanced port 0, a port without a link.
+    Fabric built;
+    built.source = "built";
+    uint32_t sw = built.addNode(NodeType::Switch, 0x200000, "spine-a", 4);
+    uint32_t ca = built.addNode(NodeType::Ca, 0x100000, "node-01 HCA-1", 2);
+    uint32_t rt = built.addNode(NodeType::Router, 0x300000, "gw", 1);
+    built.nodes[sw].enhancedPort0 = true;
+    for (unsigned n = 0; n <= 4; ++n) built.ports[built.portOf(sw, n)].lid = 1;
+    built.ports[built.portOf(ca, 1)].lid = 4;
+    built.ports[built.portOf(ca, 1)].lmc = 2;
+    built.ports[built.portOf(rt, 1)].lid = 8;
+    built.link(built.portOf(sw, 1), built.portOf(ca, 1), rateForLink(4, "EDR"));
+    built.link(built.portOf(sw, 3), built.portOf(rt, 1), rateForLink(1, "QDR"));
+    built.index();
+    Read again(writeTopology(built));
+    REQUIRE_FALSE(again.diagnostics.hasErrors());
+    checkSameTopology(built, again.fabric);
+    CHECK(endpoint(again.fabric, "7") == endpoint(again.fabric, "node-01 HCA-1/P1"));
 }
 
 TEST_CASE("a topology that lies is reported where it lies", "[compiler][topology]") {

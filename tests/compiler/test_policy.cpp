@@ -429,7 +429,7 @@ end-qos-ulps
     CHECK(c.codes(Severity::Warning) == std::vector<std::string>{"qos-setup-applied"});
     REQUIRE(c.policy.vlarbScopes.size() == 1);
     const VlArbScope& v = c.policy.vlarbScopes[0];
-    CHECK(*v.high == std::vector<VlWeight>{{0, 4}, {1, 8}, {2, 16}});
+    CHECK(*v.high == std::vector<VlArbEntry>{{0, 4}, {1, 8}, {2, 16}});
     CHECK(v.bandwidth->size() == 2);
     CHECK(v.highLimit == 10);
     REQUIRE(c.policy.sl2vlScopes.size() == 1);

@@ -105,20 +105,30 @@ def without_comments(text):
     return re.sub(r"^[ \t]*//.*$|(?<=[;{}),])[ \t]*//.*$", "", text, flags=re.M)
 
 
-def defined_only_in(concept, pattern, owners_ok, scope=product):
-    """Every file matching pattern outside owners_ok (a header and its source file count as
-    one) is a failure."""
+def without_strings(text):
+    # String literals emptied too, so that messages may say what code may not write.
+    text = re.sub(r'R"([^(\s]*)\(.*?\)\1"', '""', text, flags=re.S)
+    return re.sub(r'"(?:[^"\\\n]|\\.)*"', '""', text)
+
+
+def defined_only_in(concept, pattern, owners_ok, scope=product, code_only=False):
+    """Every file matching pattern outside owners_ok (files, a header and its source file
+    counting as one, or folders ending in '/') is a failure. code_only: string literals are not
+    looked at."""
     rx = re.compile(pattern, re.M)
-    stems = {str(Path(p).with_suffix("")) for p in owners_ok}
+    stems = {str(Path(p).with_suffix("")) for p in owners_ok if not p.endswith("/")}
+    folders = tuple(p for p in owners_ok if p.endswith("/"))
     found_in_owner = False
     for path in files:
         if not scope(path):
             continue
         text = without_comments((ROOT / path).read_text(errors="replace"))
+        if code_only:
+            text = without_strings(text)
         m = rx.search(text)
         if not m:
             continue
-        if str(Path(path).with_suffix("")) in stems:
+        if str(Path(path).with_suffix("")) in stems or path.startswith(folders):
             found_in_owner = True
             continue
         line = text.count("\n", 0, m.start()) + 1
@@ -150,6 +160,40 @@ words = sorted({w for pair in keywords for w in pair})
 defined_only_in("the language's block keywords", r'"(?:%s)"' % "|".join(map(re.escape, words)),
                 {"policy-grammar/keywords.hpp"},
                 lambda p: product(p) and p.endswith((".cpp", ".hpp")))
+# Every word of the language in the keyword table, value words included: the ULPs and their
+# qualifiers are not spelled out elsewhere ("default" and "any" are ordinary words too, and
+# "service-id" and "pkey" field keywords; fabric/ reads other files' words), nor listed.
+keyword_table = (ROOT / "policy-grammar/keywords.hpp").read_text()
+value_words = [w for table in ("ulpWords", "ulpQualifierWords")
+               for w in re.findall(r'"([a-z-]+)"', re.search(
+                   table + r"\[\] = \{(.*?)\};", keyword_table, re.S).group(1))]
+own_words = sorted(set(value_words) - {"default", "any"} - set(
+    re.findall(r'"([a-z0-9-]+)"', re.search(r"keyNames\[\] = \{(.*?)\};", keyword_table,
+                                            re.S).group(1))))
+defined_only_in("the qos-ulps words", r'"(?:%s)"' % "|".join(map(re.escape, own_words)),
+                {"policy-grammar/keywords.hpp"},
+                lambda p: product(p) and not p.startswith("fabric/"))
+word = r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(set(value_words) - {""})))
+defined_only_in("a list of qos-ulps words", r'%s(?:"?\s*[,|]\s*"?%s){2,}' % (word, word),
+                {"policy-grammar/keywords.hpp"})
+# The InfiniBand encodings and limits are written in ib/ only.
+defined_only_in("P_Key base and membership masks (ib/qos.hpp)", r"(?i)\b0x0*7fff\b|\b0x8000\b",
+                {"ib/"})
+defined_only_in("the QoS class's width (ib/qos.hpp)", r"\b4095\b|(?i:\b0x0?fff\b)", {"ib/"})
+defined_only_in("the SL's width (ib/qos.hpp)", r"(?i)^(?=[^\n]*\bsls?\b)[^\n]*\b1[56]\b",
+                {"ib/"}, code_only=True)
+defined_only_in("4-bit fields packed by hand (SL2VL nibbles: ib/tables.hpp)",
+                r"(?:<<|>>)\s*4\b|&\s*0x0?[fF]\b", {"ib/"}, code_only=True)
+defined_only_in("VLArb block addressing (ib/tables.hpp)",
+                r"\bIB_NUM_VL_ARB_ELEMENTS_IN_BLOCK\b|[A-Za-z_)\]]\s*<<\s*16\b", {"ib/"},
+                code_only=True)
+defined_only_in("the SA header check (ib::checkSaHeader)",
+                r"\[\s*(?:ib::)?at::(?:BaseVersion|MgmtClass|ClassVersion)\s*\]\s*!=",
+                {"ib/mad.cpp"}, code_only=True)
+# fabric/ owns its text formats: ibnetdiscover text is written beside its reader only (programs
+# build a Fabric as a model; a benchmark that needs the file writes it with writeTopology).
+defined_only_in("an ibnetdiscover writer", r"(?:switchguid|caguid|rtguid)=",
+                {"fabric/topology_writer.cpp"}, lambda p: product(p) or p.startswith("bench/"))
 # JSON: documents built with nlohmann-json and printed by common/json.cpp; JSON written as text
 # only where a comment there says why (the streamed port list, the query batch's hot path).
 defined_only_in("JSON written by hand", r'"[^"\n]*\\"[a-z_]+\\"\s*:',
