@@ -81,7 +81,12 @@ FABRICS = {
                   "opensm-ulps-shortest.conf", "qos-lab-names-and-types.conf"], "gpu01 mlx5_1"),
     "ring-lash": ("ring-lash.net", "ring-lash.partitions.conf", "sm HCA-1", "0x100001",
                   {"routing_engine": "lash", "lash_start_vl": "1"}, [RING], "host-4b HCA-1"),
+    # dfsssp spreads each path over its VLs at random (rand() per request): answers are compared
+    # but for the SL, which must be one dfsssp gives, and requests name no SL.
+    "ring-dfsssp": ("ring-lash.net", "ring-lash.partitions.conf", "sm HCA-1", "0x100001",
+                    {"routing_engine": "dfsssp"}, [RING], "host-4b HCA-1"),
 }
+RANDOM_SL = {"ring-dfsssp"}
 
 
 def check(condition, message):
@@ -147,11 +152,24 @@ def compare_on(name, spec, work, count):
         def requests_for(policy):
             rng = random.Random(f"{name} {policy}")
             text = policy_text(policy) if policy else ""
-            return sa_requests.random_requests(rng, ports, sa_requests.policy_values(text), count)
+            requests = sa_requests.random_requests(rng, ports, sa_requests.policy_values(text), count)
+            if name in RANDOM_SL:
+                requests = [(m, mask & ~sa_requests.SL, r) for m, mask, r in requests]
+            return requests
 
         plugin, counts = answers_of(fabric, "plugin", spec, work, requests_for)
         opensm, _ = answers_of(fabric, "opensm", spec, work, requests_for)
         for policy in spec[5]:
+            if name in RANDOM_SL:
+                sls = lambda answers: {sa_requests.decode(r)["sl"] for a in answers  # noqa: E731
+                                       for r in sa_requests.records_of(a)}
+                check(sls(plugin[policy]) <= sls(opensm[policy]),
+                      f"{name}: the responder's SLs {sorted(sls(plugin[policy]))} are among those dfsssp "
+                      f"gave OpenSM's handler {sorted(sls(opensm[policy]))}")
+                check(sls(plugin[policy]) - {0, 1, 2},
+                      f"{name}: the responder answers SLs dfsssp chose, not only the levels' 0, 1, 2")
+                plugin[policy] = [sa_requests.without_sl(a) for a in plugin[policy]]
+                opensm[policy] = [sa_requests.without_sl(a) for a in opensm[policy]]
             differences = sa_requests.compare(requests_for(policy), plugin[policy], opensm[policy],
                                               ("responder", "OpenSM"))
             for d in differences[:5]:

@@ -121,6 +121,17 @@ def records_of(line):
     return records
 
 
+def without_sl(line):
+    """The answer line with its records' SLs set to 0 (for a routing engine that draws them)."""
+    if not records_of(line):
+        return line
+    status, method, mad = line.split()
+    mad = bytearray.fromhex(mad)
+    for i in range(len(records_of(line))):
+        mad[56 + 64 * i + 53] &= 0xf0
+    return f"{status} {method} {mad.hex()}"
+
+
 def record_count(line):
     return len(records_of(line))
 
