@@ -351,7 +351,11 @@ ib::PathRecord buildRecord(const osm_subn_t& subn, const Request& r, const osm_p
         if (reversible) fix(dlid);
     }
     out.rate = rate;
-    out.packetLife = src == dst ? 0 : p.packetLife;
+    // OpenSM ORs "exactly" into the packet-life byte: a level's packet life above 63, which it
+    // accepts, spills into the selector bits.
+    const uint8_t life = static_cast<uint8_t>(0x80 | (src == dst ? 0 : p.packetLife));
+    out.packetLifeSelector = life >> 6;
+    out.packetLife = life & 0x3f;
     out.preference = preference;
     out.reversible = reversible;  // NumbPath stays 0 in an answer
     return out;

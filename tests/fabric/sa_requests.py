@@ -101,9 +101,10 @@ def describe_request(request):
 
 def _is_record(chunk):
     """Whether 64 bytes of an answer read as a PathRecord OpenSM wrote: a link-local DGID, MTU,
-    rate and packet life all with selector 2 ("exactly"), the reserved bytes zero."""
+    rate and packet life with the high bit of selector 2 ("exactly", ORed in: a packet life above
+    63 spills into the selector's low bit), the reserved bytes zero."""
     return (len(chunk) == 64 and chunk[8:16] == struct.pack(">Q", LINK_LOCAL)
-            and all(b >> 6 == 2 for b in chunk[54:57]) and not any(chunk[58:64]))
+            and all(b >> 7 for b in chunk[54:57]) and not any(chunk[58:64]))
 
 
 def records_of(line):
