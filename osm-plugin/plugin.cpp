@@ -107,18 +107,6 @@ Plugin::Plugin(osm_opensm_t* osm, PluginOptions options)
         log(OSM_LOG_INFO, "0002",
             "QoS was off in opensm.conf ('qos FALSE'); turned on, as the policy needs it");
     }
-    if (options_.answerPathRecords) {
-        responding_ = responder_.install();
-        if (responding_) {
-            log(OSM_LOG_INFO, "0051",
-                "PathRecord requests are answered by the plugin, from the compiled policy (the "
-                "shapes it leaves go to OpenSM's own handler)");
-        }
-    } else {
-        log(OSM_LOG_INFO, "0052",
-            "PathRecord requests are answered by OpenSM's own handler, from the plain policy "
-            "(pathrecord=opensm)");
-    }
     reloadPolicy();
     // Until a policy is in force (the first heavy sweep puts one there), OpenSM runs without
     // one, as a stock OpenSM does with a policy it drops: a file with no default level gives
@@ -127,6 +115,19 @@ Plugin::Plugin(osm_opensm_t* osm, PluginOptions options)
     // OpenSM frees this string at shutdown and never re-reads it from opensm.conf: the old one
     // is left alone (OpenSM may still hold it).
     opt_->qos_policy_file = strdup(options_.generated.c_str());
+    // Last: once the dispatcher holds the responder, this constructor may no longer fail (the
+    // message is made before).
+    if (options_.answerPathRecords) {
+        const std::string answering =
+            "PathRecord requests are answered by the plugin, from the compiled policy (the shapes "
+            "it leaves go to OpenSM's own handler)";
+        responding_ = responder_.install();
+        if (responding_) log(OSM_LOG_INFO, "0051", answering);
+    } else {
+        log(OSM_LOG_INFO, "0052",
+            "PathRecord requests are answered by OpenSM's own handler, from the plain policy "
+            "(pathrecord=opensm)");
+    }
 }
 
 Plugin::~Plugin() {
