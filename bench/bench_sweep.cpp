@@ -54,7 +54,8 @@ int main(int argc, char** argv) {
         "      vlarb-high: 0:64\n      bandwidth: 1:70%, 2:30%\n    end-vlarb-scope\n  "
         "end-vlarb-tables\nend-qos-setup\n";
     SourceFile policyText("policy.conf", text);
-    Policy policy = loadPolicy(policyText, d);
+    auto shared = std::make_shared<const Policy>(loadPolicy(policyText, d));
+    const Policy& policy = *shared;
     if (d.hasErrors()) {
         std::fprintf(stderr, "the generated inputs have errors\n");
         return 1;
@@ -78,7 +79,7 @@ int main(int argc, char** argv) {
                 bench::resetPeakRss();
                 const double baseline = static_cast<double>(bench::peakRss());
                 Diagnostics sweepDiagnostics;
-                sweep = osm::CompiledSweep::compile(policy, fabric, conf, sweepDiagnostics);
+                sweep = osm::CompiledSweep::compile(shared, fabric, conf, sweepDiagnostics);
                 if (added < 0) added = static_cast<double>(bench::peakRss()) - baseline;
             }
             auto mads = [&](bool hooks, bool optimized) {

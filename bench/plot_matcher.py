@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-# Draws the matcher's cost against the rule count, for ibqos's classifier and for OpenSM's rule
-# scan, as a standalone SVG (log-log axes), from the lines `ibqos-bench-matcher --json` prints.
+# Draws a cost against the rule count as a standalone SVG (log-log axes), one line per series,
+# from JSON lines with a name, a value and a rules parameter: by default the matcher's (the lines
+# `ibqos-bench-matcher --json` prints: ibqos's classifier and OpenSM's rule scan).
 #
 #   ibqos-bench-matcher --json | bench/plot_matcher.py -o docs/matcher-cost.svg
+#   ... | bench/plot_matcher.py --series NAME=LABEL ... --y-label TEXT --unit us -o FILE
 import argparse
 import json
 import math
@@ -11,12 +13,12 @@ import sys
 
 WIDTH, HEIGHT = 640, 400
 LEFT, RIGHT, TOP, BOTTOM = 72, 150, 40, 56
-SERIES = [("classifier", "ibqos classifier", "#1f77b4"),
-          ("baseline", "OpenSM rule scan", "#d62728")]
+COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
+MATCHER_SERIES = [("classifier", "ibqos classifier"), ("baseline", "OpenSM rule scan")]
 
 
-def read_points(lines):
-    points = {name: {} for name, _, _ in SERIES}
+def read_points(lines, series):
+    points = {name: {} for name, _ in series}
     for line in lines:
         line = line.strip()
         if not line.startswith("{"):
@@ -31,11 +33,11 @@ def decades(low, high):
     return range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
 
 
-def svg(points, title):
+def svg(points, series, title, y_label, unit):
     xs = sorted({r for series in points.values() for r in series})
     ys = [v for series in points.values() for v in series.values() if v > 0]
     if not xs or not ys:
-        raise SystemExit("plot_matcher: no classifier/baseline lines (with a rules parameter) in the input")
+        raise SystemExit("plot_matcher: no lines of the series (with a rules parameter) in the input")
     x_dec, y_dec = decades(min(xs), max(xs)), decades(min(ys), max(ys))
     x0, x1, y0, y1 = x_dec[0], x_dec[-1], y_dec[0], y_dec[-1]
     if x0 == x1:
@@ -65,15 +67,16 @@ def svg(points, title):
     out.append(f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#333"/>')
     out.append(f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 14}" text-anchor="middle">rules in the policy</text>')
     out.append(f'<text transform="translate(18,{TOP + plot_h / 2}) rotate(-90)" text-anchor="middle">'
-               'time per PathRecord match (ns)</text>')
-    for i, (name, label, colour) in enumerate(SERIES):
-        series = sorted(points[name].items())
-        path = " ".join(f"{px(r):.1f},{py(v):.1f}" for r, v in series if v > 0)
+               f'{y_label}</text>')
+    for i, (name, label) in enumerate(series):
+        colour = COLOURS[i % len(COLOURS)]
+        line = sorted(points[name].items())
+        path = " ".join(f"{px(r):.1f},{py(v):.1f}" for r, v in line if v > 0)
         out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
-        for r, v in series:
+        for r, v in line:
             if v > 0:
                 out.append(f'<circle cx="{px(r):.1f}" cy="{py(v):.1f}" r="3.5" fill="{colour}">'
-                           f'<title>{label}: {v:,.0f} ns at {r:,} rules</title></circle>')
+                           f'<title>{label}: {v:,.3g} {unit} at {r:,} rules</title></circle>')
         ly = TOP + 10 + i * 20
         out.append(f'<line x1="{LEFT + plot_w + 12}" y1="{ly}" x2="{LEFT + plot_w + 32}" y2="{ly}" '
                    f'stroke="{colour}" stroke-width="2"/>')
@@ -83,13 +86,19 @@ def svg(points, title):
 
 
 def main():
-    ap = argparse.ArgumentParser(description="Draw matcher cost against rule count as SVG.")
-    ap.add_argument("input", nargs="?", help="--json output of ibqos-bench-matcher (default: standard input)")
+    ap = argparse.ArgumentParser(description="Draw a cost against rule count as SVG.")
+    ap.add_argument("input", nargs="?", help="JSON lines, by default ibqos-bench-matcher --json (default: "
+                    "standard input)")
     ap.add_argument("-o", "--output", help="SVG file to write (default: standard output)")
     ap.add_argument("--title", default="PathRecord matching cost against policy size")
+    ap.add_argument("--series", action="append", metavar="NAME=LABEL",
+                    help="a line: the JSON lines named NAME, labelled LABEL (default: the matcher's two)")
+    ap.add_argument("--y-label", default="time per PathRecord match (ns)")
+    ap.add_argument("--unit", default="ns", help="the values' unit, in the points' tooltips")
     args = ap.parse_args()
+    series = [tuple(s.split("=", 1)) for s in args.series] if args.series else MATCHER_SERIES
     lines = open(args.input).readlines() if args.input else sys.stdin.readlines()
-    text = svg(read_points(lines), args.title)
+    text = svg(read_points(lines, series), series, args.title, args.y_label, args.unit)
     if args.output:
         with open(args.output, "w") as f:
             f.write(text)

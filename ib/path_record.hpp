@@ -48,11 +48,18 @@ namespace pr_mask {
 inline constexpr uint64_t ServiceIdMsb = bit(0), ServiceIdLsb = bit(1);
 inline constexpr uint64_t ServiceId = ServiceIdMsb | ServiceIdLsb;
 inline constexpr uint64_t Dgid = bit(2), Sgid = bit(3), Dlid = bit(4), Slid = bit(5);
+inline constexpr uint64_t RawTraffic = bit(6), FlowLabel = bit(8), HopLimit = bit(9);
+inline constexpr uint64_t TrafficClass = bit(10);
 inline constexpr uint64_t Reversible = bit(11), NumbPath = bit(12), Pkey = bit(13);
 inline constexpr uint64_t QosClass = bit(14), Sl = bit(15);
 inline constexpr uint64_t MtuSelector = bit(16), Mtu = bit(17);
 inline constexpr uint64_t RateSelector = bit(18), Rate = bit(19);
+inline constexpr uint64_t PacketLifeSelector = bit(20), PacketLife = bit(21), Preference = bit(22);
 }  // namespace pr_mask
+
+// The selector of a PathRecord's MTU, rate or packet life (IBA 15.2.5.16): what the value a
+// request gives asks of the path's, and what an answer says of its own value.
+enum class Selector : uint8_t { GreaterThan = 0, LessThan = 1, Exactly = 2, Best = 3 };
 
 // MultiPathRecord component mask bits (IBA table 212).
 namespace mpr_mask {

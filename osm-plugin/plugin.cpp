@@ -67,10 +67,13 @@ std::optional<PluginOptions> parsePluginOptions(const char* text, std::string& e
             options.generated = value;
         } else if (key == "partitions" && (value == "predict" || value == "live")) {
             options.predictPartitions = value == "predict";
+        } else if (key == "pathrecord" && (value == "plugin" || value == "opensm")) {
+            options.answerPathRecords = value == "plugin";
         } else {
             error = "unknown option '" + item +
                     "' in event_plugin_options "
-                    "(policy=PATH[,generated=PATH][,partitions=predict|live])";
+                    "(policy=PATH[,generated=PATH][,partitions=predict|live]"
+                    "[,pathrecord=plugin|opensm])";
             return std::nullopt;
         }
     }
@@ -89,7 +92,9 @@ std::optional<PluginOptions> parsePluginOptions(const char* text, std::string& e
 Plugin::Plugin(osm_opensm_t* osm, PluginOptions options)
     : osm_(osm),
       options_(std::move(options)),
-      hooks_(osm, [this](int level, const char* id, const std::string& message) {
+      hooks_(osm, [this](int level, const char* id,
+                         const std::string& message) { log(level, id, message); }),
+      responder_(osm, [this](int level, const char* id, const std::string& message) {
           log(level, id, message);
       }) {
     opt_ = &osm_->subn.opt;
@@ -110,6 +115,19 @@ Plugin::Plugin(osm_opensm_t* osm, PluginOptions options)
     // OpenSM frees this string at shutdown and never re-reads it from opensm.conf: the old one
     // is left alone (OpenSM may still hold it).
     opt_->qos_policy_file = strdup(options_.generated.c_str());
+    // Last: once the dispatcher holds the responder, this constructor may no longer fail (the
+    // message is made before).
+    if (options_.answerPathRecords) {
+        const std::string answering =
+            "PathRecord requests are answered by the plugin, from the compiled policy (the shapes "
+            "it leaves go to OpenSM's own handler)";
+        responding_ = responder_.install();
+        if (responding_) log(OSM_LOG_INFO, "0051", answering);
+    } else {
+        log(OSM_LOG_INFO, "0052",
+            "PathRecord requests are answered by OpenSM's own handler, from the plain policy "
+            "(pathrecord=opensm)");
+    }
 }
 
 Plugin::~Plugin() {
@@ -272,7 +290,7 @@ void Plugin::reloadPolicy() {
 
     auto source = std::make_unique<SourceFile>(options_.policy, std::move(content));
     Diagnostics diagnostics;
-    auto policy = std::make_unique<Policy>(loadPolicy(*source, diagnostics));
+    auto policy = std::make_shared<const Policy>(loadPolicy(*source, diagnostics));
     diagnostics.sort();
     // Only what stock OpenSM would drop the file for is refused; an error only ibqos reports
     // leaves OpenSM's meaning in force.
@@ -349,7 +367,7 @@ void Plugin::heavySweepDone() {
     std::unique_ptr<CompiledSweep> sweep;
     if (candidate_.policy) {
         Diagnostics diagnostics;
-        auto trial = CompiledSweep::compile(*candidate_.policy, fabric, original_, diagnostics);
+        auto trial = CompiledSweep::compile(candidate_.policy, fabric, original_, diagnostics);
         diagnostics.sort();
         if (diagnostics.openSmRejects()) {
             if (!candidate_.refusalLogged) {
@@ -377,7 +395,7 @@ void Plugin::heavySweepDone() {
     }
     if (!sweep && good_.policy) {
         Diagnostics diagnostics;
-        sweep = CompiledSweep::compile(*good_.policy, std::move(fabric), original_, diagnostics);
+        sweep = CompiledSweep::compile(good_.policy, std::move(fabric), original_, diagnostics);
         // Stock OpenSM would now drop the policy (and serve none); the plugin keeps it.
         for (const Diagnostic& d : diagnostics.all()) {
             if (!d.openSmRejects) continue;
@@ -402,6 +420,7 @@ void Plugin::heavySweepDone() {
         expectedMads_ = mads;
         sweep_ = std::move(sweep);
         hooks_.setSweep(sweep_.get());
+        responder_.setSweep(sweep_.get());
     }
     workMs_ =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -463,6 +482,7 @@ void Plugin::routingDone() {
 }
 
 void Plugin::subnetUp() {
+    if (responding_) logResponderCounts();
     if (!sweep_) return;
     double sweepMs =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sweepStart_)
@@ -476,6 +496,23 @@ void Plugin::subnetUp() {
                   sweep_->tables().ports.size(), sweep_->overriddenPorts(), hooks_.calls(),
                   expectedMads_, workMs_, sweepMs);
     log(OSM_LOG_INFO, "0100", buf);
+}
+
+void Plugin::logResponderCounts() {
+    ResponderCounts c = responder_.takeCounts();
+    std::string left;
+    uint64_t delegated = 0;
+    for (size_t i = 0; i < DelegatedKinds; ++i) {
+        if (!c.delegated[i]) continue;
+        delegated += c.delegated[i];
+        left += std::string(left.empty() ? " (" : ", ") + delegatedName(static_cast<Delegated>(i)) +
+                " " + std::to_string(c.delegated[i]);
+    }
+    log(OSM_LOG_INFO, "0101",
+        "since the last sweep: " + std::to_string(c.answered) +
+            " PathRecord requests answered by ibqos (" + std::to_string(c.records) + " records), " +
+            std::to_string(delegated) + " left to OpenSM's handler" +
+            (left.empty() ? "" : left + ")"));
 }
 
 }  // namespace ibqos::osm

@@ -15,15 +15,20 @@
 #include "compiler/policy.hpp"
 #include "fabric/opensm_subnet.hpp"
 #include "fabric/osm.hpp"
+#include "osm-plugin/path_responder.hpp"
 #include "osm-plugin/routing_hooks.hpp"
 #include "osm-plugin/sweep.hpp"
 
 namespace ibqos::osm {
 
-// event_plugin_options "policy=PATH[,generated=PATH][,partitions=predict|live]".
+// event_plugin_options
+// "policy=PATH[,generated=PATH][,partitions=predict|live][,pathrecord=plugin|opensm]".
 struct PluginOptions {
     std::string policy;
     std::string generated;  // the plain policy OpenSM's SA loads (qos_policy_file)
+    // Who answers PathRecord requests: the plugin's responder (the requests it leaves go to
+    // OpenSM's handler), or OpenSM's handler alone, from the plain policy.
+    bool answerPathRecords = true;
     // predict: judge a policy against the partitions this sweep's PKey setup will make, read
     // from OpenSM's partition configuration; live: against those the last sweep made (a change
     // then costs one more heavy sweep).
@@ -46,7 +51,7 @@ class Plugin {
   private:
     struct LoadedPolicy {
         std::unique_ptr<SourceFile> source;
-        std::unique_ptr<Policy> policy;
+        std::shared_ptr<const Policy> policy;
         uint64_t hash = 0;
         unsigned version = 0;
         bool refusalLogged = false;  // a candidate refused on the fabric, judged again each sweep
@@ -68,6 +73,8 @@ class Plugin {
     void reloadPolicy();
     void writeGeneratedPolicy(const std::string& text);
     void applyClassOptions(const CompiledSweep& sweep);
+    // IBQOS-0101: what the PathRecord responder answered and left to OpenSM since the last one.
+    void logResponderCounts();
 
     osm_opensm_t* osm_;
     PluginOptions options_;
@@ -88,6 +95,8 @@ class Plugin {
     std::optional<std::string> partitionsErrorsLogged_;
     std::string lastGeneratedText_;
     RoutingHooks hooks_;
+    PathResponder responder_;
+    bool responding_ = false;  // the responder answers PathRecords
     std::string lastEngineWarned_;
     // Figures for the sweep summary.
     unsigned sweeps_ = 0;

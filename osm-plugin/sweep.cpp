@@ -4,12 +4,15 @@
 
 namespace ibqos::osm {
 
-std::unique_ptr<CompiledSweep> CompiledSweep::compile(const Policy& policy, Fabric fabric,
-                                                      const OpenSmConf& conf,
+std::unique_ptr<CompiledSweep> CompiledSweep::compile(std::shared_ptr<const Policy> policy,
+                                                      Fabric fabric, const OpenSmConf& conf,
                                                       Diagnostics& diagnostics) {
     auto sweep = std::make_unique<CompiledSweep>();
-    sweep->compilation_ = FabricCompilation::compile(policy, std::move(fabric), conf, diagnostics);
+    sweep->policy_ = std::move(policy);
+    sweep->compilation_ =
+        FabricCompilation::compile(*sweep->policy_, std::move(fabric), conf, diagnostics);
     const FabricCompilation& c = *sweep->compilation_;
+    sweep->classifier_ = std::make_unique<Classifier>(c.bound());
     sweep->plan_ = planClassOptions(c.fabric(), c.tables());
     // The per-port note emitOpenSm would add is the plugin's job, not a warning here.
     Diagnostics emitted;

@@ -15,6 +15,7 @@
 #include "compiler/tables.hpp"
 #include "fabric/fabric.hpp"
 #include "fabric/opensm_conf.hpp"
+#include "sa-matcher/classifier.hpp"
 
 namespace ibqos::osm {
 
@@ -25,13 +26,14 @@ struct ClassOptions {
     bool operator==(const ClassOptions&) const = default;
 };
 
-// One heavy sweep's results. The hooks read it while OpenSM programs the ports; it lives until
-// the next sweep replaces it.
+// One heavy sweep's results. The hooks read it while OpenSM programs the ports, the PathRecord
+// responder while it answers; it lives until the next sweep replaces it, and keeps its policy.
 class CompiledSweep {
   public:
     // Binds the policy to the fabric and computes everything; problems go to diagnostics.
-    static std::unique_ptr<CompiledSweep> compile(const Policy& policy, Fabric fabric,
-                                                  const OpenSmConf& conf, Diagnostics& diagnostics);
+    static std::unique_ptr<CompiledSweep> compile(std::shared_ptr<const Policy> policy,
+                                                  Fabric fabric, const OpenSmConf& conf,
+                                                  Diagnostics& diagnostics);
 
     const std::string& policyText() const { return policyText_; }
     // The options of a class, or nullopt when no port of that class receives tables.
@@ -41,9 +43,12 @@ class CompiledSweep {
     const Sl2VlTable& sl2vl(uint32_t index) const { return tables().sl2vls[index]; }
     const VlArbTable& vlarb(uint32_t index) const { return tables().vlarbs[index]; }
 
+    const Policy& policy() const { return *policy_; }
     const Fabric& fabric() const { return compilation_->fabric(); }
     const BoundPolicy& bound() const { return compilation_->bound(); }
     const FabricTables& tables() const { return compilation_->tables(); }
+    // The QoS level of a request between two of the fabric's endpoints.
+    const Classifier& classifier() const { return *classifier_; }
     size_t overriddenPorts() const { return overrides_.size(); }
     // Whether some overridden port needs its own SL2VL tables (the SL2VL hook turns off OpenSM's
     // one-MAD-per-switch programming, so it is installed only then), or its own VLArb tables or
@@ -52,7 +57,9 @@ class CompiledSweep {
     bool needsVlArbHook() const { return needsVlArb_; }
 
   private:
+    std::shared_ptr<const Policy> policy_;  // the compilation borrows it
     std::unique_ptr<FabricCompilation> compilation_;
+    std::unique_ptr<Classifier> classifier_;
     ClassPlan plan_;
     std::string policyText_;
     std::unordered_map<uint64_t, uint32_t>

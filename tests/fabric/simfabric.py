@@ -229,11 +229,11 @@ class SimFabric:
             osm.wait_for("SUBNET UP", 1, timeout)
         return osm
 
-    def tool(self, args, host, timeout=30.0, check=True, preload=None, extra_env=None):
+    def tool(self, args, host, timeout=30.0, check=True, preload=None, extra_env=None, input=None):
         """Runs a client (an infiniband-diags tool, or ours) attached to node `host`."""
         ours = not os.path.realpath(shutil.which(args[0]) or args[0]).startswith("/usr/")
         p = subprocess.run(args, cwd=self.workdir, env=self.env(host, preload, extra_env, ours), capture_output=True,
-                           text=True, timeout=timeout, preexec_fn=_die_with_parent)
+                           text=True, timeout=timeout, preexec_fn=_die_with_parent, input=input)
         if check and p.returncode != 0:
             raise FabricError(f"{' '.join(args)} failed ({p.returncode}): {p.stderr.strip()}")
         return p
