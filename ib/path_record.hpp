@@ -61,6 +61,16 @@ inline constexpr uint64_t PacketLifeSelector = bit(20), PacketLife = bit(21), Pr
 // request gives asks of the path's, and what an answer says of its own value.
 enum class Selector : uint8_t { GreaterThan = 0, LessThan = 1, Exactly = 2, Best = 3 };
 
+// An answer's MTU, rate or packet life as OpenSM writes it: "exactly" ORed into the byte, so a
+// value above 63 (a packet life OpenSM accepts) spills into the selector's bits.
+struct SelectedValue {
+    uint8_t selector = 0, value = 0;
+};
+constexpr SelectedValue exactlyAsOpenSmWrites(uint8_t value) {
+    const auto byte = static_cast<uint8_t>(static_cast<uint8_t>(Selector::Exactly) << 6 | value);
+    return {static_cast<uint8_t>(byte >> 6), static_cast<uint8_t>(byte & 0x3f)};
+}
+
 // MultiPathRecord component mask bits (IBA table 212).
 namespace mpr_mask {
 inline constexpr uint64_t Pkey = bit(7), QosClass = bit(8), Sl = bit(9);

@@ -12,6 +12,7 @@
 
 #include "ib/mad.hpp"
 #include "ib/path_record.hpp"
+#include "ib/qos.hpp"
 #include "osm-plugin/opensm_lock.hpp"
 #include "sa-matcher/classifier.hpp"
 #include "sa-matcher/path_request.hpp"
@@ -79,14 +80,16 @@ bool tavorLimitApplies(const Request& r, const osm_port_t* src, const osm_port_t
 // to VL15.
 void dropVl15(uint16_t& valid, const osm_physp_t* port, uint8_t inPort) {
     const ib_slvl_table_t* table = osm_physp_get_slvl_tbl(port, inPort);
-    for (uint8_t sl = 0; sl < IB_MAX_NUM_VLS; ++sl) {
-        if (ib_slvl_table_get(table, sl) == IB_DROP_VL) valid &= static_cast<uint16_t>(~(1u << sl));
+    for (uint8_t sl = 0; sl < ib::SlCount; ++sl) {
+        if (ib_slvl_table_get(table, sl) == ib::DropVl) valid &= static_cast<uint16_t>(~(1u << sl));
     }
 }
 
 // OpenSM tests an SL against the mask of usable SLs as (mask & (1 << sl)) on an int: x86 keeps
 // the low five bits of the shift count, so a level's sl above 15 is usable only as sl % 32.
-bool slUsable(uint16_t valid, uint8_t sl) { return (sl & 31) < 16 && (valid >> (sl & 31) & 1); }
+bool slUsable(uint16_t valid, uint8_t sl) {
+    return (sl & 31) < ib::SlCount && (valid >> (sl & 31) & 1);
+}
 
 // Applies a request's selector to a path's MTU or packet life: `value` is what the path offers,
 // `wanted` what the request names. Returns false when the path cannot meet it.
@@ -174,7 +177,7 @@ uint16_t PathComputation::levelPkey(const QosLevel& level, const osm_physp_t* sr
     const cl_map_t& keys = src->pkeys.keys;
     for (cl_map_iterator_t i = cl_map_head(&keys); i != cl_map_end(&keys); i = cl_map_next(i)) {
         // With allow_both_pkeys the keys hold the membership bit.
-        uint16_t base = cl_ntoh16(static_cast<ib_net16_t>(cl_map_key(i))) & 0x7fff;
+        uint16_t base = ib::pkeyBase(cl_ntoh16(static_cast<ib_net16_t>(cl_map_key(i))));
         if ((best == 0 || base < best) && level.pkeys.contains(base) &&
             osm_physp_share_this_pkey(src, dst, cl_hton16(base), subn_.opt.allow_both_pkeys)) {
             best = base;
@@ -276,7 +279,7 @@ std::optional<PathParams> PathComputation::compute(const osm_port_t* src, uint16
         p.pkey = want.pkey;
         if (!osm_physp_share_this_pkey(srcEnd, dstPort, cl_hton16(p.pkey), bothPkeys))
             return std::nullopt;
-        if (lvl && !lvl->pkeys.empty() && !lvl->pkeys.contains(p.pkey & 0x7fff))
+        if (lvl && !lvl->pkeys.empty() && !lvl->pkeys.contains(ib::pkeyBase(p.pkey)))
             return std::nullopt;
     } else if (lvl && !lvl->pkeys.empty()) {
         p.pkey = levelPkey(*lvl, srcEnd, dstPort);
@@ -295,13 +298,13 @@ std::optional<PathParams> PathComputation::compute(const osm_port_t* src, uint16
         p.sl = lvl->sl;
     } else if (p.pkey) {
         const osm_prtn_t* partition = reinterpret_cast<const osm_prtn_t*>(
-            cl_qmap_get(&subn_.prtn_pkey_tbl, cl_hton16(p.pkey & 0x7fff)));
+            cl_qmap_get(&subn_.prtn_pkey_tbl, cl_hton16(ib::pkeyBase(p.pkey))));
         p.sl = partition == reinterpret_cast<const osm_prtn_t*>(cl_qmap_end(&subn_.prtn_pkey_tbl))
                    ? OSM_DEFAULT_SL
                    : partition->sl;
     } else if (qos && !slUsable(valid, OSM_DEFAULT_SL)) {
         p.sl = 0;
-        while (p.sl < IB_MAX_NUM_VLS && !slUsable(valid, p.sl)) ++p.sl;
+        while (p.sl < ib::SlCount && !slUsable(valid, p.sl)) ++p.sl;
     } else {
         p.sl = OSM_DEFAULT_SL;
     }
@@ -333,10 +336,10 @@ ib::PathRecord buildRecord(const osm_subn_t& subn, const Request& r, const osm_p
     out.dlid = dlid;
     out.slid = slid;
     out.pkey = p.pkey;
-    out.sl = static_cast<uint8_t>(p.sl & 0xf);
-    constexpr auto exactly = static_cast<uint8_t>(Selector::Exactly);
-    out.mtuSelector = out.rateSelector = out.packetLifeSelector = exactly;
-    out.mtu = p.mtu;
+    out.sl = static_cast<uint8_t>(p.sl & ib::MaxSl);
+    const ib::SelectedValue mtu = ib::exactlyAsOpenSmWrites(p.mtu);
+    out.mtuSelector = mtu.selector;
+    out.mtu = mtu.value;
     uint8_t rate = p.rate;
     if (subn.opt.use_original_extended_sa_rates_only) {
         rate = static_cast<uint8_t>(ib_path_rate_max_12xedr(rate));
@@ -350,12 +353,13 @@ ib::PathRecord buildRecord(const osm_subn_t& subn, const Request& r, const osm_p
         fix(slid);
         if (reversible) fix(dlid);
     }
-    out.rate = rate;
-    // OpenSM ORs "exactly" into the packet-life byte: a level's packet life above 63, which it
-    // accepts, spills into the selector bits.
-    const uint8_t life = static_cast<uint8_t>(0x80 | (src == dst ? 0 : p.packetLife));
-    out.packetLifeSelector = life >> 6;
-    out.packetLife = life & 0x3f;
+    const ib::SelectedValue answeredRate = ib::exactlyAsOpenSmWrites(rate);
+    out.rateSelector = answeredRate.selector;
+    out.rate = answeredRate.value;
+    // A level's packet life above 63 (OpenSM accepts it) spills into the selector.
+    const ib::SelectedValue life = ib::exactlyAsOpenSmWrites(src == dst ? 0 : p.packetLife);
+    out.packetLifeSelector = life.selector;
+    out.packetLife = life.value;
     out.preference = preference;
     out.reversible = reversible;  // NumbPath stays 0 in an answer
     return out;

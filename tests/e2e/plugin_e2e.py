@@ -23,6 +23,7 @@ import simfabric  # noqa: E402
 ROOT = None
 IBQOS = None
 PLUGIN_DIR = None
+PROBE = None  # ibqos-sa-probe, when given: the SA asked through it rather than saquery
 SM = ("sm HCA-1", "0x10000a")  # the three-switch fabric's SM host and port GUID
 failures = []
 
@@ -199,7 +200,7 @@ def sa_answers_equal_query(work):
                       f"{len(offline['regions'])} regions, {len(offline['ports'])} ports)")
             topo_model = pathrecords.Topology(open(topo).read())
             requests = pathrecords.random_requests(rng, sorted(topo_model.endpoints), 120)
-            theirs = pathrecords.ask_sa(fabric, host, requests)
+            theirs = pathrecords.ask_sa(fabric, host, requests, probe=PROBE)
             ours = pathrecords.ask_ibqos(IBQOS, policy, topo, partitions, guid, requests,
                                          os.path.join(work, name + ".batch"))
             differences = pathrecords.report("     " + name, topo_model, requests, theirs, ours)
@@ -330,17 +331,19 @@ def takeover(attempt):
 
 
 def main():
-    global ROOT, IBQOS, PLUGIN_DIR
+    global ROOT, IBQOS, PLUGIN_DIR, PROBE
     ap = argparse.ArgumentParser()
     ap.add_argument("--ibqos", required=True)
     ap.add_argument("--plugin-dir", required=True)
     ap.add_argument("--root", required=True)
     ap.add_argument("--only", metavar="SCENARIO", help="run one scenario (a function name)")
+    ap.add_argument("--probe", help="ibqos-sa-probe, to ask the SA many PathRecords in one process")
     args = ap.parse_args()
     if not simfabric.available():
         print("ibsim/OpenSM not installed: skipped")
         return 77
     ROOT, IBQOS, PLUGIN_DIR = os.path.abspath(args.root), os.path.abspath(args.ibqos), os.path.abspath(args.plugin_dir)
+    PROBE = args.probe and os.path.abspath(args.probe)
     with tempfile.TemporaryDirectory(prefix="ibqos-plugin-") as work:
         for test in (tables_on_two_fabrics, reloads, sa_answers_equal_query, ipoib_from_the_first_sweep, link_down_and_up,
                      restart, master_and_standby):

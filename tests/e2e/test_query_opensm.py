@@ -4,7 +4,8 @@
 
 For each sample policy of the qos-lab fabric, OpenSM 3.3.23 runs on ibsim with `qos TRUE`, the
 policy and the sample partitions; random PathRecord requests (random ends, with and without a
-ServiceID, QoS class, PKey and SL) go to its SA one at a time with saquery, and the same
+ServiceID, QoS class, PKey and SL) go to its SA as saquery -p sends them (through ibqos-sa-probe
+with --probe, else with saquery one at a time), and the same
 requests to `ibqos query --batch`, given the fabric as ibnetdiscover sees it. They must agree:
 an empty answer where ibqos says "rejected"; the SL, packet life and PKey exactly; the MTU and
 rate as the level's limit clamped by the path (ibqos has no routes: the path's values are
@@ -39,7 +40,7 @@ def check_policy(fabric, args, policy, topology, topology_path, rng, workdir):
         if errors:
             raise simfabric.FabricError(f"OpenSM did not take {policy}:\n" + "\n".join(errors))
         requests = pathrecords.random_requests(rng, sorted(topology.endpoints), args.queries)
-        answers = pathrecords.ask_sa(fabric, SM_HOST, requests, args.jobs)
+        answers = pathrecords.ask_sa(fabric, SM_HOST, requests, args.jobs, args.probe)
     finally:
         osm.stop()
     ours = pathrecords.ask_ibqos(args.ibqos, policy_path, topology_path, partitions, SM_GUID, requests,
@@ -54,10 +55,12 @@ def main():
     ap.add_argument("--samples", required=True, help="the samples folder")
     ap.add_argument("--queries", type=int, default=300, help="PathRecord queries per policy")
     ap.add_argument("--jobs", type=int, default=4, help="saquery processes at a time")
+    ap.add_argument("--probe", help="ibqos-sa-probe: every request through it instead of one saquery each")
     ap.add_argument("--seed", type=int, default=4)
     ap.add_argument("--policy", action="append", help="only these sample policies")
     args = ap.parse_args()
     args.samples = os.path.abspath(args.samples)
+    args.probe = args.probe and os.path.abspath(args.probe)
     if not simfabric.available():
         print("skipped: ibsim, OpenSM, saquery or libumad2sim is not installed")
         return SKIP

@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 
+import sa_requests
 import simfabric
 
 # The qos-lab sample fabric: its SM host and port, and the sample policies written for it.
@@ -135,8 +136,38 @@ def batch_line(r):
                      field(r["pkey"], hex), field(r["sl"], str)])
 
 
-def ask_sa(fabric, host, requests, jobs=4):
-    """Each request to the SA with saquery from `host`: its PathRecord, or None for no path."""
+def raw_request(r):
+    """A request as saquery -p sends it (SubnAdmGetTable, the fields given in the mask)."""
+    f, mask = {"slid": r["src"], "dlid": r["dst"]}, sa_requests.SLID | sa_requests.DLID
+    for key, field, bit in (("sid", "service_id", sa_requests.SERVICE_ID), ("qos", "qos_class", sa_requests.QOS_CLASS),
+                            ("pkey", "pkey", sa_requests.PKEY), ("sl", "sl", sa_requests.SL)):
+        if r[key] is not None:
+            f[field] = r[key]
+            mask |= bit
+    return ("gettable", mask, sa_requests.encode(**f))
+
+
+def _record(line):
+    """The first record of an answer line in parse_pathrecord's form, or None for no path."""
+    records = sa_requests.records_of(line)
+    if not records:
+        return None
+    f = sa_requests.decode(records[0])
+    byte = lambda selected: (selected[0] << 6) | selected[1]  # noqa: E731
+    return {"sl": hex(f["sl"]), "mtu": hex(byte(f["mtu"])), "rate": hex(byte(f["rate"])),
+            "pkt_life": hex(byte(f["packet_life"])), "pkey": f["pkey"]}
+
+
+def ask_sa(fabric, host, requests, jobs=4, probe=None):
+    """Each request to the SA from `host`: its PathRecord, or None for no path. With `probe`
+    (ibqos-sa-probe) all of them through one process, as saquery -p would send them; else with
+    one saquery each, `jobs` at a time."""
+    if probe:
+        lines = sa_requests.ask(fabric, host, probe, [raw_request(r) for r in requests])
+        if "timeout" in lines:
+            raise simfabric.FabricError(f"the SA did not answer {lines.count('timeout')} of {len(lines)} requests")
+        return [_record(line) for line in lines]
+
     def one(r):
         p = fabric.tool(saquery_args(r), host, check=False, timeout=60)
         record = simfabric.parse_pathrecord(p.stdout)
