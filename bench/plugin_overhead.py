@@ -13,7 +13,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fabric"))
 import simfabric  # noqa: E402
@@ -54,17 +53,6 @@ def policy(hosts):
             "qos-levels\n    qos-level\n        name: default\n        sl: 0\n    end-qos-level\n"
             "    qos-level\n        name: fast\n        sl: 1\n    end-qos-level\nend-qos-levels\n"
             "qos-match-rules\n" + rules + "end-qos-match-rules\n")
-
-
-def sweep_times(osm, n):
-    times = []
-    for _ in range(n):
-        before = osm.count("SUBNET UP")
-        start = time.monotonic()
-        osm.process.send_signal(1)  # SIGHUP
-        osm.wait_for("SUBNET UP", before + 1, 120)
-        times.append(time.monotonic() - start)
-    return times
 
 
 def sa_rate(fabric, host, build, policy, lids, n):
@@ -123,7 +111,7 @@ def main():
                 osm = fabric.start_opensm(options, "0x100001", "host0", plugin_dir=plugin, timeout=300)
                 topo = fabric.tool(["ibnetdiscover"], "host0").stdout
                 lids = [int(l.split("# lid ")[1].split()[0]) for l in topo.splitlines() if l.startswith("[1](")]
-                measured[label][0].extend(sweep_times(osm, args.sweeps))
+                measured[label][0].extend(osm.heavy_sweep(120) for _ in range(args.sweeps))
                 measured[label][1].append(sa_rate(fabric, "host0", build, pol, lids, args.queries))
                 if plugin:
                     work_ms = [float(l.split("ibqos ")[1].split(" ms")[0]) for l in osm.log().splitlines() if "IBQOS-0100" in l]

@@ -109,17 +109,6 @@ def plugin_options(policy, mode, partitions):
     return options
 
 
-def heavy_sweeps(osm, n):
-    times = []
-    for _ in range(n):
-        before = osm.count("SUBNET UP")
-        start = time.monotonic()
-        osm.process.send_signal(1)  # SIGHUP
-        osm.wait_for("SUBNET UP", before + 1, 300)
-        times.append((time.monotonic() - start) * 1000)
-    return times
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--build", required=True, help="the Meson build folder")
@@ -189,7 +178,7 @@ def main():
                                               "ibqos-policy.conf")).read())
             osm = fabric.start_opensm(options, guid, host, name=f"opensm-sweeps-{label}", plugin_dir=plugin,
                                       timeout=300)
-            times = heavy_sweeps(osm, args.sweeps)
+            times = [osm.heavy_sweep(300) * 1000 for _ in range(args.sweeps)]
             osm.stop()
             results.append({"name": f"heavy_sweep_{label}", "value": round(statistics.median(times), 1),
                             "unit": "ms", "min": round(min(times), 1), "max": round(max(times), 1),

@@ -88,10 +88,13 @@ class OpenSM:
         raise FabricError(f"{self.name}: no {text!r} (x{count}) within {timeout}s:\n" + self.log()[-3000:])
 
     def heavy_sweep(self, timeout=30.0):
-        """Forces a heavy sweep (SIGHUP) and waits until the subnet is up again."""
+        """Forces a heavy sweep (SIGHUP) and waits until the subnet is up again; returns the
+        seconds that took."""
         before = self.count("SUBNET UP")
+        start = time.monotonic()
         self.process.send_signal(signal.SIGHUP)
         self.wait_for("SUBNET UP", before + 1, timeout)
+        return time.monotonic() - start
 
     def alive(self):
         return self.process.poll() is None
