@@ -19,11 +19,10 @@
 #include <thread>
 
 #include "cli/commands.hpp"
+#include "cli/live_fabric.hpp"
 #include "common/json.hpp"
 #include "compiler/compile_policy.hpp"
 #include "compiler/drift.hpp"
-#include "fabric/partitions.hpp"
-#include "fabric/smp_probe.hpp"
 #include "monitor/exposition.hpp"
 #include "monitor/metrics_server.hpp"
 #include "monitor/monitor.hpp"
@@ -119,16 +118,9 @@ std::optional<Session> openSession(const MonitorCommandOptions& o) {
         session.compiled = compileForFabric(*session.policy, fabric, inputs, diagnostics);
     } else {
         OpenSmConf conf = loadOpenSmConf(o.opensmConf, inputs, diagnostics);
-        probe::ProbeOptions probeOptions;
-        probeOptions.ca = o.hca.value_or("");
-        if (o.port) probeOptions.port = static_cast<int>(parseNumberOption("port", *o.port, 254));
-        std::string error;
-        auto live = probe::LiveFabric::discover(probeOptions, error);
-        if (!live) throw IoError{error};
-        Fabric& fabric = live->fabric();
-        if (o.sm) fabric.smPort = portOption(fabric, "sm", *o.sm);
-        readPartitions(o.partitions ? &inputs.load(*o.partitions) : nullptr, fabric, diagnostics);
-        session.compiled = FabricCompilation::compile(*session.policy, fabric, conf, diagnostics);
+        auto live = discoverFabric(o.hca, o.port, o.sm, o.partitions, inputs, diagnostics);
+        session.compiled =
+            FabricCompilation::compile(*session.policy, live->fabric(), conf, diagnostics);
         if (!diagnostics.hasErrors() && !o.noTableCheck)
             session.drift = findDrift(*live, session.compiled->tables());
     }
@@ -222,9 +214,9 @@ int monitorCommand(const MonitorCommandOptions& o) {
     std::optional<Session> session = openSession(o);
     if (!session) return ExitInputErrors;
     std::string error;
+    const probe::ProbeOptions local = localPortOptions(o.hca, o.port);
     auto transport = monitor::UmadPmaTransport::open(
-        o.hca.value_or(""), o.port ? static_cast<int>(parseNumberOption("port", *o.port, 254)) : 0,
-        static_cast<unsigned>(c.timeout.count()), error);
+        local.ca, local.port, static_cast<unsigned>(c.timeout.count()), error);
     if (!transport) throw IoError{error};
     auto m = std::make_unique<monitor::Monitor>(*transport, std::move(session->compiled), options,
                                                 std::move(session->drift));

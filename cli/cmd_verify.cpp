@@ -4,13 +4,12 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/live_fabric.hpp"
 #include "common/json.hpp"
 #include "common/text.hpp"
 #include "compiler/compile_policy.hpp"
 #include "compiler/drift.hpp"
 #include "compiler/emit.hpp"
-#include "fabric/partitions.hpp"
-#include "fabric/smp_probe.hpp"
 
 namespace ibqos::cli {
 
@@ -43,15 +42,8 @@ int verify(const VerifyOptions& o) {
     OpenSmConf conf = loadOpenSmConf(o.opensmConf, inputs, diagnostics);
     if (diagnostics.hasErrors()) return emitDiagnostics(diagnostics, inputs, json);
 
-    probe::ProbeOptions probeOptions;
-    probeOptions.ca = o.hca.value_or("");
-    if (o.port) probeOptions.port = static_cast<int>(parseNumberOption("port", *o.port, 254));
-    std::string error;
-    auto live = probe::LiveFabric::discover(probeOptions, error);
-    if (!live) throw IoError{error};
-    Fabric& fabric = live->fabric();
-    if (o.sm) fabric.smPort = portOption(fabric, "sm", *o.sm);
-    readPartitions(o.partitions ? &inputs.load(*o.partitions) : nullptr, fabric, diagnostics);
+    auto live = discoverFabric(o.hca, o.port, o.sm, o.partitions, inputs, diagnostics);
+    const Fabric& fabric = live->fabric();
     auto compiled = FabricCompilation::compile(policy, fabric, conf, diagnostics);
     const FabricTables& tables = compiled->tables();
     std::vector<Drift> drift = findDrift(*live, tables);

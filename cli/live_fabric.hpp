@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: MIT
+// The fabric a command reads from this host over SMPs (ibqos verify, ibqos monitor).
+#pragma once
+
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "fabric/smp_probe.hpp"
+
+namespace ibqos::cli {
+
+// The local port a command sends its MADs from: --hca NAME (default: the first) and --port N
+// (default: the first active).
+probe::ProbeOptions localPortOptions(const Value& hca, const Value& port);
+
+// Discovers the fabric from the local port and gives it --sm's port and --partitions'
+// partitions (problems in the file go to diagnostics). Throws IoError when the fabric cannot be
+// reached, and InputError for an --sm the fabric does not have.
+std::unique_ptr<probe::LiveFabric> discoverFabric(const Value& hca, const Value& port,
+                                                  const Value& sm, const Value& partitions,
+                                                  Inputs& inputs, Diagnostics& diagnostics);
+
+}  // namespace ibqos::cli
