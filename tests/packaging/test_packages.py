@@ -96,8 +96,9 @@ def build(source, work, checks):
     rc, out = run(["dpkg-checkbuilddeps"], cwd=src)
     if rc != 0:
         raise Failure("build dependencies missing (scripts/test installs them):\n" + out)
-    # No debug symbol packages: they take time and nothing here looks at them.
-    env = dict(os.environ, DEB_BUILD_OPTIONS="noddebs nocheck")
+    # No debug symbol packages: they take time and nothing here looks at them. Every core compiles
+    # (without parallel=N debhelper runs one compiler at a time).
+    env = dict(os.environ, DEB_BUILD_OPTIONS=f"noddebs nocheck parallel={os.cpu_count() or 1}")
     env.pop("IBQOS_SANITIZER_PRELOAD", None)
     log = os.path.join(work, "dpkg-buildpackage.log")
     rc, out = run(["dpkg-buildpackage", "-us", "-uc", "-b"], cwd=src, env=env, timeout=BUILD_TIMEOUT, log=log)
