@@ -52,6 +52,10 @@ if not simfabric.available():
 
 SAMPLE = os.path.join(args.source_root, "samples", "policies", "host-sched.conf")
 NET = os.path.join(args.source_root, "samples", "fabrics", "two-switch.net")
+# The second agent's refresh age (seconds): its table serves an answer this long, and the test
+# checks that a second process reads it within that time (a sanitizer build under load starts
+# processes slowly), then waits past it to see the answers asked again.
+REFRESH_S = 5
 failures = []
 processes = []
 
@@ -334,7 +338,7 @@ try:
         table2 = os.path.join(scratch, "path-table2")
         agent2 = spawn([args.agent, "run", "--policy", enforced_policy, "--socket", sock2, "--plan", plan2,
                         "--path-table", table2,
-                        "--pcc", "simulated", "--cache-refresh", "2"], cwd=scratch, stdin=subprocess.DEVNULL,
+                        "--pcc", "simulated", "--cache-refresh", str(REFRESH_S)], cwd=scratch, stdin=subprocess.DEVNULL,
                        stdout=agent2_log,
                        stderr=subprocess.STDOUT, env=fabric.env("Hca2", ours=True))
         check(wait_until(lambda: os.path.exists(sock2)), "an agent on Hca2 serves its socket")
@@ -420,14 +424,14 @@ try:
             elif mode == "respect":
                 check(counters is not None and counters["resolves"] == 0, f"respect: nothing asked ({counters})")
             previous = counters
-        shown = json.loads(agent("plan", enforced_policy, "--json").stdout)["sl_enforcement"]
-        check(shown == [{"mode": "enforce", "programs": ["preload-driver"], "except_programs": [],
-                         "resolve_timeout_ms": 1000}], f"ibqos-agent plan shows the block in force ({shown})")
         # Once more in enforce mode: every answer from the table the agent published.
         lines, qps, counters, stderr, rc = run_hardcoded(env2)
         delta = {k: counters[k] - previous[k] for k in counters} if counters and previous else {}
         check(delta.get("resolves") == 0 and delta.get("replaced") == 4 and rtr_sl(lines, qpn["Hca3"]) == 2,
               f"a second process reads the answers from the agent's table without asking ({delta})")
+        shown = json.loads(agent("plan", enforced_policy, "--json").stdout)["sl_enforcement"]
+        check(shown == [{"mode": "enforce", "programs": ["preload-driver"], "except_programs": [],
+                         "resolve_timeout_ms": 1000}], f"ibqos-agent plan shows the block in force ({shown})")
         # OpenSM's policy changes (the storage servers move to the MPI level): answers older than
         # the refresh age are asked again, the change drops the cache, the next QPs follow it.
         with open(POLICY, "w") as f:
@@ -435,7 +439,7 @@ try:
                                                             "storage-servers\n        qos-level-name: mpi"))
         osm.heavy_sweep()
         check(osm.count("IBQOS-0010") == 2, "OpenSM has the changed policy in force")
-        time.sleep(2.2)
+        time.sleep(REFRESH_S + 0.2)
         before = counters
         run_hardcoded(env2)  # still the cached answers; their paths are asked again
         changed = wait_until(lambda: json.loads(agent("status", "--socket", sock2, "--json").stdout)["counters"]
