@@ -13,11 +13,16 @@
 // request that lacks it.
 //
 // Sets are two-level bitsets. The summaries of the four endpoint sets say which 64-rule words
-// can hold a candidate at all; those words are visited in rule order, and the first rule that
-// passes its field conditions is the answer. A word with one or two candidates tests them
+// can hold a candidate at all. Those with a rule that names a field the request lacks are cut
+// at once (each field keeps a summary of the rules that do not name it); where the words left
+// are still many (large groups on many rules), the summaries of the field conditions for the
+// request's values cut them down too.
+// The words left are visited in rule order, and the first rule that passes its field
+// conditions is the answer. A word with one or two candidates tests them
 // against their own ranges (RuleFields: small arrays that stay in cache); a denser word is ANDed
-// with the field sets. With group-based policies only a handful of words are visited; in any
-// case no more than rules / 64, and a few ANDs each.
+// with the field sets. With group-based policies only a handful of words are visited, and a
+// request that carries no value some rules need, or a value no rule of a word accepts, skips
+// those words without reading them; in any case no more than rules / 64, and a few ANDs each.
 //
 // Every lookup in the loop is branchless where its outcome is as random as the requests: on the
 // machines measured, mispredicted branches cost more than the work they would skip.
@@ -38,6 +43,7 @@ constexpr uint64_t QosClassValues = ib::MaxQosClass + 1;
 constexpr uint64_t PkeyValues = ib::PkeyBaseMask + 1;  // once the membership bit is masked off
 constexpr size_t CoarseStep = 16;                      // interval starts per coarse search step
 constexpr unsigned SparseCandidates = 2;  // at most this many: test the rules' own records
+constexpr unsigned ManyWords = 32;  // more candidate words than this in 4096 rules: cut by fields
 
 // The fields of RuleFields::named and RequestFields::present.
 constexpr uint8_t QosClassBit = 1, ServiceIdBit = 2, PkeyBit = 4;
@@ -242,10 +248,12 @@ class Classifier::Builder {
         };
         std::vector<Event> events;
         field.unnamed.assign(c_.words_, 0);
+        field.unnamedSummary.assign(c_.summaryWords_, 0);
         for (uint32_t r = 0; r < policy_.rules.size(); ++r) {
             const RangeSet& set = ranges(policy_.rules[r]);
             if (set.empty()) {
                 setBit(field.unnamed, r);
+                setBit(field.unnamedSummary, r / 64);
                 continue;
             }
             // A RangeSet's ranges are disjoint and not adjacent: each bit is set and cleared
@@ -312,6 +320,12 @@ Classifier::Classifier(const BoundPolicy& bound) {
     // spare word, so the read stays inside it, and the mask drops what it read.
     uint64_t present = 0 - ((summary >> (block & 63)) & 1);
     return p[2 * summaryWords_ + rank] & present;
+}
+
+[[gnu::always_inline]] inline uint64_t Classifier::fieldSummary(const FieldIndex& field,
+                                                                SetRef accepted,
+                                                                uint32_t sw) const {
+    return field.unnamedSummary[sw] | pool_[accepted + 2 * sw];
 }
 
 [[gnu::always_inline]] inline uint64_t Classifier::filter(uint64_t candidates,
@@ -404,9 +418,16 @@ QosMatch Classifier::match(const PathQuery& query) const {
     fields.qosClass = query.qosClass.value_or(0);
     fields.pkey = ib::pkeyBase(query.pkey.value_or(0));
     fields.serviceId = query.serviceId.value_or(0);
-    // The field sets are looked up only when a candidate word is dense.
+    // The field sets are looked up once a candidate word is dense, or the candidate words are
+    // many: then their summaries cut the words to visit.
     bool looked = false;
     SetRef qos = empty_, sid = empty_, pkey = empty_;
+    auto lookUp = [&] {
+        looked = true;
+        if (query.qosClass) qos = setOf(qosClass_, *query.qosClass);
+        if (query.serviceId) sid = setOf(serviceId_, *query.serviceId);
+        if (query.pkey) pkey = setOf(pkey_, ib::pkeyBase(*query.pkey));
+    };
     const uint64_t* pool = pool_.data();
     const bool neither = neither_ != empty_;
     for (uint32_t sw = 0; sw < summaryWords_; ++sw) {
@@ -417,6 +438,15 @@ QosMatch Classifier::match(const PathQuery& query) const {
         SummaryView neitherEnd(pool + neither_, summaryWords_, sw);
         uint64_t blocks = sourceOnly.summary | destinationOnly.summary |
                           (sourceBoth.summary & destinationBoth.summary) | neitherEnd.summary;
+        // A rule naming a field the request lacks never matches it: that costs nothing to cut.
+        if (!query.qosClass) blocks &= qosClass_.unnamedSummary[sw];
+        if (!query.serviceId) blocks &= serviceId_.unnamedSummary[sw];
+        if (!query.pkey) blocks &= pkey_.unnamedSummary[sw];
+        if (std::popcount(blocks) > static_cast<int>(ManyWords)) {
+            if (!looked) lookUp();
+            blocks &= fieldSummary(qosClass_, qos, sw) & fieldSummary(serviceId_, sid, sw) &
+                      fieldSummary(pkey_, pkey, sw);
+        }
         while (blocks) {
             unsigned bit = static_cast<unsigned>(std::countr_zero(blocks));
             uint32_t block = sw * 64 + bit;
@@ -432,12 +462,7 @@ QosMatch Classifier::match(const PathQuery& query) const {
                 }
                 continue;
             }
-            if (!looked) {
-                looked = true;
-                if (query.qosClass) qos = setOf(qosClass_, *query.qosClass);
-                if (query.serviceId) sid = setOf(serviceId_, *query.serviceId);
-                if (query.pkey) pkey = setOf(pkey_, ib::pkeyBase(*query.pkey));
-            }
+            if (!looked) lookUp();
             w = filter(w, qosClass_, qos, block);
             w = filter(w, serviceId_, sid, block);
             w = filter(w, pkey_, pkey, block);
@@ -457,7 +482,7 @@ size_t Classifier::memoryBytes() const {
                    wide_.capacity() * sizeof(uint64_t) + classSets_.capacity() * sizeof(ClassSets) +
                    ruleLevel_.capacity() * sizeof(uint32_t);
     for (const FieldIndex* f : {&qosClass_, &serviceId_, &pkey_}) {
-        bytes += f->unnamed.capacity() * sizeof(uint64_t) +
+        bytes += (f->unnamed.capacity() + f->unnamedSummary.capacity()) * sizeof(uint64_t) +
                  (f->starts.capacity() + f->coarse.capacity()) * sizeof(uint64_t) +
                  f->sets.capacity() * sizeof(SetRef) + f->direct.capacity() * sizeof(SetRef);
     }

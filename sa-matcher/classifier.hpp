@@ -47,11 +47,12 @@ class Classifier {
     };
 
     struct FieldIndex {
-        std::vector<uint64_t> unnamed;  // dense: the rules that do not name the field
-        std::vector<uint64_t> starts;   // value intervals [starts[i], starts[i+1])
-        std::vector<uint64_t> coarse;   // every 16th start: the search touches few cache lines
-        std::vector<SetRef> sets;       // the rules naming the field that accept interval i
-        std::vector<SetRef> direct;     // small domains: the set of every value
+        std::vector<uint64_t> unnamed;         // dense: the rules that do not name the field
+        std::vector<uint64_t> unnamedSummary;  // its summary: the words that hold such a rule
+        std::vector<uint64_t> starts;          // value intervals [starts[i], starts[i+1])
+        std::vector<uint64_t> coarse;  // every 16th start: the search touches few cache lines
+        std::vector<SetRef> sets;      // the rules naming the field that accept interval i
+        std::vector<SetRef> direct;    // small domains: the set of every value
     };
 
     // A rule's field conditions, for the common case of a candidate word with a bit or two:
@@ -96,6 +97,9 @@ class Classifier {
     inline uint64_t filter(uint64_t candidates, const FieldIndex& field, SetRef accepted,
                            uint32_t block) const;
     inline SetRef setOf(const FieldIndex& field, uint64_t value) const;
+    // The summary word sw of the rules a field condition lets through: those not naming the
+    // field, and those accepting the request's value (`accepted`; empty_ without one).
+    inline uint64_t fieldSummary(const FieldIndex& field, SetRef accepted, uint32_t sw) const;
     struct RequestFields {
         uint8_t present;  // QosClassBit, ServiceIdBit, PkeyBit of the fields it carries
         uint16_t qosClass, pkey;
