@@ -12,7 +12,7 @@ import math
 import sys
 
 WIDTH, HEIGHT = 640, 400
-LEFT, RIGHT, TOP, BOTTOM = 72, 150, 40, 56
+LEFT, TOP, BOTTOM = 72, 40, 56
 COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"]
 MATCHER_SERIES = [("classifier", "ibqos classifier"), ("baseline", "OpenSM rule scan")]
 
@@ -44,7 +44,9 @@ def svg(points, series, title, y_label, unit):
         x1 += 1
     if y0 == y1:
         y1 += 1
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    right = max(150, 50 + 7 * max(len(label) for _, label in series))  # room for the legend
+    width = WIDTH - 150 + right
+    plot_w, plot_h = width - LEFT - right, HEIGHT - TOP - BOTTOM
 
     def px(x):
         return LEFT + (math.log10(x) - x0) / (x1 - x0) * plot_w
@@ -52,9 +54,9 @@ def svg(points, series, title, y_label, unit):
     def py(y):
         return TOP + plot_h - (math.log10(y) - y0) / (y1 - y0) * plot_h
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{HEIGHT}" '
            f'font-family="sans-serif" font-size="12">',
-           f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
+           f'<rect width="{width}" height="{HEIGHT}" fill="white"/>',
            f'<text x="{LEFT + plot_w / 2}" y="22" text-anchor="middle" font-size="14">{title}</text>']
     for d in range(x0, x1 + 1):
         x = px(10 ** d)

@@ -5,16 +5,18 @@
 # (pathrecord=opensm), at several policy sizes. Under ibsim the throughput is the simulator's, so
 # the figure is OpenSM's CPU time (utime + stime from /proc, over the stream, minus what it spends
 # idle for as long) divided by the requests answered; the same stream of GET requests comes from
-# several client processes at once. Also the heavy sweep (SIGHUP to SUBNET UP) with and without
-# the plugin at the largest size.
+# several client processes at once, each stream on a fresh simulator. Also the heavy sweep (SIGHUP
+# to SUBNET UP) with the plugin and without it (a stock OpenSM given the plugin's plain policy).
 #
 #   bench/responder_cost.py --build build [--rules 10,100,1000,10000] [--runs 5] [--json]
-#                           [--svg docs/responder-cost.svg]
+#                           [--sweep-rules 1000] [--svg docs/responder-cost.svg]
+#   bench/responder_cost.py --build build --callgrind [--rules ...] [--runs 1] [--requests 2000]
 import argparse
 import json
 import os
 import random
 import statistics
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,9 +37,18 @@ FABRICS = {
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pid):
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+def cpu_seconds(pid, task=None):
+    path = f"/proc/{pid}/task/{task}/stat" if task else f"/proc/{pid}/stat"
+    fields = open(path).read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
+
+
+def dispatcher_threads(pid):
+    """OpenSM's dispatcher threads, which run the SA's handlers: the first threads it starts
+    (osm_opensm_init starts one per CPU before any other), so the lowest thread ids after the
+    main thread's."""
+    tasks = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
+    return tasks[1:1 + (os.cpu_count() or 1)]
 
 
 def make_policy(rules, ports, rng):
@@ -82,23 +93,49 @@ def stream(ports, rules, rng, count):
 
 
 def measure_stream(fabric, osm, probe, clients, text, count):
-    """OpenSM's CPU seconds per request for one stream from every client at once."""
+    """For one stream from every client at once: OpenSM's CPU seconds per request, those of its
+    dispatcher threads (the handlers' own work, without the transport's) and requests per
+    second."""
     pid = osm.process.pid
+    handlers = dispatcher_threads(pid)
+    handler_cpu = lambda: sum(cpu_seconds(pid, t) for t in handlers)  # noqa: E731
     idle_start, idle_cpu = time.monotonic(), cpu_seconds(pid)
     time.sleep(1.0)
     idle_rate = (cpu_seconds(pid) - idle_cpu) / (time.monotonic() - idle_start)
-    start, cpu = time.monotonic(), cpu_seconds(pid)
+    start, cpu, handled = time.monotonic(), cpu_seconds(pid), handler_cpu()
     procs = [subprocess.Popen([probe, "--timeout", "5000"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, cwd=fabric.workdir, env=fabric.env(host, ours=True), text=True)
              for host in clients]
     outputs = [p.communicate(text, timeout=600) for p in procs]
     elapsed = time.monotonic() - start
     used = cpu_seconds(pid) - cpu - idle_rate * elapsed
+    handled = handler_cpu() - handled
     answered = sum(1 for out, _ in outputs for line in out.splitlines() if line != "timeout")
     if answered < 0.99 * count * len(clients):
         raise RuntimeError(f"only {answered} of {count * len(clients)} requests were answered: "
                            + " ".join(err for _, err in outputs)[:500])
-    return used / answered, answered / elapsed
+    return used / answered, handled / answered, answered / elapsed
+
+
+def count_instructions(fabric, sm, probe, clients, text, count, options, mode, build, work):
+    """Instructions the PathRecord handler executes per request, OpenSM run under callgrind with
+    counting switched on only inside the handler (the responder's, or OpenSM's own)."""
+    handler = "ibqos::osm::PathResponder::onPathRecord*" if mode == "plugin" else "osm_pr_rcv_process"
+    out = os.path.join(work, f"callgrind-{mode}.out")
+    osm = fabric.start_opensm(options, sm[1], sm[0], name=f"opensm-{mode}",
+                              plugin_dir=os.path.join(build, "osm-plugin"), timeout=600,
+                              wrapper=["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                                       f"--toggle-collect={handler}", "--dump-instr=no"])
+    osm.wait_for("IBQOS-0100", 1, 600)
+    client = clients[0]
+    p = subprocess.run([probe, "--timeout", "20000"], input=text, capture_output=True, text=True,
+                       cwd=fabric.workdir, env=fabric.env(client, ours=True), timeout=1800)
+    answered = sum(1 for line in p.stdout.splitlines() if line != "timeout")
+    osm.stop(timeout=120)
+    if answered < 0.99 * count:
+        raise RuntimeError(f"only {answered} of {count} requests were answered under callgrind")
+    totals = [line for line in open(out) if line.startswith(("summary:", "totals:"))]
+    return int(totals[-1].split()[1]) / answered
 
 
 def plugin_options(policy, mode, partitions):
@@ -117,11 +154,18 @@ def main():
     ap.add_argument("--runs", type=int, default=5, help="streams per size and mode (default 5)")
     ap.add_argument("--requests", type=int, default=4000, help="requests per client and stream")
     ap.add_argument("--sweeps", type=int, default=5, help="heavy sweeps timed per configuration")
+    ap.add_argument("--sweep-rules", type=int, default=1000, help="the policy size the sweeps are timed at")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="instead: instructions per PathRecord in the handler alone (OpenSM under valgrind's "
+                         "callgrind, counting only inside the PathRecord handler); exact, and unmoved by load")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--svg", help="also draw the CPU per PathRecord against the policy size")
     args = ap.parse_args()
     if not simfabric.available():
         print("ibsim/OpenSM not installed")
+        return 77
+    if args.callgrind and not shutil.which("valgrind"):
+        print("--callgrind needs valgrind (apt install valgrind)")
         return 77
     build = os.path.abspath(args.build)
     probe = os.path.join(build, "tests", "ibqos-sa-probe")
@@ -130,59 +174,85 @@ def main():
     partitions = partitions and os.path.join(ROOT, "samples", "fabrics", partitions)
     sizes = [int(n) for n in args.rules.split(",")]
     results = []
-    with tempfile.TemporaryDirectory(prefix="ibqos-responder-cost-") as work, simfabric.SimFabric(net) as fabric:
-        osm = fabric.start_opensm({}, guid, host, name="opensm-discovery")
-        ports = sa_requests.Ports(fabric.tool(["ibnetdiscover"], host).stdout)
-        osm.stop()
+    with tempfile.TemporaryDirectory(prefix="ibqos-responder-cost-") as work:
+
+        def fresh_fabric():
+            """A new simulator and its ports as a first OpenSM numbers them (the same each time):
+            one simulator for many OpenSMs and clients slows its forwarding down, and OpenSM's
+            CPU per request with it."""
+            fabric = simfabric.SimFabric(net).__enter__()
+            osm = fabric.start_opensm({}, guid, host, name="opensm-discovery")
+            ports = sa_requests.Ports(fabric.tool(["ibnetdiscover"], host).stdout)
+            osm.stop()
+            return fabric, ports
+
         for rules in sizes:
-            rng = random.Random(rules)
-            policy = os.path.join(work, f"policy-{rules}.conf")
-            with open(policy, "w") as f:
-                f.write(make_policy(rules, ports, rng))
-            text = stream(ports, rules, rng, args.requests)
             params = {"fabric": args.fabric, "rules": rules, "clients": len(clients),
                       "requests": args.requests * len(clients)}
+            policy = os.path.join(work, f"policy-{rules}.conf")
             measured = {"plugin": [], "opensm": []}
             # The two modes alternate, so that machine noise falls on both alike.
             for run in range(args.runs):
                 for mode in ("plugin", "opensm"):
-                    osm = fabric.start_opensm(plugin_options(policy, mode, partitions), guid, host,
-                                              name=f"opensm-{rules}-{mode}-{run}", plugin_dir=os.path.join(build, "osm-plugin"),
-                                              timeout=300)
-                    osm.wait_for("IBQOS-0100", 1, 300)
-                    per_request, rate = measure_stream(fabric, osm, probe, clients, text, args.requests)
-                    measured[mode].append((per_request * 1e6, rate))
-                    osm.stop()
+                    fabric, ports = fresh_fabric()
+                    try:
+                        rng = random.Random(rules)
+                        with open(policy, "w") as f:
+                            f.write(make_policy(rules, ports, rng))
+                        text = stream(ports, rules, rng, args.requests)
+                        if args.callgrind:
+                            measured[mode].append(count_instructions(fabric, (host, guid), probe, clients, text, args.requests,
+                                                                     plugin_options(policy, mode, partitions),
+                                                                     mode, build, work))
+                            continue
+                        osm = fabric.start_opensm(plugin_options(policy, mode, partitions), guid, host,
+                                                  name=f"opensm-{mode}", plugin_dir=os.path.join(build, "osm-plugin"),
+                                                  timeout=300)
+                        osm.wait_for("IBQOS-0100", 1, 300)
+                        measured[mode].append(measure_stream(fabric, osm, probe, clients, text, args.requests))
+                    finally:
+                        fabric.close()
             for mode, label in (("plugin", "responder"), ("opensm", "opensm_scan")):
-                cpu = [c for c, _ in measured[mode]]
-                results.append({"name": f"cpu_per_pathrecord_{label}", "value": round(statistics.median(cpu), 2),
-                                "unit": "us", "min": round(min(cpu), 2), "max": round(max(cpu), 2),
-                                "runs": len(cpu), **params})
+                if args.callgrind:
+                    results.append({"name": f"handler_instructions_per_pathrecord_{label}",
+                                    "value": round(statistics.median(measured[mode])), "unit": "instructions",
+                                    "runs": len(measured[mode]), **params})
+                    continue
+                for name, column in (("cpu_per_pathrecord", 0), ("handler_cpu_per_pathrecord", 1)):
+                    cpu = [m[column] * 1e6 for m in measured[mode]]
+                    results.append({"name": f"{name}_{label}", "value": round(statistics.median(cpu), 2),
+                                    "unit": "us", "min": round(min(cpu), 2), "max": round(max(cpu), 2),
+                                    "runs": len(cpu), **params})
                 results.append({"name": f"pathrecords_per_s_{label}",
-                                "value": round(statistics.median(r for _, r in measured[mode])), "unit": "1/s",
+                                "value": round(statistics.median(m[2] for m in measured[mode])), "unit": "1/s",
                                 **params})
-        # The heavy sweep at the largest size: the plugin (its compile, and OpenSM's re-parse of the
-        # plain policy) against a stock OpenSM reading the same plain policy.
-        largest = sizes[-1]
-        policy = os.path.join(work, f"policy-{largest}.conf")
-        plain = os.path.join(work, "plain")
-        for label, options, plugin in (
-                ("plugin", plugin_options(policy, "plugin", partitions), os.path.join(build, "osm-plugin")),
-                ("without_plugin", {"qos": "TRUE", "qos_policy_file": os.path.join(plain, "qos-policy.conf"),
-                                    "sweep_interval": "0", **({"partition_config_file": partitions} if partitions else {})},
-                 None)):
-            if label == "without_plugin":
-                os.makedirs(plain, exist_ok=True)
-                with open(os.path.join(plain, "qos-policy.conf"), "w") as f:
-                    f.write(open(os.path.join(fabric.workdir, f"opensm-{largest}-plugin-0", "cache",
-                                              "ibqos-policy.conf")).read())
-            osm = fabric.start_opensm(options, guid, host, name=f"opensm-sweeps-{label}", plugin_dir=plugin,
-                                      timeout=300)
-            times = [osm.heavy_sweep(300) * 1000 for _ in range(args.sweeps)]
-            osm.stop()
-            results.append({"name": f"heavy_sweep_{label}", "value": round(statistics.median(times), 1),
-                            "unit": "ms", "min": round(min(times), 1), "max": round(max(times), 1),
-                            "fabric": args.fabric, "rules": largest})
+        if not args.callgrind:  # the sweeps are timed, not counted
+            # The heavy sweep: the plugin (its compilation, and OpenSM's re-parse of the plain policy
+            # it writes) against a stock OpenSM given that plain policy.
+            rules = args.sweep_rules
+            policy = os.path.join(work, f"sweep-policy-{rules}.conf")
+            plain = os.path.join(work, "plain-policy.conf")
+            fabric, ports = fresh_fabric()
+            try:
+                with open(policy, "w") as f:
+                    f.write(make_policy(rules, ports, random.Random(rules)))
+                for label, options, plugin in (
+                        ("plugin", plugin_options(policy, "plugin", partitions), os.path.join(build, "osm-plugin")),
+                        ("without_plugin", {"qos": "TRUE", "qos_policy_file": plain, "sweep_interval": "0",
+                                            **({"partition_config_file": partitions} if partitions else {})}, None)):
+                    osm = fabric.start_opensm(options, guid, host, name=f"opensm-sweeps-{label}", plugin_dir=plugin,
+                                              timeout=300)
+                    times = [osm.heavy_sweep(300) * 1000 for _ in range(args.sweeps)]
+                    osm.stop()
+                    if plugin:  # the plain policy the plugin wrote, for the stock OpenSM
+                        with open(plain, "w") as f:
+                            f.write(open(os.path.join(fabric.workdir, "opensm-sweeps-plugin", "cache",
+                                                      "ibqos-policy.conf")).read())
+                    results.append({"name": f"heavy_sweep_{label}", "value": round(statistics.median(times), 1),
+                                    "unit": "ms", "min": round(min(times), 1), "max": round(max(times), 1),
+                                    "fabric": args.fabric, "rules": rules})
+            finally:
+                fabric.close()
     for r in results:
         if args.json:
             print(json.dumps(r))
@@ -190,11 +260,13 @@ def main():
             spread = f"  ({r['min']}-{r['max']})" if "min" in r else ""
             print(f"{r['name']:<32} {r['value']:>10} {r['unit']:<4} rules={r['rules']}{spread}")
     if args.svg:
-        lines = [json.dumps(dict(r, name=r["name"].replace("cpu_per_pathrecord_", "")))
-                 for r in results if r["name"].startswith("cpu_per_pathrecord_")]
+        lines = [json.dumps(r) for r in results if "cpu_per_pathrecord" in r["name"]]
         subprocess.run([sys.executable, os.path.join(HERE, "plot_matcher.py"), "-o", args.svg,
                         "--title", f"OpenSM's CPU time per PathRecord ({args.fabric}, ibsim)",
-                        "--series", "responder=ibqos responder", "--series", "opensm_scan=OpenSM's handler",
+                        "--series", "cpu_per_pathrecord_opensm_scan=OpenSM's handler, whole process",
+                        "--series", "cpu_per_pathrecord_responder=ibqos responder, whole process",
+                        "--series", "handler_cpu_per_pathrecord_opensm_scan=OpenSM's handler, SA threads",
+                        "--series", "handler_cpu_per_pathrecord_responder=ibqos responder, SA threads",
                         "--y-label", "OpenSM CPU time per PathRecord (µs)", "--unit", "µs"],
                        input="\n".join(lines), text=True, check=True)
     return 0

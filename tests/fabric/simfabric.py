@@ -206,8 +206,9 @@ class SimFabric:
         self.ibsim.stdin.flush()
 
     def start_opensm(self, options, sm_guid, host, name=None, plugin_dir=None, wait=True, preload=None,
-                     extra_env=None, timeout=30.0):
-        """Starts OpenSM attached to node `host` with the given opensm.conf options (a dict)."""
+                     extra_env=None, timeout=30.0, wrapper=()):
+        """Starts OpenSM attached to node `host` with the given opensm.conf options (a dict);
+        `wrapper` is a command it runs under (valgrind, say)."""
         name = name or f"opensm{len(self.opensms) + 1}"
         directory = os.path.join(self.workdir, name)
         os.makedirs(os.path.join(directory, "cache"), exist_ok=True)
@@ -222,7 +223,7 @@ class SimFabric:
             extra["LD_LIBRARY_PATH"] = plugin_dir
         extra.update(extra_env or {})
         out = open(os.path.join(directory, "opensm.out"), "w")
-        process = subprocess.Popen(["opensm", "-F", conf_path, "-f", log_path], cwd=directory,
+        process = subprocess.Popen([*wrapper, "opensm", "-F", conf_path, "-f", log_path], cwd=directory,
                                    env=self.env(host, preload, extra, ours=plugin_dir is not None),
                                    stdout=out, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
