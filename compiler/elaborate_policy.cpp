@@ -167,7 +167,7 @@ void Elaborator::ranges(const ast::RangeList& list, std::vector<Range>& out,
         if (pkey) range = {lo & 0x7fff, hi & 0x7fff};
         if (range.lo > range.hi) std::swap(range.lo, range.hi);
         out.push_back(range);
-        if (written) written->push_back({range, at(r.lo)});
+        if (written) written->push_back({range, at(r.lo), {std::min(lo, hi), std::max(lo, hi)}});
     }
 }
 
