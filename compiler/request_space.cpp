@@ -317,7 +317,11 @@ void RequestSpace::indexRules() {
         extents_.emplace_back();
         for (uint32_t r = 0; r < policies_[p]->rules.size(); ++r)
             extents_.back().push_back(measureExtent(p, r));
+        setupWords_ += 16 * policies_[p]->rules.size() + 4 * policies_[p]->groups.size();
     }
+    for (const Dimension& d : dims_) setupWords_ += d.size / 8;
+    // Building the space is work of the analysis too: a large policy may spend its budget here.
+    dd_.spend(1 + setupWords_ / 16);
 }
 
 Range RequestSpace::fieldInterval(RequestField f, uint64_t index) const {
@@ -344,6 +348,7 @@ IndexRanges RequestSpace::fieldIndices(RequestField f, const RangeSet& set) cons
 
 Ref RequestSpace::indexIn(size_t dim, const IndexRanges& ranges) {
     const Dimension& d = dims_[dim];
+    dd_.spend(1 + ranges.size() * d.bits / 4);
     if (d.bits == 0) return ranges.empty() ? DecisionDiagram::False : DecisionDiagram::True;
     // Indices past the size stand for the last value.
     IndexRanges padded = ranges;
@@ -464,6 +469,75 @@ RequestPoint RequestSpace::pointIn(Ref f, uint64_t seed) const {
     return point;
 }
 
+std::optional<RequestPoint> RequestSpace::witness(size_t p, uint32_t r, unsigned variant) const {
+    const MatchRule& rule = policies_[p]->rules[r];
+    // Variants 0 and 1 take the first and the last index of each set; later ones an index drawn
+    // from the variant and the rule (the same variant, the same request).
+    uint64_t state = (uint64_t{r} << 32 | variant) * 0x9e3779b97f4a7c15ULL;
+    auto pick = [&](const IndexRanges& set) {
+        if (variant < 2) return variant == 0 ? set.front().lo : set.back().hi;
+        uint64_t count = 0;
+        for (const Range& x : set) count += x.hi - x.lo + 1;
+        state = (state ^ (state >> 29)) * 0xbf58476d1ce4e5b9ULL;
+        uint64_t k = (state >> 11) % count;
+        for (const Range& x : set) {
+            if (k <= x.hi - x.lo) return x.lo + k;
+            k -= x.hi - x.lo + 1;
+        }
+        return set.back().hi;
+    };
+    RequestPoint point;
+    point.values.assign(dims_.size(), 0);
+    // Fields: a value the rule holds; absent where it names none, which no earlier rule naming
+    // the field matches.
+    for (RequestField f : RequestFields) {
+        if (ruleField(rule, f).empty()) continue;
+        const IndexRanges& set = ruleFields_[fieldNumber(f)][p][r];
+        if (set.empty()) return std::nullopt;
+        point.values[fieldDim(f)] = std::min(pick(set), dims_[fieldDim(f)].size - 1);
+    }
+    for (Ends end : {Ends::Source, Ends::Destination}) {
+        const auto& groups = end == Ends::Source ? rule.sources : rule.destinations;
+        if (groups.empty()) continue;
+        const uint32_t g = groups[(variant >> 1) % groups.size()];
+        if (onFabric()) {
+            const auto& cs = groupClasses_[p][g];
+            if (cs.empty()) return std::nullopt;
+            point.values[classDim(end)] = cs[variant == 0   ? 0
+                                             : variant == 1 ? cs.size() - 1
+                                                            : (state >> 7) % cs.size()];
+            continue;
+        }
+        // A port the group selects by one of its selectors; its other attributes are the least
+        // ones (no partition, no name), its node type varies where the group does not fix it.
+        const Selectors& s = selectors_[p][g];
+        const PortDims& at = portDims_[static_cast<size_t>(end)];
+        point.values[at.nodeType] = variant % 3;
+        if (!s.guids.empty()) {
+            point.values[at.guid] = pick(s.guids);
+        } else if (s.types) {
+            uint64_t t = 0;
+            while (!(s.types >> t & 1)) ++t;
+            point.values[at.nodeType] = t;
+        } else if (s.self) {
+            point.values[at.sm] = 1;
+        } else if (!s.ownNames.empty()) {
+            point.values[at.nodeType] = 0;
+            point.values[at.name] = s.ownNames.front();
+        } else if (!s.switchNames.empty()) {
+            point.values[at.nodeType] = SwitchType;
+            point.values[at.name] = s.switchNames.front().lo;
+        } else if (!s.partitions.empty()) {
+            point.values[at.partitions[s.partitions.front()]] = 1;
+        } else if (!s.pkeys.empty()) {
+            point.values[at.pkeys[s.pkeys.front()]] = 1;
+        } else {
+            return std::nullopt;
+        }
+    }
+    return point;
+}
+
 bool RequestSpace::holds(size_t p, uint32_t g, Ends end, const RequestPoint& point) const {
     if (onFabric()) {
         const auto& cs = groupClasses_[p][g];
@@ -505,6 +579,77 @@ bool RequestSpace::matches(size_t p, uint32_t r, const RequestPoint& point) cons
     const MatchRule& rule = policies_[p]->rules[r];
     return sideHolds(p, rule.sources, Ends::Source, point) &&
            sideHolds(p, rule.destinations, Ends::Destination, point);
+}
+
+bool RequestSpace::within(size_t p, uint32_t inner, uint32_t outer) const {
+    const MatchRule& a = policies_[p]->rules[inner];
+    const MatchRule& b = policies_[p]->rules[outer];
+    auto covered = [](const IndexRanges& small, const IndexRanges& large) {
+        return std::all_of(small.begin(), small.end(), [&](const Range& r) {
+            auto it = std::lower_bound(large.begin(), large.end(), r.lo,
+                                       [](const Range& x, uint64_t v) { return x.hi < v; });
+            return it != large.end() && it->lo <= r.lo && r.hi <= it->hi;
+        });
+    };
+    for (RequestField f : RequestFields) {
+        if (ruleField(b, f).empty()) continue;  // outer takes every value, and none
+        if (ruleField(a, f).empty()) return false;
+        if (!covered(ruleFields_[fieldNumber(f)][p][inner], ruleFields_[fieldNumber(f)][p][outer]))
+            return false;
+    }
+    // Each group of inner inside the union of outer's: on a fabric by their classes; on every
+    // fabric selector by selector (a port a selector of inner takes, one of outer's of the same
+    // kind takes).
+    auto sideWithin = [&](const std::vector<uint32_t>& small, const std::vector<uint32_t>& large) {
+        if (large.empty()) return true;
+        if (small.empty()) return false;
+        if (onFabric()) {
+            std::vector<uint32_t> all;
+            for (uint32_t g : large)
+                all.insert(all.end(), groupClasses_[p][g].begin(), groupClasses_[p][g].end());
+            std::sort(all.begin(), all.end());
+            for (uint32_t g : small) {
+                for (uint32_t c : groupClasses_[p][g]) {
+                    if (!std::binary_search(all.begin(), all.end(), c)) return false;
+                }
+            }
+            return true;
+        }
+        Selectors any;
+        std::vector<Range> guids, switches;
+        for (uint32_t g : large) {
+            const Selectors& s = selectors_[p][g];
+            any.types |= s.types;
+            any.self = any.self || s.self;
+            guids.insert(guids.end(), s.guids.begin(), s.guids.end());
+            any.ownNames.insert(any.ownNames.end(), s.ownNames.begin(), s.ownNames.end());
+            switches.insert(switches.end(), s.switchNames.begin(), s.switchNames.end());
+            any.partitions.insert(any.partitions.end(), s.partitions.begin(), s.partitions.end());
+            any.pkeys.insert(any.pkeys.end(), s.pkeys.begin(), s.pkeys.end());
+        }
+        const IndexRanges anyGuids = RangeSet::build(std::move(guids)).ranges();
+        const IndexRanges anySwitches = RangeSet::build(std::move(switches)).ranges();
+        auto in = [](const auto& list, auto v) {
+            return std::find(list.begin(), list.end(), v) != list.end();
+        };
+        for (uint32_t g : small) {
+            const Selectors& s = selectors_[p][g];
+            if ((s.types & ~any.types) != 0 || (s.self && !any.self) ||
+                !covered(s.guids, anyGuids) || !covered(s.switchNames, anySwitches))
+                return false;
+            for (uint64_t n : s.ownNames) {
+                if (!in(any.ownNames, n)) return false;
+            }
+            for (uint32_t x : s.partitions) {
+                if (!in(any.partitions, x)) return false;
+            }
+            for (uint32_t x : s.pkeys) {
+                if (!in(any.pkeys, x)) return false;
+            }
+        }
+        return true;
+    };
+    return sideWithin(a.sources, b.sources) && sideWithin(a.destinations, b.destinations);
 }
 
 double RequestSpace::measureExtent(size_t p, uint32_t r) const {

@@ -114,13 +114,28 @@ class RequestSpace {
     // A request f holds (f must not be False): the least one in the diagram's order, or, with
     // a seed, one a walk that takes either branch picks (the same seed, the same request).
     RequestPoint pointIn(Ref f, uint64_t seed = 0) const;
+    // A request rule r of policy p matches, made from the rule's own ranges and groups without
+    // a diagram (variants pick other ends of its ranges, other groups, other node types), or
+    // nullopt when the rule names a value no request can carry or a group that holds no port.
+    std::optional<RequestPoint> witness(size_t p, uint32_t r, unsigned variant) const;
     // Whether rule r of policy p matches a request, tested directly (no diagram is made).
     bool matches(size_t p, uint32_t r, const RequestPoint& point) const;
+    // Whether every request rule `inner` matches, rule `outer` of the same policy matches too,
+    // judged from their ranges and groups without a diagram: true only when it holds (it may
+    // say false of a rule the others' union hides).
+    bool within(size_t p, uint32_t inner, uint32_t outer) const;
     // The first rule of policy p, below `before`, that matches a request (nullopt: none), from
     // an index of which rules each value of each dimension satisfies: a few bitset ANDs.
     std::optional<uint32_t> firstMatch(size_t p, const RequestPoint& point, uint32_t before) const;
-    // Every rule of policy p below `before` that matches a request, in order.
-    std::vector<uint32_t> allMatches(size_t p, const RequestPoint& point, uint32_t before) const;
+    // Every rule of policy p below `before` that matches a request, in order (the first
+    // `limit` of them).
+    std::vector<uint32_t> allMatches(size_t p, const RequestPoint& point, uint32_t before,
+                                     size_t limit = SIZE_MAX) const;
+    // The work, in diagram steps, that firstMatch or allMatches below `before`, pointIn and
+    // witness cost (for the analyses' budgets: a query spends nothing itself, so that a built
+    // space may be queried from several threads).
+    uint64_t lookupSteps(size_t p, uint32_t before) const;
+    uint64_t pointSteps() const { return 1 + vars_ / 32; }
     // The share of the space a rule's ranges cover, dimension by dimension, multiplied (its
     // groups count by the GUIDs they name, or whole): a rough size, to prefer large rules.
     double extent(size_t p, uint32_t r) const { return extents_[p][r]; }
@@ -138,14 +153,16 @@ class RequestSpace {
 
   private:
     using Bits = std::vector<uint64_t>;  // one bit per rule
-    // Which rules hold each index of a domain, from the ranges each rule holds: a bitset every
-    // `block` indices and the rules that enter or leave at each index in between.
+    // Which rules hold each index of a domain, from the ranges each rule holds: the bitsets at
+    // some indices (positions) and the rules that enter or leave at each index in between.
     struct StabIndex {
-        uint64_t block = 1;
+        std::vector<uint64_t> positions;
         std::vector<Bits> checkpoints;
+        uint64_t replay = 0;  // the most changes and indices a lookup replays
         std::vector<std::vector<std::pair<uint32_t, bool>>> changes;  // (rule, enters)
-        void build(uint64_t domain, const std::vector<IndexRanges>& perRule, size_t words);
-        // out |= the rules holding index i.
+        // Returns the work done, in words.
+        uint64_t build(uint64_t domain, const std::vector<IndexRanges>& perRule, size_t words);
+        // out |= the rules holding index i (of the first out.size() words).
         void addTo(uint64_t i, Bits& out) const;
     };
     // Which rules of one policy each value of each dimension satisfies.
@@ -160,6 +177,7 @@ class RequestSpace {
         std::vector<Bits> byPartition[2], byPkey[2];
         // One fabric: per class, filled when first asked.
         mutable std::vector<Bits> byClass[2];
+        uint64_t replayBound = 0;  // the changes a lookup may replay, in all
     };
     void buildPointIndex(size_t p);
     double measureExtent(size_t p, uint32_t r) const;
@@ -208,6 +226,7 @@ class RequestSpace {
     mutable std::vector<std::vector<std::vector<uint32_t>>> meets_;  // [policy][group]
     size_t fieldDims_[3] = {}, classDims_[2] = {};
     uint32_t vars_ = 0;
+    uint64_t setupWords_ = 0;  // the work of building the space, spent at the end
 
     void addFieldCuts(const Cuts& extra);
     void addDimension(Dimension d);

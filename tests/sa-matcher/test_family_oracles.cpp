@@ -874,7 +874,7 @@ TEST_CASE("shadowed-rule verdicts on every family equal OpenSM's scan on a port 
         for (uint64_t seed : {1, 2}) {
             const std::string name = caseName(c.family, c.ulps, seed);
             INFO(name);
-            test::Compiled compiled(test::familyPolicy(familyOptions(c.family, c.ulps, seed)));
+            test::Compiled compiled(test::familyPolicy(familyOptions(c.family, c.ulps, seed)), 0);
             REQUIRE(compiled.codes().empty());
             REQUIRE(compiled.codes(Severity::Note).empty());  // every rule decided
             const Policy& p = compiled.policy;
@@ -902,7 +902,7 @@ TEST_CASE("unreachable rules and levels on every family equal OpenSM's scan on a
         for (uint64_t seed : {3, 4}) {
             const std::string name = caseName(c.family, c.ulps, seed);
             INFO(name);
-            test::Compiled compiled(test::familyPolicy(familyOptions(c.family, c.ulps, seed)));
+            test::Compiled compiled(test::familyPolicy(familyOptions(c.family, c.ulps, seed)), 0);
             REQUIRE(compiled.codes().empty());
             const Policy& p = compiled.policy;
             const Fabric fabric = familyFabric(seed);
@@ -948,7 +948,7 @@ TEST_CASE("ibqos diff on a fabric: on every family, the regions hold exactly the
                 Changes[(static_cast<uint64_t>(c.family) * 2 + c.ulps) % std::size(Changes)];
             const std::string name = caseName(c.family, c.ulps, seed, change);
             INFO(name);
-            test::Compiled before(test::familyPolicy(familyOptions(c.family, c.ulps, seed)));
+            test::Compiled before(test::familyPolicy(familyOptions(c.family, c.ulps, seed)), 0);
             test::Compiled after(test::familyPolicy(familyOptions(c.family, c.ulps, seed, change)));
             REQUIRE(before.codes().empty());
             REQUIRE(after.codes().empty());
@@ -989,7 +989,7 @@ TEST_CASE(
                 Changes[(static_cast<uint64_t>(c.family) * 2 + c.ulps + 1) % std::size(Changes)];
             const std::string name = caseName(c.family, c.ulps, seed, change);
             INFO(name);
-            test::Compiled before(test::familyPolicy(familyOptions(c.family, c.ulps, seed)));
+            test::Compiled before(test::familyPolicy(familyOptions(c.family, c.ulps, seed)), 0);
             test::Compiled after(test::familyPolicy(familyOptions(c.family, c.ulps, seed, change)));
             REQUIRE(before.codes().empty());
             REQUIRE(after.codes().empty());
