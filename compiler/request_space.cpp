@@ -117,7 +117,7 @@ RequestSpace::RequestSpace(DecisionDiagram& dd, const std::vector<const Policy*>
 }
 
 RequestSpace::RequestSpace(DecisionDiagram& dd, const std::vector<const BoundPolicy*>& bound,
-                           const Cuts& extra)
+                           const Cuts& extra, const std::vector<uint32_t>& portTags)
     : dd_(dd), bound_(bound) {
     if (bound.empty()) throw std::logic_error("RequestSpace: no policy");
     for (const BoundPolicy* b : bound) {
@@ -126,33 +126,84 @@ RequestSpace::RequestSpace(DecisionDiagram& dd, const std::vector<const BoundPol
         policies_.push_back(b->policy);
     }
     addFieldCuts(extra);
-    // Endpoints in the same groups of every policy are one class.
+    // Endpoints in the same groups of every policy (and with the same tag) are one class. The
+    // classes are refined group by group: the members of a group leave their class for a new
+    // one, so the work is the groups' sizes.
     const Fabric& fabric = *bound[0]->fabric;
-    std::vector<std::vector<uint32_t>> signature(fabric.ports.size());
-    uint32_t tag = 0;
+    std::vector<uint32_t> refined(fabric.ports.size(), 0);
+    uint32_t count = 1;
+    // For each class: the class its members in the current group move to, and for which group.
+    std::vector<std::pair<uint32_t, uint32_t>> split(1, {0, UINT32_MAX});
+    uint32_t round = 0;
+    auto refine = [&](auto&& eachPort) {
+        eachPort([&](uint32_t port) {
+            if (split[refined[port]].second != round) {
+                split[refined[port]] = {count++, round};
+                if (split.size() < count) split.resize(2 * count, {0, UINT32_MAX});
+            }
+            refined[port] = split[refined[port]].first;
+            ++setupWords_;
+        });
+        ++round;
+    };
+    // A group's members, without building their list (node types never repeat a listed port).
+    auto members = [&fabric](const GroupMembers& g) {
+        return [&g, &fabric](auto&& f) {
+            if (g.nodeTypes) {
+                for (uint32_t p : fabric.endpoints()) {
+                    if (g.nodeTypes & nodeTypeBit(fabric.typeOf(p))) f(p);
+                }
+            }
+            for (uint32_t p : g.ports) f(p);
+        };
+    };
     for (const BoundPolicy* b : bound) {
-        for (const GroupMembers& g : b->groups) {
-            for (uint32_t port : g.all(fabric)) signature[port].push_back(tag);
-            ++tag;
+        for (const GroupMembers& g : b->groups) refine(members(g));
+    }
+    if (!portTags.empty()) {
+        std::map<uint32_t, std::vector<uint32_t>> byTag;
+        for (uint32_t port : fabric.endpoints()) byTag[portTags[port]].push_back(port);
+        for (const auto& [t, ports] : byTag) {
+            refine([&ports](auto&& f) {
+                for (uint32_t p : ports) f(p);
+            });
         }
     }
-    std::map<std::vector<uint32_t>, uint32_t> index;
+    // Classes numbered in port order.
+    std::unordered_map<uint32_t, uint32_t> number;
     classOf_.assign(fabric.ports.size(), UINT32_MAX);
     for (uint32_t port : fabric.endpoints()) {
-        auto [it, fresh] =
-            index.emplace(std::move(signature[port]), static_cast<uint32_t>(classes_.size()));
+        auto [it, fresh] = number.emplace(refined[port], static_cast<uint32_t>(classes_.size()));
         if (fresh) classes_.emplace_back();
         classes_[it->second].push_back(port);
         classOf_[port] = it->second;
     }
+    std::vector<uint32_t> seen(classes_.size(), UINT32_MAX);
+    uint32_t stamp = 0;
     for (const BoundPolicy* b : bound) {
         groupClasses_.emplace_back();
         for (const GroupMembers& g : b->groups) {
             std::vector<uint32_t> cs;
-            for (uint32_t port : g.all(fabric)) cs.push_back(classOf_[port]);
+            members(g)([&](uint32_t port) {
+                const uint32_t c = classOf_[port];
+                if (seen[c] != stamp) {
+                    seen[c] = stamp;
+                    cs.push_back(c);
+                }
+            });
+            ++stamp;
             std::sort(cs.begin(), cs.end());
-            cs.erase(std::unique(cs.begin(), cs.end()), cs.end());
             groupClasses_.back().push_back(std::move(cs));
+        }
+    }
+    // The same as bitsets, to tell quickly whether two groups meet.
+    for (const auto& policy : groupClasses_) {
+        groupClassBits_.emplace_back();
+        for (const auto& cs : policy) {
+            Bits bits((classes_.size() + 63) / 64);
+            for (uint32_t c : cs) bits[c / 64] |= uint64_t{1} << (c % 64);
+            setupWords_ += bits.size();
+            groupClassBits_.back().push_back(std::move(bits));
         }
     }
     addFieldDimensions();
@@ -689,12 +740,10 @@ double RequestSpace::measureExtent(size_t p, uint32_t r) const {
 
 bool RequestSpace::groupsMeet(size_t p, uint32_t g, size_t q, uint32_t h) const {
     if (onFabric()) {
-        const auto& a = groupClasses_[p][g];
-        const auto& b = groupClasses_[q][h];
-        size_t i = 0, j = 0;
-        while (i < a.size() && j < b.size()) {
-            if (a[i] == b[j]) return true;
-            a[i] < b[j] ? ++i : ++j;
+        const Bits& a = groupClassBits_[p][g];
+        const Bits& b = groupClassBits_[q][h];
+        for (size_t w = 0; w < a.size(); ++w) {
+            if (a[w] & b[w]) return true;
         }
         return false;
     }
@@ -763,9 +812,17 @@ std::vector<uint32_t> RequestSpace::overlapping(size_t p, uint32_t before, size_
     if (!best) {
         for (uint32_t i = 0; i < before; ++i) out.push_back(i);
     } else {
-        for (const auto* v : *best) out.insert(out.end(), v->begin(), v->begin() + below(*v));
-        std::sort(out.begin(), out.end());
-        out.erase(std::unique(out.begin(), out.end()), out.end());
+        // The lists' union in rule order, through a bitmap (each list is in rule order).
+        std::vector<uint64_t> marked((before + 63) / 64);
+        for (const auto* v : *best) {
+            for (auto it = v->begin(); it != v->begin() + static_cast<ptrdiff_t>(below(*v)); ++it)
+                marked[*it / 64] |= uint64_t{1} << (*it % 64);
+        }
+        for (size_t w = 0; w < marked.size(); ++w) {
+            for (uint64_t m = marked[w]; m; m &= m - 1)
+                out.push_back(
+                    static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(m))));
+        }
     }
     // Keep those that meet the query in every field and on both sides.
     std::vector<uint32_t> kept;

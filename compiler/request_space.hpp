@@ -84,9 +84,10 @@ class RequestSpace {
     // Every fabric the policies could meet.
     RequestSpace(DecisionDiagram& dd, const std::vector<const Policy*>& policies,
                  const Cuts& extra = {});
-    // One fabric: the policies bound to it (the same fabric, or copies of it).
+    // One fabric: the policies bound to it (the same fabric, or copies of it). Endpoints with
+    // different portTags (per Fabric::ports index; empty: none) are never in one class.
     RequestSpace(DecisionDiagram& dd, const std::vector<const BoundPolicy*>& bound,
-                 const Cuts& extra = {});
+                 const Cuts& extra = {}, const std::vector<uint32_t>& portTags = {});
 
     DecisionDiagram& diagram() const { return dd_; }
     // Starts the diagram afresh (DecisionDiagram::clear) once it holds more than `nodes`:
@@ -216,14 +217,14 @@ class RequestSpace {
     std::vector<std::vector<Selectors>> selectors_;  // [policy][group], every fabric
     std::vector<std::vector<uint32_t>> classes_;     // endpoints of each class
     std::vector<uint32_t> classOf_;                  // [Fabric::ports index], one fabric
-    std::vector<std::vector<std::vector<uint32_t>>> groupClasses_;   // [policy][group], sorted
-    std::vector<std::vector<IndexRanges>> ruleFields_[3];            // [field][policy][rule]
-    std::vector<std::vector<Ref>> groupMemo_[2];                     // [end][policy][group]
-    std::vector<std::vector<Ref>> ruleMemo_;                         // [policy][rule]
-    std::vector<FieldIndex> fieldIndex_[3];                          // [field][policy]
-    std::vector<PointIndex> pointIndex_;                             // [policy]
-    std::vector<std::vector<double>> extents_;                       // [policy][rule]
-    mutable std::vector<std::vector<std::vector<uint32_t>>> meets_;  // [policy][group]
+    std::vector<std::vector<std::vector<uint32_t>>> groupClasses_;  // [policy][group], sorted
+    std::vector<std::vector<IndexRanges>> ruleFields_[3];           // [field][policy][rule]
+    std::vector<std::vector<Ref>> groupMemo_[2];                    // [end][policy][group]
+    std::vector<std::vector<Ref>> ruleMemo_;                        // [policy][rule]
+    std::vector<FieldIndex> fieldIndex_[3];                         // [field][policy]
+    std::vector<PointIndex> pointIndex_;                            // [policy]
+    std::vector<std::vector<double>> extents_;                      // [policy][rule]
+    std::vector<std::vector<Bits>> groupClassBits_;  // [policy][group], one fabric: its classes
     size_t fieldDims_[3] = {}, classDims_[2] = {};
     uint32_t vars_ = 0;
     uint64_t setupWords_ = 0;  // the work of building the space, spent at the end

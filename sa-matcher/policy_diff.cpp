@@ -259,16 +259,6 @@ std::vector<DiffRegion> joinRegions(std::vector<DiffRegion> regions, bool onFabr
         items = std::move(joined);
     }
     for (Joining& item : items) regions.push_back(std::move(item.r));
-    for (DiffRegion& r : regions) {
-        if (!onFabric) continue;
-        const uint64_t both = r.sources.size() * r.destinations.size();
-        uint64_t same = 0;
-        for (uint32_t p : r.sources)
-            same += std::binary_search(r.destinations.begin(), r.destinations.end(), p);
-        r.portPairs = r.loopback == Loopback::Only       ? r.sources.size()
-                      : r.loopback == Loopback::Excluded ? both - same
-                                                         : both;
-    }
     return regions;
 }
 
@@ -551,42 +541,47 @@ class Differ {
         };
 
         if (pkeys_) {
-            // On a fabric: endpoints by their PKey table, then paths between two ports and
-            // loopback paths, each answered as the SA does.
+            // On a fabric: the ends' classes (each holds ports of one PKey table) by their PKey
+            // table, then paths between two ports and loopback paths, each answered as the SA
+            // does. Regions name classes here; diffPolicies lists their endpoints at the end.
             const auto& classes = space_.classes();
-            auto endpoints = [&](const IndexRanges& set) {
-                std::vector<uint32_t> out;
+            auto byTable = [&](const IndexRanges& set) {
+                std::map<std::vector<uint16_t>, std::vector<uint32_t>> out;
                 for (const Range& r : set) {
                     for (uint64_t c = r.lo; c <= r.hi; ++c)
-                        out.insert(out.end(), classes[c].begin(), classes[c].end());
+                        out[pkeys_->table(classes[c].front())].push_back(static_cast<uint32_t>(c));
                 }
-                std::sort(out.begin(), out.end());
-                return out;
-            };
-            auto byTable = [&](const std::vector<uint32_t>& ports) {
-                std::map<std::vector<uint16_t>, std::vector<uint32_t>> out;
-                for (uint32_t p : ports) out[pkeys_->table(p)].push_back(p);
                 return out;
             };
             const auto sources =
-                byTable(endpoints(cube.dims[dimOf(DK::Classes, {}, RequestSpace::Ends::Source)]));
-            const auto destinations = byTable(
-                endpoints(cube.dims[dimOf(DK::Classes, {}, RequestSpace::Ends::Destination)]));
+                byTable(cube.dims[dimOf(DK::Classes, {}, RequestSpace::Ends::Source)]);
+            const auto destinations =
+                byTable(cube.dims[dimOf(DK::Classes, {}, RequestSpace::Ends::Destination)]);
             for (const auto& [st, ss] : sources) {
                 for (const auto& [dt, ds] : destinations) {
                     std::vector<uint32_t> common;
                     std::set_intersection(ss.begin(), ss.end(), ds.begin(), ds.end(),
                                           std::back_inserter(common));
-                    // A path between two different ports of these groups, if there is one.
+                    // A path between two different ports of these classes, if there is one.
                     std::optional<std::pair<uint32_t, uint32_t>> path;
-                    for (uint32_t s : ss) {
-                        for (uint32_t d : ds) {
-                            if (s != d) {
+                    const uint32_t s = classes[ss.front()].front();
+                    for (uint32_t c : ds) {
+                        for (uint32_t d : classes[c]) {
+                            if (d != s) {
                                 path = std::make_pair(s, d);
                                 break;
                             }
                         }
                         if (path) break;
+                    }
+                    // (Else every destination is s itself: another source to s.)
+                    for (size_t i = 0; !path && i < ss.size(); ++i) {
+                        for (uint32_t p : classes[ss[i]]) {
+                            if (p != s) {
+                                path = std::make_pair(p, s);
+                                break;
+                            }
+                        }
                     }
                     for (std::optional<uint64_t> index : pkeyIndices) {
                         PathQuery query;
@@ -599,7 +594,10 @@ class Differ {
                         };
                         std::optional<std::pair<PathAnswer, PathAnswer>> between, loop;
                         if (path) between = answer(path->first, path->second);
-                        if (!common.empty()) loop = answer(common[0], common[0]);
+                        if (!common.empty()) {
+                            const uint32_t port = classes[common[0]].front();
+                            loop = answer(port, port);
+                        }
                         const bool betweenChanges =
                             between &&
                             answersDiffer(policy(0), between->first, policy(1), between->second);
@@ -923,21 +921,68 @@ std::optional<PolicyDiff> diffPolicies(const BoundPolicy& before, const BoundPol
                                        uint64_t workBudget) {
     try {
         DecisionDiagram dd(workBudget);
-        RequestSpace space(dd, std::vector<const BoundPolicy*>{&before, &after},
-                           diffCuts(*before.policy, *after.policy, before.fabric));
+        // Classes of endpoints with one PKey table each: the answers of a class are one.
         const PkeyTables pkeys(*before.fabric);
-        // On a fabric, groups are the same when they hold the same ports.
+        std::vector<uint32_t> tableOf(before.fabric->ports.size(), 0);
+        std::map<std::vector<uint16_t>, uint32_t> tables;
+        for (uint32_t e : before.fabric->endpoints())
+            tableOf[e] = tables.emplace(pkeys.table(e), tables.size()).first->second;
+        RequestSpace space(dd, std::vector<const BoundPolicy*>{&before, &after},
+                           diffCuts(*before.policy, *after.policy, before.fabric), tableOf);
+        // On a fabric, groups are the same when they hold the same ports: numbered once.
         const BoundPolicy* bound[] = {&before, &after};
-        auto groupKey = [&](size_t p, uint32_t g) {
-            const GroupMembers& m = bound[p]->groups[g];
-            std::string key(1, static_cast<char>(m.nodeTypes));
-            key.append(reinterpret_cast<const char*>(m.ports.data()),
-                       m.ports.size() * sizeof(uint32_t));
-            return key;
-        };
+        std::map<std::pair<uint8_t, std::vector<uint32_t>>, uint32_t> groupNumbers;
+        std::vector<std::string> groupIds[2];
+        for (size_t p = 0; p < 2; ++p) {
+            for (const GroupMembers& m : bound[p]->groups) {
+                const uint32_t id =
+                    groupNumbers.emplace(std::make_pair(m.nodeTypes, m.ports), groupNumbers.size())
+                        .first->second;
+                groupIds[p].push_back(std::to_string(id));
+            }
+        }
+        auto groupKey = [&](size_t p, uint32_t g) { return groupIds[p][g]; };
         PolicyDiff diff;
         diff.regions = joinRegions(
             Differ(space, &pkeys, pairRules(*before.policy, *after.policy, groupKey)).run(), true);
+        // The regions' classes as their endpoints, and the port pairs they hold.
+        const auto& classes = space.classes();
+        for (DiffRegion& r : diff.regions) {
+            uint64_t sources = 0, destinations = 0, same = 0;
+            for (uint32_t c : r.sources) sources += classes[c].size();
+            for (uint32_t c : r.destinations) destinations += classes[c].size();
+            std::vector<uint32_t> shared;
+            std::set_intersection(r.sources.begin(), r.sources.end(), r.destinations.begin(),
+                                  r.destinations.end(), std::back_inserter(shared));
+            for (uint32_t c : shared) same += classes[c].size();
+            r.portPairs = r.loopback == Loopback::Only       ? sources
+                          : r.loopback == Loopback::Excluded ? sources * destinations - same
+                                                             : sources * destinations;
+            // The classes' endpoints in port order, through a bitmap (cheaper than sorting a
+            // region of a large fabric).
+            std::vector<uint64_t> marked((before.fabric->ports.size() + 63) / 64);
+            auto ports = [&](const std::vector<uint32_t>& cs) {
+                if (cs.size() == 1) return classes[cs[0]];
+                size_t n = 0, from = marked.size(), to = 0;
+                for (uint32_t c : cs) {
+                    for (uint32_t p : classes[c]) marked[p / 64] |= uint64_t{1} << (p % 64);
+                    n += classes[c].size();
+                    from = std::min<size_t>(from, classes[c].front() / 64);
+                    to = std::max<size_t>(to, classes[c].back() / 64 + 1);
+                }
+                std::vector<uint32_t> out;
+                out.reserve(n);
+                for (size_t w = from; w < to; ++w) {
+                    for (uint64_t m = marked[w]; m; m &= m - 1)
+                        out.push_back(static_cast<uint32_t>(
+                            w * 64 + static_cast<size_t>(__builtin_ctzll(m))));
+                    marked[w] = 0;
+                }
+                return out;
+            };
+            r.sources = ports(r.sources);
+            r.destinations = ports(r.destinations);
+        }
         return diff;
     } catch (const AnalysisBudgetSpent&) {
         return std::nullopt;
