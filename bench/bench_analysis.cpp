@@ -9,7 +9,7 @@
 // `/usr/bin/time -v` shows, from wait4) and CPU time. A size's time is also given against the
 // previous size's (time(10N) / time(N)).
 //   ibqos-bench-analysis [--what check,decided,diff,diff-topology] [--sizes 10,100,1000,10000]
-//                        [--family F] [--write DIR] [--json] [--benchmark_... flags]
+//                        [--diff-most N] [--family F] [--write DIR] [--json] [--benchmark_...]
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -285,11 +285,7 @@ void registerSeries(const Setup& setup, What what, test::Family family, bool ulp
                 state.counters["diff_time"] = figures["diff_seconds"];
                 params["changes"] = figures["regions"];
             }
-            if (previous->first != 0) {
-                state.counters["growth"] = seconds / previous->second;
-                params["growth_from_rules"] = previous->first;
-            }
-            *previous = {rules, seconds};
+            bench::setGrowth(state, params, "growth", *previous, rules, seconds);
             bench::setParams(state, params);
         })->Iterations(1);
     }
@@ -303,6 +299,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> whats{"check", "decided", "diff", "diff-topology"};
     std::vector<unsigned> sizes{10, 100, 1000, 10000};
     std::string familyName = "all";
+    unsigned diffMost = 1000;
     bench::Program program(
         "ibqos-bench-analysis",
         "the policy-space analyses on the policy families (one core, CPU time): ibqos check by "
@@ -316,6 +313,9 @@ int main(int argc, char** argv) {
                  "rule counts (default 10,100,1000,10000; diff-topology: "
                  "those of 1000 and more)")
         ->delimiter(',');
+    o.add_option("--diff-most", diffMost,
+                 "diff without a topology: the largest size measured (default 1000; the random "
+                 "family's 10,000-rule pair takes minutes and gigabytes)");
     o.add_option("--family", familyName,
                  "shifted, nested, same-ranges, pair-rules, random or all (default)");
     o.add_option("--write", writeDir,
@@ -357,6 +357,8 @@ int main(int argc, char** argv) {
                                            : What::DiffTopology;
         std::vector<unsigned> series = sizes;
         if (what == What::DiffTopology) std::erase_if(series, [](unsigned n) { return n < 1000; });
+        if (what == What::Diff)
+            std::erase_if(series, [diffMost](unsigned n) { return n > diffMost; });
         for (test::Family f : families) {
             for (bool ulps : {false, true}) registerSeries(setup, what, f, ulps, series);
         }

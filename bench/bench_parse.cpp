@@ -268,11 +268,7 @@ void registerFamilies(const char* self, const std::vector<test::Family>& familie
                                    {"rules", rules},
                                    {"file_mb", mb},
                                    {"lines", lines}};
-                    if (previous->first != 0) {
-                        state.counters["load_time_growth"] = seconds / previous->second;
-                        params["growth_from_rules"] = previous->first;
-                    }
-                    *previous = {rules, seconds};
+                    bench::setGrowth(state, params, "load_time_growth", *previous, rules, seconds);
                     bench::setParams(state, params);
                 })->Iterations(1);
             }

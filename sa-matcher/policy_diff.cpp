@@ -335,21 +335,8 @@ class Differ {
         if (pairing_.unpaired <= std::max<size_t>(8, (oldRules + newRules) / 8))
             return runPaired(oldRules, newRules);
         // Old rule by old rule: which new rule gets each part of its reach.
-        for (uint32_t i = 0; i < oldRules; ++i) {
-            Ref rest = reach(0, i);
-            while (rest != DecisionDiagram::False) {
-                const RequestPoint x = space_.pointIn(rest);
-                dd_.spend(1 + newRules / 512);
-                const std::optional<uint32_t> k = space_.firstMatch(1, x, newRules);
-                const Ref part =
-                    k ? dd_.conj(rest, reach(1, *k))
-                      : outside(1, rest, newRules, space_.overlapping(1, newRules, 0, i));
-                if (part == DecisionDiagram::False)
-                    throw std::logic_error("Differ: a request lies in no rule's reach");
-                piece(part, i, k.value_or(newRules));
-                rest = dd_.minus(rest, part);
-            }
-        }
+        for (uint32_t i = 0; i < oldRules; ++i)
+            splitByNewRules(i, reach(0, i), [this](uint32_t k) { return reach(1, k); });
         // What no old rule matches, new rule by new rule.
         for (uint32_t k = 0; k < newRules; ++k) {
             if (!differ(oldRules, k)) continue;
@@ -410,27 +397,31 @@ class Differ {
         }
         if (unpairedX_ == DecisionDiagram::False) return std::move(regions_);
         // Inside X, the full walk, every reach cut to X.
-        for (uint32_t i : meeting[0]) {
-            Ref rest = reachInX(0, i);
-            while (rest != DecisionDiagram::False) {
-                dd_.spend(space_.pointSteps() + space_.lookupSteps(1, newRules));
-                const std::optional<uint32_t> k =
-                    space_.firstMatch(1, space_.pointIn(rest), newRules);
-                const Ref part =
-                    k ? dd_.conj(rest, reachInX(1, *k))
-                      : outside(1, rest, newRules, space_.overlapping(1, newRules, 0, i));
-                if (part == DecisionDiagram::False)
-                    throw std::logic_error("Differ: a request lies in no rule's reach");
-                piece(part, i, k.value_or(newRules));
-                rest = dd_.minus(rest, part);
-            }
-        }
+        for (uint32_t i : meeting[0])
+            splitByNewRules(i, reachInX(0, i), [this](uint32_t k) { return reachInX(1, k); });
         for (uint32_t k : meeting[1]) {
             if (!differ(oldRules, k)) continue;
             piece(outside(0, reachInX(1, k), oldRules, space_.overlapping(0, oldRules, 1, k)),
                   oldRules, k);
         }
         return std::move(regions_);
+    }
+
+    // Splits `rest`, requests old rule i gets first, by the new rule that gets each part first
+    // (newReach gives a new rule's reach), into pieces.
+    template <typename NewReach>
+    void splitByNewRules(uint32_t i, Ref rest, NewReach&& newReach) {
+        const auto newRules = static_cast<uint32_t>(space_.policy(1).rules.size());
+        while (rest != DecisionDiagram::False) {
+            dd_.spend(space_.pointSteps() + space_.lookupSteps(1, newRules));
+            const std::optional<uint32_t> k = space_.firstMatch(1, space_.pointIn(rest), newRules);
+            const Ref part = k ? dd_.conj(rest, newReach(*k))
+                               : outside(1, rest, newRules, space_.overlapping(1, newRules, 0, i));
+            if (part == DecisionDiagram::False)
+                throw std::logic_error("Differ: a request lies in no rule's reach");
+            piece(part, i, k.value_or(newRules));
+            rest = dd_.minus(rest, part);
+        }
     }
 
     // The requests rule r of policy p gets first, inside X.

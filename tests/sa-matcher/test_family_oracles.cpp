@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <set>
@@ -865,6 +866,15 @@ std::vector<FamilyCase> familyCases() {
 const Change Changes[] = {Change::LevelSl, Change::RuleDropped, Change::RangeMoved,
                           Change::LevelLimits, Change::Bandwidth};
 
+// A family's policy, compiled with every rule decided (an unlimited analysis budget).
+std::unique_ptr<test::Compiled> compiledFamily(const FamilyCase& c, uint64_t seed,
+                                               Change change = Change::None) {
+    auto out = std::make_unique<test::Compiled>(
+        test::familyPolicy(familyOptions(c.family, c.ulps, seed, change)), 0);
+    REQUIRE(out->codes().empty());
+    return out;
+}
+
 }  // namespace
 
 TEST_CASE("shadowed-rule verdicts on every family equal OpenSM's scan on a port of every kind",
@@ -872,12 +882,10 @@ TEST_CASE("shadowed-rule verdicts on every family equal OpenSM's scan on a port 
     int dead = 0, alive = 0;
     for (const FamilyCase& c : familyCases()) {
         for (uint64_t seed : {1, 2}) {
-            const std::string name = caseName(c.family, c.ulps, seed);
-            INFO(name);
-            test::Compiled compiled(test::familyPolicy(familyOptions(c.family, c.ulps, seed)), 0);
-            REQUIRE(compiled.codes().empty());
-            REQUIRE(compiled.codes(Severity::Note).empty());  // every rule decided
-            const Policy& p = compiled.policy;
+            INFO(caseName(c.family, c.ulps, seed));
+            const auto compiled = compiledFamily(c, seed);
+            REQUIRE(compiled->codes(Severity::Note).empty());  // every rule decided
+            const Policy& p = compiled->policy;
             REQUIRE(p.rules.size() >= 30);
             const RequestValues values = requestValues({&p}, {});
             const Universe every({&p}, values.pkeys);
@@ -885,7 +893,8 @@ TEST_CASE("shadowed-rule verdicts on every family equal OpenSM's scan on a port 
             const BoundPolicy bound = bindPolicy(p, every.selecting, ignored);
             const Decided d = decide(bound, every.selecting.endpoints(), values);
             for (uint32_t r = 0; r < p.rules.size(); ++r) {
-                INFO("rule at line " << p.rules[r].location.line << "\n" << compiled.source.text());
+                INFO("rule at line " << p.rules[r].location.line << "\n"
+                                     << compiled->source.text());
                 CHECK(p.rules[r].shadowed == !d.rules[r]);
                 (d.rules[r] ? alive : dead) += 1;
             }
@@ -900,11 +909,9 @@ TEST_CASE("unreachable rules and levels on every family equal OpenSM's scan on a
     int unreachable = 0, reachable = 0;
     for (const FamilyCase& c : familyCases()) {
         for (uint64_t seed : {3, 4}) {
-            const std::string name = caseName(c.family, c.ulps, seed);
-            INFO(name);
-            test::Compiled compiled(test::familyPolicy(familyOptions(c.family, c.ulps, seed)), 0);
-            REQUIRE(compiled.codes().empty());
-            const Policy& p = compiled.policy;
+            INFO(caseName(c.family, c.ulps, seed));
+            const auto compiled = compiledFamily(c, seed);
+            const Policy& p = compiled->policy;
             const Fabric fabric = familyFabric(seed);
             Diagnostics d;
             const BoundPolicy bound = bindPolicy(p, fabric, d);
@@ -919,7 +926,7 @@ TEST_CASE("unreachable rules and levels on every family equal OpenSM's scan on a
                 decide(bound, fabric.endpoints(), requestValues({&p}, fabric.partitions));
             for (uint32_t r = 0; r < p.rules.size(); ++r) {
                 const uint32_t line = p.rules[r].location.line;
-                INFO("rule at line " << line << "\n" << compiled.source.text());
+                INFO("rule at line " << line << "\n" << compiled->source.text());
                 if (p.rules[r].shadowed) {
                     CHECK_FALSE(decided.rules[r]);
                     continue;
@@ -946,17 +953,14 @@ TEST_CASE("ibqos diff on a fabric: on every family, the regions hold exactly the
         for (uint64_t seed : {5}) {
             const Change change =
                 Changes[(static_cast<uint64_t>(c.family) * 2 + c.ulps) % std::size(Changes)];
-            const std::string name = caseName(c.family, c.ulps, seed, change);
-            INFO(name);
-            test::Compiled before(test::familyPolicy(familyOptions(c.family, c.ulps, seed)), 0);
-            test::Compiled after(test::familyPolicy(familyOptions(c.family, c.ulps, seed, change)));
-            REQUIRE(before.codes().empty());
-            REQUIRE(after.codes().empty());
-            REQUIRE(after.policy.rules.size() >= 30);
+            INFO(caseName(c.family, c.ulps, seed, change));
+            const auto before = compiledFamily(c, seed);
+            const auto after = compiledFamily(c, seed, change);
+            REQUIRE(after->policy.rules.size() >= 30);
             const Fabric fabric = familyFabric(seed);
             Diagnostics d;
-            const BoundPolicy x = bindPolicy(before.policy, fabric, d);
-            const BoundPolicy y = bindPolicy(after.policy, fabric, d);
+            const BoundPolicy x = bindPolicy(before->policy, fabric, d);
+            const BoundPolicy y = bindPolicy(after->policy, fabric, d);
             const std::optional<PolicyDiff> diff = diffPolicies(x, y);
             REQUIRE(diff);
             const std::vector<uint32_t>& ends = fabric.endpoints();
@@ -968,7 +972,7 @@ TEST_CASE("ibqos diff on a fabric: on every family, the regions hold exactly the
                            std::binary_search(list.begin(), list.end(), ends[i]);
                 },
                 *diff, true);
-            INFO(found.str() << before.source.text());
+            INFO(found.str() << before->source.text());
             CHECK(found.wrong.empty());
             CHECK(diff->regions.empty() == (found.changed == 0));
             changed += found.changed;
@@ -987,19 +991,16 @@ TEST_CASE(
         for (uint64_t seed : {7}) {
             const Change change =
                 Changes[(static_cast<uint64_t>(c.family) * 2 + c.ulps + 1) % std::size(Changes)];
-            const std::string name = caseName(c.family, c.ulps, seed, change);
-            INFO(name);
-            test::Compiled before(test::familyPolicy(familyOptions(c.family, c.ulps, seed)), 0);
-            test::Compiled after(test::familyPolicy(familyOptions(c.family, c.ulps, seed, change)));
-            REQUIRE(before.codes().empty());
-            REQUIRE(after.codes().empty());
-            const std::optional<PolicyDiff> diff = diffPolicies(before.policy, after.policy);
+            INFO(caseName(c.family, c.ulps, seed, change));
+            const auto before = compiledFamily(c, seed);
+            const auto after = compiledFamily(c, seed, change);
+            const std::optional<PolicyDiff> diff = diffPolicies(before->policy, after->policy);
             REQUIRE(diff);
-            const std::vector<const Policy*> both{&before.policy, &after.policy};
+            const std::vector<const Policy*> both{&before->policy, &after->policy};
             const Universe every(both, requestValues(both, {}).pkeys);
             Diagnostics d;
-            const BoundPolicy x = bindPolicy(before.policy, every.selecting, d);
-            const BoundPolicy y = bindPolicy(after.policy, every.selecting, d);
+            const BoundPolicy x = bindPolicy(before->policy, every.selecting, d);
+            const BoundPolicy y = bindPolicy(after->policy, every.selecting, d);
             std::vector<uint32_t> ends;
             for (const PortFacts& p : every.ports) ends.push_back(p.endpoint);
             auto holds = [&](const std::vector<PortKind>& kinds, bool any, size_t i) {
@@ -1014,7 +1015,7 @@ TEST_CASE(
                                   : holds(r.destinationKinds, r.anyDestination, i);
                 },
                 *diff, false);
-            INFO(found.str() << before.source.text());
+            INFO(found.str() << before->source.text());
             CHECK(found.wrong.empty());
             CHECK(diff->regions.empty() == (found.changed == 0));
             // Tables: only a bandwidth change changes a qos-setup scope.
