@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "bench/harness.hpp"
+#include "bench/policy_load.hpp"
 #include "common/text.hpp"
 #include "compiler/compile_policy.hpp"
 #include "compiler/passes.hpp"
@@ -184,51 +185,6 @@ void registerMeasure(const std::string& path, const std::string& shape) {
         ->Unit(benchmark::kSecond);
 }
 
-// Loading as `ibqos check` does it, without the dead-rule analysis (pass 4): the file read,
-// parsed and given its meaning by every other pass of compilePolicy. The analysis's cost is
-// its own (a budget of its own) and is measured on its own.
-struct LoadTimes {
-    double parse = 0;  // file read and parsed
-    double load = 0;   // and every pass but the dead-rule analysis
-};
-
-double cpuSeconds() {
-    timespec t{};
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-}
-
-std::optional<LoadTimes> loadWithoutDeadRules(const std::string& path, Diagnostics& diagnostics,
-                                              size_t& bytes) {
-    LoadTimes times;
-    const double start = cpuSeconds();
-    std::string error;
-    auto source = SourceFile::load(path, error);
-    if (!source) return std::nullopt;
-    bytes = source->text().size();
-    std::optional<ast::PolicyFile> file = parsePolicy(*source, diagnostics);
-    if (!file) return std::nullopt;
-    times.parse = cpuSeconds() - start;
-    passes::Reporter report{*source, diagnostics};
-    Policy policy;
-    policy.file = source->name();
-    std::vector<passes::UlpEntry> ulps;
-    passes::Gaps gaps;
-    gaps.anySyntaxError = diagnostics.hasErrors();
-    passes::elaboratePolicy(std::move(*file), report, policy, ulps, gaps);
-    passes::lowerUlps(ulps, report, policy);
-    passes::resolveNames(report, gaps, policy);
-    passes::checkQosSetup(report, policy);
-    passes::checkHostSched(report, policy);
-    times.load = cpuSeconds() - start;
-    return times;
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
 // The measuring child of a family: loads the file again and again for at least a second of
 // CPU time (3 times at least), and writes the median times, the file's size and the first
 // load's peak memory on standard error as name=value words.
@@ -240,7 +196,7 @@ int measureFamily(const std::string& path) {
         bench::resetPeakRss();
         const double before = static_cast<double>(bench::peakRss());
         Diagnostics diagnostics;
-        auto times = loadWithoutDeadRules(path, diagnostics, bytes);
+        auto times = bench::loadWithoutDeadRules(path, diagnostics, bytes);
         if (!times || diagnostics.hasErrors()) {
             std::fprintf(stderr, "%s: %s\n", path.c_str(),
                          diagnostics.all().empty() ? "cannot be read"
@@ -257,7 +213,7 @@ int measureFamily(const std::string& path) {
     }
     std::fprintf(stderr,
                  "parse_seconds=%.9f load_seconds=%.9f bytes=%zu peak_rss=%.0f added_rss=%.0f\n",
-                 median(parse), median(load), bytes, peak, added);
+                 bench::median(parse), bench::median(load), bytes, peak, added);
     return 0;
 }
 
@@ -312,11 +268,7 @@ void registerFamilies(const char* self, const std::vector<test::Family>& familie
                                    {"rules", rules},
                                    {"file_mb", mb},
                                    {"lines", lines}};
-                    if (previous->first != 0) {
-                        state.counters["load_time_growth"] = seconds / previous->second;
-                        params["growth_from_rules"] = previous->first;
-                    }
-                    *previous = {rules, seconds};
+                    bench::setGrowth(state, params, "load_time_growth", *previous, rules, seconds);
                     bench::setParams(state, params);
                 })->Iterations(1);
             }

@@ -108,6 +108,15 @@ void counterUnit(const std::string& counter, const std::string& unit, double sca
 
 void setParams(benchmark::State& state, const Json& params) { state.SetLabel(dumpJson(params)); }
 
+void setGrowth(benchmark::State& state, Json& params, const std::string& counter,
+               std::pair<unsigned, double>& previous, unsigned rules, double seconds) {
+    if (previous.first != 0) {
+        state.counters[counter] = seconds / previous.second;
+        params["growth_from_rules"] = previous.first;
+    }
+    previous = {rules, seconds};
+}
+
 Program::Program(const std::string& name, const std::string& description)
     : app_(description, name) {
     app_.add_flag("--json", json_, "print one JSON object per figure and line");

@@ -28,6 +28,12 @@ void counterUnit(const std::string& counter, const std::string& unit, double sca
 // Parameters a benchmark's figures carry besides its arguments.
 void setParams(benchmark::State& state, const Json& params);
 
+// A size's time against the previous size's, for a series of sizes measured in order: the
+// counter `counter` (seconds / the previous size's seconds) and the parameter
+// "growth_from_rules", when there is a previous size; then this size becomes the previous one.
+void setGrowth(benchmark::State& state, Json& params, const std::string& counter,
+               std::pair<unsigned, double>& previous, unsigned rules, double seconds);
+
 // Runs this program again as a measuring child (args after argv[0], env added to its
 // environment) and reads the "name=value" words it writes on standard error. Words that are
 // not name=value are ignored; the child's standard output is left alone.

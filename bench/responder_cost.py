@@ -213,10 +213,10 @@ def main():
                     finally:
                         fabric.close()
             for mode, label in (("plugin", "responder"), ("opensm", "opensm_scan")):
-                if args.callgrind:
+                if args.callgrind:  # one client's stream
                     results.append({"name": f"handler_instructions_per_pathrecord_{label}",
                                     "value": round(statistics.median(measured[mode])), "unit": "instructions",
-                                    "runs": len(measured[mode]), **params})
+                                    "runs": len(measured[mode]), **dict(params, clients=1, requests=args.requests)})
                     continue
                 for name, column in (("cpu_per_pathrecord", 0), ("handler_cpu_per_pathrecord", 1)):
                     cpu = [m[column] * 1e6 for m in measured[mode]]

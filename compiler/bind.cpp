@@ -2,6 +2,7 @@
 // bindPolicy: group membership by GUID range, port name, partition, PKey, node type and SELF.
 #include "compiler/bind.hpp"
 #include "common/text.hpp"
+#include "ib/qos.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -165,19 +166,30 @@ class Binder {
 
     // OpenSM rejects the whole policy when an ipoib line's partition does not exist or has
     // fewer than two full members.
+    // Partitions are named by their PKey as the line writes it (0x8001, not 0x1).
     void checkIpoibRules() {
         for (const MatchRule& rule : policy_.rules) {
             if (!rule.ipoib) continue;
-            for (const Range& r : rule.pkeys.ranges()) {
-                for (uint64_t pkey = r.lo; pkey <= r.hi; ++pkey) {
+            std::vector<WrittenRange> written = rule.ipoibPkeys;
+            if (written.empty()) {
+                for (const Range& r : rule.pkeys.ranges()) written.push_back({r, {}, r});
+            }
+            for (const WrittenRange& w : written) {
+                for (uint64_t pkey = w.range.lo; pkey <= w.range.hi; ++pkey) {
+                    const std::string name = hex(w.asWritten(pkey));
                     const Partition* p = fabric_.partitionByPkey(static_cast<uint16_t>(pkey));
                     if (!p) {
                         error("ipoib-partition", rule.location,
-                              "IPoIB partition " + hex(pkey) +
-                                  " does not exist (OpenSM rejects the policy)");
+                              "IPoIB partition " + name + " does not exist" +
+                                  (fabric_.noPartitionsFile
+                                       ? ": no partitions file was given (--partitions), so "
+                                         "there is only the Default partition " +
+                                             hex(ib::DefaultPkey)
+                                       : "") +
+                                  " (OpenSM rejects the policy)");
                     } else if (p->fullMembers() < 2) {
                         error("ipoib-partition", rule.location,
-                              "IPoIB partition " + hex(pkey) + " ('" + p->name +
+                              "IPoIB partition " + name + " ('" + p->name +
                                   "') has fewer than two full members (OpenSM rejects the policy)");
                     }
                 }

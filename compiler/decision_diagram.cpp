@@ -17,8 +17,10 @@ constexpr size_t InitialSlots = 1 << 12;
 DecisionDiagram::DecisionDiagram(uint64_t workBudget) : budget_(workBudget) { clear(); }
 
 void DecisionDiagram::clear() {
-    // The tables keep their size: a diagram cleared once tends to grow as large again.
+    // The tables keep their size: a diagram cleared once tends to grow as large again. Emptying
+    // them is work too.
     nodes_.clear();
+    if (!unique_.empty()) spend(unique_.size() / 64);
     if (unique_.empty()) {
         unique_.assign(InitialSlots, 0);
         memo_.assign(InitialSlots / 4, Memo{});

@@ -169,7 +169,7 @@ void Elaborator::ranges(const ast::RangeList& list, std::vector<Range>& out,
         if (pkey) range = {lo & ib::PkeyBaseMask, hi & ib::PkeyBaseMask};
         if (range.lo > range.hi) std::swap(range.lo, range.hi);
         out.push_back(range);
-        if (written) written->push_back({range, at(r.lo)});
+        if (written) written->push_back({range, at(r.lo), {std::min(lo, hi), std::max(lo, hi)}});
     }
 }
 

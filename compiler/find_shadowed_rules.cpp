@@ -3,11 +3,11 @@
 // request they do, on every fabric the policy could meet; and, on one fabric (checkReachability),
 // the rules, levels and groups no request of that fabric reaches.
 //
-// Both walk the rules in OpenSM's order over a RequestSpace, keeping the union of the requests
-// the rules so far match as one decision diagram: rule j is dead exactly when its requests are
-// inside that union. The cost follows the diagram's size, which the policy's structure sets,
-// not the number of request cells. When the work budget is spent, the rules not yet judged
-// are left undecided, each with a note that says so.
+// Both judge the rules in OpenSM's order over a RequestSpace: rule j is dead exactly when the
+// rules before it match every request it does. The cost follows the diagrams' sizes, which the
+// policy's structure sets, not the number of request cells. Every part of the work (building
+// the space, each diagram step, each request looked up) is counted against one budget; when it
+// is spent, the rules not yet judged are left undecided, each with a note that says so.
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
@@ -26,6 +26,10 @@ using Ref = DecisionDiagram::Ref;
 // Nodes past which the judgement starts its diagram afresh between two rules: what one rule
 // leaves behind is of no use to the next, and a small diagram stays in the cache.
 constexpr size_t DiagramNodes = 1 << 20;
+// The requests of a rule the quick look tries, and the earlier rules it tries as holding a rule
+// whole.
+constexpr unsigned Witnesses = 4;
+constexpr size_t WithinTries = 8;
 
 // The verdict on one rule.
 struct Verdict {
@@ -44,11 +48,35 @@ class RuleJudge {
   public:
     explicit RuleJudge(RequestSpace& space) : space_(space), dd_(space.diagram()) {}
 
-    // A quick look: the first request of rule j against the rules before it. True when it
-    // escapes them.
-    bool escapesAtOnce(uint32_t j) {
-        const Ref rule = space_.rule(0, j);
-        return rule != DecisionDiagram::False && !firstMatch(space_.pointIn(rule), j);
+    // A quick look, without a diagram: a few requests of rule j made from its own ranges and
+    // groups, against the rules before it. Reachable when one escapes them; dead when one of
+    // the earlier rules a request matches holds the whole rule (its ranges and groups hold
+    // rule j's); otherwise nullopt, for the judgement.
+    std::optional<Verdict> atOnce(uint32_t j) {
+        for (unsigned variant = 0; variant < Witnesses; ++variant) {
+            dd_.spend(space_.pointSteps());
+            std::optional<RequestPoint> point = space_.witness(0, j, variant);
+            if (!point) return std::nullopt;  // the judgement finds that it matches nothing
+            if (!space_.matches(0, j, *point))
+                throw std::logic_error("RuleJudge: a witness of a rule that it does not match");
+            if (variant > 0) {
+                if (!firstMatch(*point, j)) return Verdict{};
+                continue;
+            }
+            // The first few earlier rules that match it: one of them often holds rule j.
+            dd_.spend(space_.lookupSteps(0, j) + WithinTries / 4);
+            const std::vector<uint32_t> matching = space_.allMatches(0, *point, j, WithinTries);
+            if (matching.empty()) return Verdict{};
+            for (uint32_t i : matching) {
+                if (space_.within(0, j, i)) {
+                    Verdict v;
+                    v.kind = Verdict::Dead;
+                    v.coveredBy = {i};
+                    return v;
+                }
+            }
+        }
+        return std::nullopt;
     }
 
     Verdict judge(uint32_t j) {
@@ -64,6 +92,7 @@ class RuleJudge {
         while (rest != DecisionDiagram::False) {
             // Of the earlier rules that match this request, the largest goes out: few rounds
             // cover a dead rule, as in a greedy set cover.
+            dd_.spend(space_.pointSteps());
             const std::vector<uint32_t> matching =
                 allMatches(space_.pointIn(rest, used.empty() ? 0 : j * 7919 + used.size()), j);
             if (matching.empty()) return v;  // this request reaches rule j
@@ -90,6 +119,7 @@ class RuleJudge {
         const auto n = static_cast<uint32_t>(space_.policy(0).rules.size());
         Ref rest = DecisionDiagram::True;
         while (rest != DecisionDiagram::False) {
+            dd_.spend(space_.pointSteps());
             const std::optional<uint32_t> i = firstMatch(space_.pointIn(rest), n);
             if (!i) return true;
             rest = takeOut(rest, *i);
@@ -112,13 +142,12 @@ class RuleJudge {
     }
 
     std::vector<uint32_t> allMatches(const RequestPoint& point, uint32_t before) {
-        dd_.spend(1 + before / 512);
+        dd_.spend(space_.lookupSteps(0, before));
         return space_.allMatches(0, point, before);
     }
 
-    // A lookup costs about one diagram step per eight words of rules.
     std::optional<uint32_t> firstMatch(const RequestPoint& point, uint32_t before) {
-        dd_.spend(1 + before / 512);
+        dd_.spend(space_.lookupSteps(0, before));
         return space_.firstMatch(0, point, before);
     }
 };
@@ -132,7 +161,12 @@ std::vector<Verdict> judgeRules(RequestSpace& space) {
     RuleJudge judge(space);
     uint32_t j = 0;
     try {
-        for (; j < n; ++j) settled[j] = judge.escapesAtOnce(j);
+        for (; j < n; ++j) {
+            if (std::optional<Verdict> v = judge.atOnce(j)) {
+                verdicts[j] = std::move(*v);
+                settled[j] = 1;
+            }
+        }
         for (j = 0; j < n; ++j) {
             if (!settled[j]) verdicts[j] = judge.judge(j);
             settled[j] = 1;
@@ -159,8 +193,13 @@ const char* undecided =
 void findShadowedRules(const Reporter& report, Policy& policy, uint64_t workBudget) {
     auto& rules = policy.rules;
     DecisionDiagram dd(workBudget);
-    RequestSpace space(dd, std::vector<const Policy*>{&policy});
-    const std::vector<Verdict> verdicts = judgeRules(space);
+    std::vector<Verdict> verdicts(rules.size(), Verdict{Verdict::Undecided});
+    try {
+        RequestSpace space(dd, std::vector<const Policy*>{&policy});
+        verdicts = judgeRules(space);
+    } catch (const AnalysisBudgetSpent&) {
+        // Building the space spent the budget: every rule is left undecided.
+    }
     for (uint32_t j = 0; j < rules.size(); ++j) {
         const Verdict& v = verdicts[j];
         const std::string what = rules[j].fromUlps ? "this qos-ulps line" : "this match rule";
@@ -206,8 +245,14 @@ void checkReachability(const BoundPolicy& bound, Diagnostics& diagnostics, uint6
         diagnostics.warning(code, policy.file, where, std::move(message));
     };
     DecisionDiagram here(workBudget);
-    RequestSpace thisFabric(here, std::vector<const BoundPolicy*>{&bound});
-    const std::vector<Verdict> verdicts = judgeRules(thisFabric);
+    std::optional<RequestSpace> thisFabric;
+    std::vector<Verdict> verdicts(policy.rules.size(), Verdict{Verdict::Undecided});
+    try {
+        thisFabric.emplace(here, std::vector<const BoundPolicy*>{&bound});
+        verdicts = judgeRules(*thisFabric);
+    } catch (const AnalysisBudgetSpent&) {
+        // Building the space spent the budget: every rule is left undecided.
+    }
     for (uint32_t j = 0; j < policy.rules.size(); ++j) {
         const MatchRule& rule = policy.rules[j];
         for (const auto* side : {&rule.sources, &rule.destinations}) {
@@ -248,7 +293,7 @@ void checkReachability(const BoundPolicy& bound, Diagnostics& diagnostics, uint6
     // The default level: is there a request no rule matches? (Undecided: say nothing.)
     bool fallsThrough = true;
     try {
-        fallsThrough = RuleJudge(thisFabric).fallsThrough();
+        if (thisFabric) fallsThrough = RuleJudge(*thisFabric).fallsThrough();
     } catch (const AnalysisBudgetSpent&) {
     }
     if (fallsThrough && policy.hasDefaultLevel) levelReached[policy.defaultLevel] = 1;

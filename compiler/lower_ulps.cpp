@@ -140,6 +140,7 @@ void lowerUlps(const std::vector<UlpEntry>& ulps, const Reporter& report, Policy
             }
         }
         rule.ipoib = e.ulp == Ulp::Ipoib;
+        if (rule.ipoib && e.qualifier == UlpQualifier::Pkey) rule.ipoibPkeys = e.written;
         policy.rules.push_back(std::move(rule));
     }
 }

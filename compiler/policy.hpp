@@ -36,8 +36,14 @@ struct PortNameRef {
 
 // One range as written, for warnings that point at it (a GUID range that matches no port).
 struct WrittenRange {
-    Range range;
+    Range range;  // as read: a PKey without its membership bit
     SourceLocation location;
+    Range text;  // the values the file writes (a PKey with its membership bit)
+
+    // A value of `range` as the file writes it (0x8001 for PKey 0x1 written 0x8001).
+    uint64_t asWritten(uint64_t value) const {
+        return text.hi - text.lo == range.hi - range.lo ? value - range.lo + text.lo : value;
+    }
 };
 
 enum class GroupOrigin : uint8_t {
@@ -89,9 +95,10 @@ struct QosLevel {
 struct MatchRule {
     std::string use;
     SourceLocation location;
-    bool fromUlps = false;  // lowered from a qos-ulps line
-    bool ipoib = false;     // an "ipoib" qos-ulps line
-    RangeSet qosClasses;    // empty: the rule does not name qos-class
+    bool fromUlps = false;                 // lowered from a qos-ulps line
+    bool ipoib = false;                    // an "ipoib" qos-ulps line
+    std::vector<WrittenRange> ipoibPkeys;  // an "ipoib, pkey" line's PKeys, as written
+    RangeSet qosClasses;                   // empty: the rule does not name qos-class
     RangeSet serviceIds;
     RangeSet pkeys;  // membership bit masked off
     std::vector<NameRef> sourceNames;

@@ -116,7 +116,7 @@ RequestSpace::RequestSpace(DecisionDiagram& dd, const std::vector<const Policy*>
 }
 
 RequestSpace::RequestSpace(DecisionDiagram& dd, const std::vector<const BoundPolicy*>& bound,
-                           const Cuts& extra)
+                           const Cuts& extra, const std::vector<uint32_t>& portTags)
     : dd_(dd), bound_(bound) {
     if (bound.empty()) throw std::logic_error("RequestSpace: no policy");
     for (const BoundPolicy* b : bound) {
@@ -125,33 +125,84 @@ RequestSpace::RequestSpace(DecisionDiagram& dd, const std::vector<const BoundPol
         policies_.push_back(b->policy);
     }
     addFieldCuts(extra);
-    // Endpoints in the same groups of every policy are one class.
+    // Endpoints in the same groups of every policy (and with the same tag) are one class. The
+    // classes are refined group by group: the members of a group leave their class for a new
+    // one, so the work is the groups' sizes.
     const Fabric& fabric = *bound[0]->fabric;
-    std::vector<std::vector<uint32_t>> signature(fabric.ports.size());
-    uint32_t tag = 0;
+    std::vector<uint32_t> refined(fabric.ports.size(), 0);
+    uint32_t count = 1;
+    // For each class: the class its members in the current group move to, and for which group.
+    std::vector<std::pair<uint32_t, uint32_t>> split(1, {0, UINT32_MAX});
+    uint32_t round = 0;
+    auto refine = [&](auto&& eachPort) {
+        eachPort([&](uint32_t port) {
+            if (split[refined[port]].second != round) {
+                split[refined[port]] = {count++, round};
+                if (split.size() < count) split.resize(2 * count, {0, UINT32_MAX});
+            }
+            refined[port] = split[refined[port]].first;
+            ++setupWords_;
+        });
+        ++round;
+    };
+    // A group's members, without building their list (node types never repeat a listed port).
+    auto members = [&fabric](const GroupMembers& g) {
+        return [&g, &fabric](auto&& f) {
+            if (g.nodeTypes) {
+                for (uint32_t p : fabric.endpoints()) {
+                    if (g.nodeTypes & nodeTypeBit(fabric.typeOf(p))) f(p);
+                }
+            }
+            for (uint32_t p : g.ports) f(p);
+        };
+    };
     for (const BoundPolicy* b : bound) {
-        for (const GroupMembers& g : b->groups) {
-            for (uint32_t port : g.all(fabric)) signature[port].push_back(tag);
-            ++tag;
+        for (const GroupMembers& g : b->groups) refine(members(g));
+    }
+    if (!portTags.empty()) {
+        std::map<uint32_t, std::vector<uint32_t>> byTag;
+        for (uint32_t port : fabric.endpoints()) byTag[portTags[port]].push_back(port);
+        for (const auto& [t, ports] : byTag) {
+            refine([&ports](auto&& f) {
+                for (uint32_t p : ports) f(p);
+            });
         }
     }
-    std::map<std::vector<uint32_t>, uint32_t> index;
+    // Classes numbered in port order.
+    std::unordered_map<uint32_t, uint32_t> number;
     classOf_.assign(fabric.ports.size(), UINT32_MAX);
     for (uint32_t port : fabric.endpoints()) {
-        auto [it, fresh] =
-            index.emplace(std::move(signature[port]), static_cast<uint32_t>(classes_.size()));
+        auto [it, fresh] = number.emplace(refined[port], static_cast<uint32_t>(classes_.size()));
         if (fresh) classes_.emplace_back();
         classes_[it->second].push_back(port);
         classOf_[port] = it->second;
     }
+    std::vector<uint32_t> seen(classes_.size(), UINT32_MAX);
+    uint32_t stamp = 0;
     for (const BoundPolicy* b : bound) {
         groupClasses_.emplace_back();
         for (const GroupMembers& g : b->groups) {
             std::vector<uint32_t> cs;
-            for (uint32_t port : g.all(fabric)) cs.push_back(classOf_[port]);
+            members(g)([&](uint32_t port) {
+                const uint32_t c = classOf_[port];
+                if (seen[c] != stamp) {
+                    seen[c] = stamp;
+                    cs.push_back(c);
+                }
+            });
+            ++stamp;
             std::sort(cs.begin(), cs.end());
-            cs.erase(std::unique(cs.begin(), cs.end()), cs.end());
             groupClasses_.back().push_back(std::move(cs));
+        }
+    }
+    // The same as bitsets, to tell quickly whether two groups meet.
+    for (const auto& policy : groupClasses_) {
+        groupClassBits_.emplace_back();
+        for (const auto& cs : policy) {
+            Bits bits((classes_.size() + 63) / 64);
+            for (uint32_t c : cs) bits[c / 64] |= uint64_t{1} << (c % 64);
+            setupWords_ += bits.size();
+            groupClassBits_.back().push_back(std::move(bits));
         }
     }
     addFieldDimensions();
@@ -316,7 +367,11 @@ void RequestSpace::indexRules() {
         extents_.emplace_back();
         for (uint32_t r = 0; r < policies_[p]->rules.size(); ++r)
             extents_.back().push_back(measureExtent(p, r));
+        setupWords_ += 16 * policies_[p]->rules.size() + 4 * policies_[p]->groups.size();
     }
+    for (const Dimension& d : dims_) setupWords_ += d.size / 8;
+    // Building the space is work of the analysis too: a large policy may spend its budget here.
+    dd_.spend(1 + setupWords_ / 16);
 }
 
 Range RequestSpace::fieldInterval(RequestField f, uint64_t index) const {
@@ -343,6 +398,7 @@ IndexRanges RequestSpace::fieldIndices(RequestField f, const RangeSet& set) cons
 
 Ref RequestSpace::indexIn(size_t dim, const IndexRanges& ranges) {
     const Dimension& d = dims_[dim];
+    dd_.spend(1 + ranges.size() * d.bits / 4);
     if (d.bits == 0) return ranges.empty() ? DecisionDiagram::False : DecisionDiagram::True;
     // Indices past the size stand for the last value.
     IndexRanges padded = ranges;
@@ -463,6 +519,75 @@ RequestPoint RequestSpace::pointIn(Ref f, uint64_t seed) const {
     return point;
 }
 
+std::optional<RequestPoint> RequestSpace::witness(size_t p, uint32_t r, unsigned variant) const {
+    const MatchRule& rule = policies_[p]->rules[r];
+    // Variants 0 and 1 take the first and the last index of each set; later ones an index drawn
+    // from the variant and the rule (the same variant, the same request).
+    uint64_t state = (uint64_t{r} << 32 | variant) * 0x9e3779b97f4a7c15ULL;
+    auto pick = [&](const IndexRanges& set) {
+        if (variant < 2) return variant == 0 ? set.front().lo : set.back().hi;
+        uint64_t count = 0;
+        for (const Range& x : set) count += x.hi - x.lo + 1;
+        state = (state ^ (state >> 29)) * 0xbf58476d1ce4e5b9ULL;
+        uint64_t k = (state >> 11) % count;
+        for (const Range& x : set) {
+            if (k <= x.hi - x.lo) return x.lo + k;
+            k -= x.hi - x.lo + 1;
+        }
+        return set.back().hi;
+    };
+    RequestPoint point;
+    point.values.assign(dims_.size(), 0);
+    // Fields: a value the rule holds; absent where it names none, which no earlier rule naming
+    // the field matches.
+    for (RequestField f : RequestFields) {
+        if (ruleField(rule, f).empty()) continue;
+        const IndexRanges& set = ruleFields_[fieldNumber(f)][p][r];
+        if (set.empty()) return std::nullopt;
+        point.values[fieldDim(f)] = std::min(pick(set), dims_[fieldDim(f)].size - 1);
+    }
+    for (Ends end : {Ends::Source, Ends::Destination}) {
+        const auto& groups = end == Ends::Source ? rule.sources : rule.destinations;
+        if (groups.empty()) continue;
+        const uint32_t g = groups[(variant >> 1) % groups.size()];
+        if (onFabric()) {
+            const auto& cs = groupClasses_[p][g];
+            if (cs.empty()) return std::nullopt;
+            point.values[classDim(end)] = cs[variant == 0   ? 0
+                                             : variant == 1 ? cs.size() - 1
+                                                            : (state >> 7) % cs.size()];
+            continue;
+        }
+        // A port the group selects by one of its selectors; its other attributes are the least
+        // ones (no partition, no name), its node type varies where the group does not fix it.
+        const Selectors& s = selectors_[p][g];
+        const PortDims& at = portDims_[static_cast<size_t>(end)];
+        point.values[at.nodeType] = variant % 3;
+        if (!s.guids.empty()) {
+            point.values[at.guid] = pick(s.guids);
+        } else if (s.types) {
+            uint64_t t = 0;
+            while (!(s.types >> t & 1)) ++t;
+            point.values[at.nodeType] = t;
+        } else if (s.self) {
+            point.values[at.sm] = 1;
+        } else if (!s.ownNames.empty()) {
+            point.values[at.nodeType] = 0;
+            point.values[at.name] = s.ownNames.front();
+        } else if (!s.switchNames.empty()) {
+            point.values[at.nodeType] = SwitchType;
+            point.values[at.name] = s.switchNames.front().lo;
+        } else if (!s.partitions.empty()) {
+            point.values[at.partitions[s.partitions.front()]] = 1;
+        } else if (!s.pkeys.empty()) {
+            point.values[at.pkeys[s.pkeys.front()]] = 1;
+        } else {
+            return std::nullopt;
+        }
+    }
+    return point;
+}
+
 bool RequestSpace::holds(size_t p, uint32_t g, Ends end, const RequestPoint& point) const {
     if (onFabric()) {
         const auto& cs = groupClasses_[p][g];
@@ -506,6 +631,77 @@ bool RequestSpace::matches(size_t p, uint32_t r, const RequestPoint& point) cons
            sideHolds(p, rule.destinations, Ends::Destination, point);
 }
 
+bool RequestSpace::within(size_t p, uint32_t inner, uint32_t outer) const {
+    const MatchRule& a = policies_[p]->rules[inner];
+    const MatchRule& b = policies_[p]->rules[outer];
+    auto covered = [](const IndexRanges& small, const IndexRanges& large) {
+        return std::all_of(small.begin(), small.end(), [&](const Range& r) {
+            auto it = std::lower_bound(large.begin(), large.end(), r.lo,
+                                       [](const Range& x, uint64_t v) { return x.hi < v; });
+            return it != large.end() && it->lo <= r.lo && r.hi <= it->hi;
+        });
+    };
+    for (RequestField f : RequestFields) {
+        if (ruleField(b, f).empty()) continue;  // outer takes every value, and none
+        if (ruleField(a, f).empty()) return false;
+        if (!covered(ruleFields_[fieldNumber(f)][p][inner], ruleFields_[fieldNumber(f)][p][outer]))
+            return false;
+    }
+    // Each group of inner inside the union of outer's: on a fabric by their classes; on every
+    // fabric selector by selector (a port a selector of inner takes, one of outer's of the same
+    // kind takes).
+    auto sideWithin = [&](const std::vector<uint32_t>& small, const std::vector<uint32_t>& large) {
+        if (large.empty()) return true;
+        if (small.empty()) return false;
+        if (onFabric()) {
+            std::vector<uint32_t> all;
+            for (uint32_t g : large)
+                all.insert(all.end(), groupClasses_[p][g].begin(), groupClasses_[p][g].end());
+            std::sort(all.begin(), all.end());
+            for (uint32_t g : small) {
+                for (uint32_t c : groupClasses_[p][g]) {
+                    if (!std::binary_search(all.begin(), all.end(), c)) return false;
+                }
+            }
+            return true;
+        }
+        Selectors any;
+        std::vector<Range> guids, switches;
+        for (uint32_t g : large) {
+            const Selectors& s = selectors_[p][g];
+            any.types |= s.types;
+            any.self = any.self || s.self;
+            guids.insert(guids.end(), s.guids.begin(), s.guids.end());
+            any.ownNames.insert(any.ownNames.end(), s.ownNames.begin(), s.ownNames.end());
+            switches.insert(switches.end(), s.switchNames.begin(), s.switchNames.end());
+            any.partitions.insert(any.partitions.end(), s.partitions.begin(), s.partitions.end());
+            any.pkeys.insert(any.pkeys.end(), s.pkeys.begin(), s.pkeys.end());
+        }
+        const IndexRanges anyGuids = RangeSet::build(std::move(guids)).ranges();
+        const IndexRanges anySwitches = RangeSet::build(std::move(switches)).ranges();
+        auto in = [](const auto& list, auto v) {
+            return std::find(list.begin(), list.end(), v) != list.end();
+        };
+        for (uint32_t g : small) {
+            const Selectors& s = selectors_[p][g];
+            if ((s.types & ~any.types) != 0 || (s.self && !any.self) ||
+                !covered(s.guids, anyGuids) || !covered(s.switchNames, anySwitches))
+                return false;
+            for (uint64_t n : s.ownNames) {
+                if (!in(any.ownNames, n)) return false;
+            }
+            for (uint32_t x : s.partitions) {
+                if (!in(any.partitions, x)) return false;
+            }
+            for (uint32_t x : s.pkeys) {
+                if (!in(any.pkeys, x)) return false;
+            }
+        }
+        return true;
+    };
+    return sideWithin(a.sources, b.sources) && sideWithin(a.destinations, b.destinations);
+}
+
 double RequestSpace::measureExtent(size_t p, uint32_t r) const {
     const MatchRule& rule = policies_[p]->rules[r];
     double share = 1;
@@ -543,12 +739,10 @@ double RequestSpace::measureExtent(size_t p, uint32_t r) const {
 
 bool RequestSpace::groupsMeet(size_t p, uint32_t g, size_t q, uint32_t h) const {
     if (onFabric()) {
-        const auto& a = groupClasses_[p][g];
-        const auto& b = groupClasses_[q][h];
-        size_t i = 0, j = 0;
-        while (i < a.size() && j < b.size()) {
-            if (a[i] == b[j]) return true;
-            a[i] < b[j] ? ++i : ++j;
+        const Bits& a = groupClassBits_[p][g];
+        const Bits& b = groupClassBits_[q][h];
+        for (size_t w = 0; w < a.size(); ++w) {
+            if (a[w] & b[w]) return true;
         }
         return false;
     }
@@ -617,9 +811,17 @@ std::vector<uint32_t> RequestSpace::overlapping(size_t p, uint32_t before, size_
     if (!best) {
         for (uint32_t i = 0; i < before; ++i) out.push_back(i);
     } else {
-        for (const auto* v : *best) out.insert(out.end(), v->begin(), v->begin() + below(*v));
-        std::sort(out.begin(), out.end());
-        out.erase(std::unique(out.begin(), out.end()), out.end());
+        // The lists' union in rule order, through a bitmap (each list is in rule order).
+        std::vector<uint64_t> marked((before + 63) / 64);
+        for (const auto* v : *best) {
+            for (auto it = v->begin(); it != v->begin() + static_cast<ptrdiff_t>(below(*v)); ++it)
+                marked[*it / 64] |= uint64_t{1} << (*it % 64);
+        }
+        for (size_t w = 0; w < marked.size(); ++w) {
+            for (uint64_t m = marked[w]; m; m &= m - 1)
+                out.push_back(
+                    static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(m))));
+        }
     }
     // Keep those that meet the query in every field and on both sides.
     std::vector<uint32_t> kept;

@@ -85,9 +85,10 @@ class RequestSpace {
     // Every fabric the policies could meet.
     RequestSpace(DecisionDiagram& dd, const std::vector<const Policy*>& policies,
                  const Cuts& extra = {});
-    // One fabric: the policies bound to it (the same fabric, or copies of it).
+    // One fabric: the policies bound to it (the same fabric, or copies of it). Endpoints with
+    // different portTags (per Fabric::ports index; empty: none) are never in one class.
     RequestSpace(DecisionDiagram& dd, const std::vector<const BoundPolicy*>& bound,
-                 const Cuts& extra = {});
+                 const Cuts& extra = {}, const std::vector<uint32_t>& portTags = {});
 
     DecisionDiagram& diagram() const { return dd_; }
     // Starts the diagram afresh (DecisionDiagram::clear) once it holds more than `nodes`:
@@ -115,13 +116,28 @@ class RequestSpace {
     // A request f holds (f must not be False): the least one in the diagram's order, or, with
     // a seed, one a walk that takes either branch picks (the same seed, the same request).
     RequestPoint pointIn(Ref f, uint64_t seed = 0) const;
+    // A request rule r of policy p matches, made from the rule's own ranges and groups without
+    // a diagram (variants pick other ends of its ranges, other groups, other node types), or
+    // nullopt when the rule names a value no request can carry or a group that holds no port.
+    std::optional<RequestPoint> witness(size_t p, uint32_t r, unsigned variant) const;
     // Whether rule r of policy p matches a request, tested directly (no diagram is made).
     bool matches(size_t p, uint32_t r, const RequestPoint& point) const;
+    // Whether every request rule `inner` matches, rule `outer` of the same policy matches too,
+    // judged from their ranges and groups without a diagram: true only when it holds (it may
+    // say false of a rule the others' union hides).
+    bool within(size_t p, uint32_t inner, uint32_t outer) const;
     // The first rule of policy p, below `before`, that matches a request (nullopt: none), from
     // an index of which rules each value of each dimension satisfies: a few bitset ANDs.
     std::optional<uint32_t> firstMatch(size_t p, const RequestPoint& point, uint32_t before) const;
-    // Every rule of policy p below `before` that matches a request, in order.
-    std::vector<uint32_t> allMatches(size_t p, const RequestPoint& point, uint32_t before) const;
+    // Every rule of policy p below `before` that matches a request, in order (the first
+    // `limit` of them).
+    std::vector<uint32_t> allMatches(size_t p, const RequestPoint& point, uint32_t before,
+                                     size_t limit = SIZE_MAX) const;
+    // The work, in diagram steps, that firstMatch or allMatches below `before`, pointIn and
+    // witness cost (for the analyses' budgets: a query spends nothing itself, so that a built
+    // space may be queried from several threads).
+    uint64_t lookupSteps(size_t p, uint32_t before) const;
+    uint64_t pointSteps() const { return 1 + vars_ / 32; }
     // The share of the space a rule's ranges cover, dimension by dimension, multiplied (its
     // groups count by the GUIDs they name, or whole): a rough size, to prefer large rules.
     double extent(size_t p, uint32_t r) const { return extents_[p][r]; }
@@ -139,14 +155,16 @@ class RequestSpace {
 
   private:
     using Bits = std::vector<uint64_t>;  // one bit per rule
-    // Which rules hold each index of a domain, from the ranges each rule holds: a bitset every
-    // `block` indices and the rules that enter or leave at each index in between.
+    // Which rules hold each index of a domain, from the ranges each rule holds: the bitsets at
+    // some indices (positions) and the rules that enter or leave at each index in between.
     struct StabIndex {
-        uint64_t block = 1;
+        std::vector<uint64_t> positions;
         std::vector<Bits> checkpoints;
+        uint64_t replay = 0;  // the most changes and indices a lookup replays
         std::vector<std::vector<std::pair<uint32_t, bool>>> changes;  // (rule, enters)
-        void build(uint64_t domain, const std::vector<IndexRanges>& perRule, size_t words);
-        // out |= the rules holding index i.
+        // Returns the work done, in words.
+        uint64_t build(uint64_t domain, const std::vector<IndexRanges>& perRule, size_t words);
+        // out |= the rules holding index i (of the first out.size() words).
         void addTo(uint64_t i, Bits& out) const;
     };
     // Which rules of one policy each value of each dimension satisfies.
@@ -161,6 +179,7 @@ class RequestSpace {
         std::vector<Bits> byPartition[2], byPkey[2];
         // One fabric: per class, filled when first asked.
         mutable std::vector<Bits> byClass[2];
+        uint64_t replayBound = 0;  // the changes a lookup may replay, in all
     };
     void buildPointIndex(size_t p);
     double measureExtent(size_t p, uint32_t r) const;
@@ -200,16 +219,17 @@ class RequestSpace {
     std::vector<std::vector<Selectors>> selectors_;  // [policy][group], every fabric
     std::vector<std::vector<uint32_t>> classes_;     // endpoints of each class
     std::vector<uint32_t> classOf_;                  // [Fabric::ports index], one fabric
-    std::vector<std::vector<std::vector<uint32_t>>> groupClasses_;   // [policy][group], sorted
-    std::vector<std::vector<IndexRanges>> ruleFields_[3];            // [field][policy][rule]
-    std::vector<std::vector<Ref>> groupMemo_[2];                     // [end][policy][group]
-    std::vector<std::vector<Ref>> ruleMemo_;                         // [policy][rule]
-    std::vector<FieldIndex> fieldIndex_[3];                          // [field][policy]
-    std::vector<PointIndex> pointIndex_;                             // [policy]
-    std::vector<std::vector<double>> extents_;                       // [policy][rule]
-    mutable std::vector<std::vector<std::vector<uint32_t>>> meets_;  // [policy][group]
+    std::vector<std::vector<std::vector<uint32_t>>> groupClasses_;  // [policy][group], sorted
+    std::vector<std::vector<IndexRanges>> ruleFields_[3];           // [field][policy][rule]
+    std::vector<std::vector<Ref>> groupMemo_[2];                    // [end][policy][group]
+    std::vector<std::vector<Ref>> ruleMemo_;                        // [policy][rule]
+    std::vector<FieldIndex> fieldIndex_[3];                         // [field][policy]
+    std::vector<PointIndex> pointIndex_;                            // [policy]
+    std::vector<std::vector<double>> extents_;                      // [policy][rule]
+    std::vector<std::vector<Bits>> groupClassBits_;  // [policy][group], one fabric: its classes
     size_t fieldDims_[3] = {}, classDims_[2] = {};
     uint32_t vars_ = 0;
+    uint64_t setupWords_ = 0;  // the work of building the space, spent at the end
 
     void addFieldCuts(const Cuts& extra);
     void addDimension(Dimension d);

@@ -82,6 +82,8 @@ class Fabric {
     std::vector<FabricNode> nodes;
     std::vector<FabricPort> ports;
     std::vector<Partition> partitions;
+    // True when no partitions file was read: the Default partition alone, every endpoint in it.
+    bool noPartitionsFile = false;
     uint32_t smPort = NoPort;  // the SM's own port (node-type SELF), an endpoint
     // True when VL capabilities were assumed (ibnetdiscover files do not carry them).
     bool assumedVlCaps = false;

@@ -311,6 +311,7 @@ void readPartitions(const SourceFile* source, Fabric& fabric, Diagnostics& diagn
         fabric.partitions.push_back(std::move(defaults));
     };
     makeDefault(source == nullptr);
+    fabric.noPartitionsFile = source == nullptr;
     if (source) {
         size_t errors = diagnostics.errorCount();
         if (source->text().find('\0') != std::string_view::npos) {

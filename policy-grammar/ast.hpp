@@ -52,6 +52,10 @@ struct Text : Node {
     // OpenSM's reading of the same text: blanks outside quotes dropped (except in a
     // description, where OpenSM keeps them too). What decides whether OpenSM accepts a policy.
     std::string openSm;
+    // A "use:" OpenSM's lexer reads inside the unquoted value: the value ends before it, and the
+    // rest of the line is the block's description (useFirst < 0: none).
+    int useFirst = -1, useLast = -1;
+    std::string use;
 };
 using TextList = std::vector<Text>;
 

@@ -102,6 +102,60 @@ static_assert(std::size(blockWords) == static_cast<size_t>(BlockKind::SlEnforcem
 constexpr const BlockWords& wordsOf(BlockKind kind) {
     return blockWords[static_cast<size_t>(kind)];
 }
+// Whether a field keyword or a block is OpenSM's own (the others are ibqos's extensions).
+constexpr bool isOpenSmKey(Key key) { return key <= Key::QosLevelName && key != Key::Bandwidth; }
+constexpr bool isOpenSmBlock(BlockKind kind) { return kind < BlockKind::HostSched; }
+
+// A keyword OpenSM's lexer reads inside an unquoted value. Its lexer matches keywords wherever
+// they stand, glued to other text too ("myport-groupx"): an OpenSM block keyword as it is, an
+// OpenSM field keyword with its colon (blanks may stand before the colon).
+struct KeywordInText {
+    size_t at = 0;             // where it starts
+    size_t length = 0;         // through the colon for a field keyword
+    std::optional<Key> field;  // the field keyword; nullopt for a block keyword
+};
+
+// The first keyword OpenSM's lexer reads in unquoted text (the longest where several start at
+// one place, as a lexer matches), or nullopt. Every block keyword holds a '-' and every field
+// keyword a ':', so only the places around those are looked at.
+inline std::optional<KeywordInText> openSmKeywordIn(std::string_view text) {
+    std::optional<KeywordInText> first;
+    auto offer = [&first](size_t at, size_t length, std::optional<Key> field) {
+        if (!first || at < first->at || (at == first->at && length > first->length))
+            first = KeywordInText{at, length, field};
+    };
+    for (size_t colon = text.find(':'); colon != std::string_view::npos;
+         colon = text.find(':', colon + 1)) {
+        size_t end = colon;
+        while (end > 0 && (text[end - 1] == ' ' || text[end - 1] == '\t')) --end;
+        for (size_t k = 0; k < std::size(keyNames); ++k) {
+            const std::string_view word = keyNames[k];
+            if (!isOpenSmKey(static_cast<Key>(k)) || end < word.size()) continue;
+            if (text.substr(end - word.size(), word.size()) == word)
+                offer(end - word.size(), colon + 1 - (end - word.size()), static_cast<Key>(k));
+        }
+    }
+    auto letter = [](char c) { return (c >= 'a' && c <= 'z'); };
+    for (size_t dash = text.find('-'); dash != std::string_view::npos;
+         dash = text.find('-', dash + 1)) {
+        // Every dash of a block keyword stands between two lower-case letters.
+        if (dash == 0 || dash + 1 == text.size() || !letter(text[dash - 1]) ||
+            !letter(text[dash + 1]))
+            continue;
+        for (size_t b = 0; b < std::size(blockWords); ++b) {
+            if (!isOpenSmBlock(static_cast<BlockKind>(b))) continue;
+            for (std::string_view word : {blockWords[b].open, blockWords[b].close}) {
+                for (size_t d = word.find('-'); d != std::string_view::npos && d <= dash;
+                     d = word.find('-', d + 1)) {
+                    if (text.substr(dash - d, word.size()) == word)
+                        offer(dash - d, word.size(), std::nullopt);
+                }
+            }
+        }
+    }
+    return first;
+}
+
 // The keyword that opens a block ("qos-level") and the one that closes it ("end-qos-level").
 constexpr const char* openKeyword(BlockKind kind) { return wordsOf(kind).open; }
 constexpr const char* closeKeyword(BlockKind kind) { return wordsOf(kind).close; }

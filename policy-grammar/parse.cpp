@@ -60,6 +60,42 @@ void keepSyntaxDiagnostics(const SourceFile& source, const Diagnostics& parsed,
                        true);
 }
 
+// A "use:" OpenSM's lexer read inside a value (TextToken) is the block's description, as a use:
+// line would be: a field of its own after the value's, so that a second one is a duplicate, as
+// in OpenSM.
+void addEmbeddedUses(std::vector<ast::Item>& items, const SourceFile& source,
+                     Diagnostics& diagnostics) {
+    for (size_t i = 0; i < items.size(); ++i) {
+        if (auto* block = boost::get<ast::x3::forward_ast<ast::Block>>(&items[i])) {
+            addEmbeddedUses(block->get().items, source, diagnostics);
+            continue;
+        }
+        const auto* field = boost::get<ast::Field>(&items[i]);
+        if (!field) continue;
+        const ast::Text* text = boost::get<ast::Text>(&field->value.get());
+        if (const auto* list = boost::get<ast::TextList>(&field->value.get()))
+            text = list->empty() ? nullptr : &list->back();
+        if (!text || text->useFirst < 0) continue;
+        ast::Text use;
+        use.value = use.openSm = text->use;
+        use.id_first = text->useFirst;
+        use.id_last = text->useLast;
+        ast::Field described;
+        described.key = ast::Key::Use;
+        described.id_first = text->useFirst;
+        described.id_last = text->useLast;
+        described.value = std::move(use);
+        diagnostics.warning("keyword-in-value", source.name(),
+                            source.locate(static_cast<uint32_t>(text->useFirst)),
+                            "OpenSM's lexer reads 'use:' as a keyword even inside a value: the "
+                            "value ends before it, and the rest of the line describes the block; "
+                            "quote the value if 'use:' belongs to it");
+        items.insert(items.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                     ast::Item(std::move(described)));
+        ++i;
+    }
+}
+
 }  // namespace
 
 std::optional<ast::PolicyFile> parsePolicy(const SourceFile& source, Diagnostics& diagnostics) {
@@ -102,6 +138,7 @@ std::optional<ast::PolicyFile> parsePolicy(const SourceFile& source, Diagnostics
                            "expected " + x.which());
     }
     keepSyntaxDiagnostics(source, parsed, diagnostics);
+    for (ast::Block& block : file.blocks) addEmbeddedUses(block.items, source, diagnostics);
     // OpenSM's lexer reads '#' to the line end as a comment only when a line end follows it: on
     // a last line without one, the comment is text, and OpenSM drops the file.
     std::string_view text = source.text();

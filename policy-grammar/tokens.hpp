@@ -265,10 +265,16 @@ inline void trimBlanks(std::string& s) {
 // unquoted parts, glued together as OpenSM's lexer glues its text tokens. Inner blanks are kept
 // (OpenSM drops unquoted ones: a documented deviation, and the node keeps OpenSM's reading
 // too); blanks at both ends are trimmed, quoted or not, as OpenSM's __parser_strip_white() does.
+//
+// In a value OpenSM reads (openSmReads), its lexer finds its keywords inside unquoted text too:
+// a block keyword or a field keyword with its colon is a syntax error, for which OpenSM drops
+// the file; "use:" ends the value, and the rest of the line is the block's description.
 struct TextToken : x3::parser<TextToken> {
     using attribute_type = ast::Text;
-    explicit constexpr TextToken(TextMode mode) : mode(mode) {}
+    explicit constexpr TextToken(TextMode mode, bool openSmReads = true)
+        : mode(mode), openSmReads(openSmReads) {}
     TextMode mode;
+    bool openSmReads;
 
     template <typename It, typename Ctx, typename RCtx, typename Attr>
     bool parse(It& first, It const& last, Ctx const& ctx, RCtx&, Attr& attr) const {
@@ -283,6 +289,21 @@ struct TextToken : x3::parser<TextToken> {
             if (*end != '"') {
                 It run = end;
                 while (!ends(end) && *end != '"') ++end;
+                It use = last;
+                if (mode == TextMode::Item && openSmReads) {
+                    if (auto k = ast::openSmKeywordIn(std::string_view(&*run, end - run))) {
+                        It at = run + static_cast<std::ptrdiff_t>(k->at);
+                        if (k->field != ast::Key::Use) {
+                            const std::string word(at, at + static_cast<std::ptrdiff_t>(k->length));
+                            boost::throw_exception(x3::expectation_failure<It>(
+                                at, "!OpenSM's lexer reads '" + word +
+                                        "' as a keyword even inside a value, and drops the file: "
+                                        "quote the value (\"...\")"));
+                        }
+                        use = at;
+                        end = at;
+                    }
+                }
                 text.value.append(run, end);
                 // OpenSM's lexer swallows blanks outside quotes, except in a description.
                 const size_t from = text.openSm.size();
@@ -292,6 +313,19 @@ struct TextToken : x3::parser<TextToken> {
                     text.openSm.erase(
                         std::remove_if(text.openSm.begin() + from, text.openSm.end(), blank),
                         text.openSm.end());
+                }
+                if (use != last) {
+                    // The description runs to the line end (or a comment), as in "use:".
+                    It colon = use;
+                    while (*colon != ':') ++colon;
+                    end = colon + 1;
+                    while (end != last && !isLineEnd(*end) && *end != '#') ++end;
+                    auto& state = x3::get<ParseStateTag>(ctx);
+                    text.useFirst = static_cast<int>(state.offset(use));
+                    text.useLast = static_cast<int>(state.offset(end));
+                    text.use.assign(colon + 1, end);
+                    trimBlanks(text.use);
+                    break;
                 }
                 continue;
             }

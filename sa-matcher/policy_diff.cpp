@@ -2,19 +2,28 @@
 // The requests whose SA answer changes between two policies, on the request space of both
 // (compiler/request_space.hpp), and the qos-setup scopes that change.
 //
+// First the rules of the two policies are paired: the longest common prefix and suffix of the
+// two lists, rules with the same conditions (the middle is unpaired). A request no unpaired rule
+// matches gets its first match from a pair in both policies (the pairs keep their order), so
+// outside the unpaired rules' requests (X) only the pairs whose levels answer differently, and
+// the default level, can change an answer: only their reaches are computed. Inside X the space
+// is walked in full, each diagram cut to X.
+//
 // Each rule's "reach" (the requests it gets first) is its own requests minus the earlier rules
-// that overlap it, one diagram per rule: no diagram of a whole policy is ever built. The space
-// is walked old rule by old rule: a request of what is left of the old rule's reach names the
-// new rule that gets it; their common requests are one piece, answered under both, and taken
-// out; then the requests no old rule matches, new rule by new rule; then those neither policy
+// that overlap it, one diagram per rule: no diagram of a whole policy is ever built. The walk
+// goes old rule by old rule: a request of what is left of the old rule's reach names the new
+// rule that gets it; their common requests are one piece, answered under both, and taken out;
+// then the requests no old rule matches, new rule by new rule; then those neither policy
 // matches. Each piece is split into products, and the products into regions by the answers
 // the SA gives (on a fabric, per pair of PKey tables and for loopback paths apart).
 #include "sa-matcher/policy_diff.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <tuple>
 
 #include "common/text.hpp"
@@ -140,43 +149,70 @@ std::vector<DiffRegion> joinRegions(std::vector<DiffRegion> regions, bool onFabr
         std::vector<std::string> out;
         for (const PortKind& k : kinds) out.push_back(describePortKind(k));
         std::sort(out.begin(), out.end());
+        out.erase(std::unique(out.begin(), out.end()), out.end());
         return out;
     };
+    // Two sorted lists of written kinds, as one.
+    auto mergeForms = [](std::vector<std::string>& into, const std::vector<std::string>& more) {
+        std::vector<std::string> out;
+        out.reserve(into.size() + more.size());
+        std::set_union(into.begin(), into.end(), more.begin(), more.end(), std::back_inserter(out));
+        into = std::move(out);
+    };
+    // A region with its kinds of ports written out once (they are compared on every pass).
+    struct Joining {
+        DiffRegion r;
+        std::vector<std::string> sourceForm, destinationForm;
+    };
+    std::vector<Joining> items;
+    items.reserve(regions.size());
+    for (DiffRegion& r : regions) {
+        Joining j{std::move(r), {}, {}};
+        if (!onFabric) {
+            j.sourceForm = kindsForm(j.r.sourceKinds);
+            j.destinationForm = kindsForm(j.r.destinationKinds);
+        }
+        items.push_back(std::move(j));
+    }
+    regions.clear();
     for (int dim = 0; dim < 5; ++dim) {
         std::map<std::tuple<RegionKey, std::vector<uint32_t>, std::vector<uint32_t>,
                             std::vector<std::string>, std::vector<std::string>, bool, bool,
                             FieldForm, FieldForm, FieldForm>,
                  size_t>
             index;
-        std::vector<DiffRegion> joined;
-        for (DiffRegion& r : regions) {
+        std::vector<Joining> joined;
+        joined.reserve(items.size());
+        for (Joining& item : items) {
+            DiffRegion& r = item.r;
             // A ranges-only field can grow; "any" and "absent" stand as they are.
             if (dim < 3) {
                 const FieldValues& v = dim == 0 ? r.qosClasses : dim == 1 ? r.serviceIds : r.pkeys;
                 if (v.any || v.absent) {
-                    joined.push_back(std::move(r));
+                    joined.push_back(std::move(item));
                     continue;
                 }
             }
-            auto key = std::make_tuple(
-                keyOf(r), dim == 3 ? std::vector<uint32_t>{} : r.sources,
-                dim == 4 ? std::vector<uint32_t>{} : r.destinations,
-                dim == 3 ? std::vector<std::string>{} : kindsForm(r.sourceKinds),
-                dim == 4 ? std::vector<std::string>{} : kindsForm(r.destinationKinds), r.anySource,
-                r.anyDestination, dim == 0 ? FieldForm{} : fieldForm(r.qosClasses),
-                dim == 1 ? FieldForm{} : fieldForm(r.serviceIds),
-                dim == 2 ? FieldForm{} : fieldForm(r.pkeys));
             // A loopback-only region is one set of ports at both ends: it joins by both.
             if (r.loopback == Loopback::Only && dim >= 3) {
-                joined.push_back(std::move(r));
+                joined.push_back(std::move(item));
                 continue;
             }
+            auto key = std::make_tuple(keyOf(r), dim == 3 ? std::vector<uint32_t>{} : r.sources,
+                                       dim == 4 ? std::vector<uint32_t>{} : r.destinations,
+                                       dim == 3 ? std::vector<std::string>{} : item.sourceForm,
+                                       dim == 4 ? std::vector<std::string>{} : item.destinationForm,
+                                       r.anySource, r.anyDestination,
+                                       dim == 0 ? FieldForm{} : fieldForm(r.qosClasses),
+                                       dim == 1 ? FieldForm{} : fieldForm(r.serviceIds),
+                                       dim == 2 ? FieldForm{} : fieldForm(r.pkeys));
             auto [it, fresh] = index.emplace(std::move(key), joined.size());
             if (fresh) {
-                joined.push_back(std::move(r));
+                joined.push_back(std::move(item));
                 continue;
             }
-            DiffRegion& into = joined[it->second];
+            Joining& intoItem = joined[it->second];
+            DiffRegion& into = intoItem.r;
             switch (dim) {
                 case 0:
                 case 1:
@@ -201,6 +237,7 @@ std::vector<DiffRegion> joinRegions(std::vector<DiffRegion> regions, bool onFabr
                                 into.sourceKinds.end())
                                 into.sourceKinds.push_back(std::move(k));
                         }
+                        mergeForms(intoItem.sourceForm, item.sourceForm);
                     }
                     break;
                 default:
@@ -213,30 +250,78 @@ std::vector<DiffRegion> joinRegions(std::vector<DiffRegion> regions, bool onFabr
                                           k) == into.destinationKinds.end())
                                 into.destinationKinds.push_back(std::move(k));
                         }
+                        mergeForms(intoItem.destinationForm, item.destinationForm);
                     }
             }
             addSorted(into.beforeRules, r.beforeRules);
             addSorted(into.afterRules, r.afterRules);
         }
-        regions = std::move(joined);
+        items = std::move(joined);
     }
-    for (DiffRegion& r : regions) {
-        if (!onFabric) continue;
-        const uint64_t both = r.sources.size() * r.destinations.size();
-        uint64_t same = 0;
-        for (uint32_t p : r.sources)
-            same += std::binary_search(r.destinations.begin(), r.destinations.end(), p);
-        r.portPairs = r.loopback == Loopback::Only       ? r.sources.size()
-                      : r.loopback == Loopback::Excluded ? both - same
-                                                         : both;
-    }
+    for (Joining& item : items) regions.push_back(std::move(item.r));
     return regions;
+}
+
+// The rules of the two policies with the same conditions (ranges, and groups that hold the same
+// ports), paired in order: the longest common prefix and suffix. partner[p][r] is the other
+// policy's rule, or NoRule.
+struct Pairing {
+    std::vector<uint32_t> partner[2];
+    size_t unpaired = 0;
+};
+
+Pairing pairRules(const Policy& a, const Policy& b,
+                  const std::function<std::string(size_t, uint32_t)>& groupKey) {
+    auto ruleKey = [&](size_t p, const MatchRule& r) {
+        auto side = [&](const std::vector<uint32_t>& groups) {
+            std::vector<std::string> keys;
+            for (uint32_t g : groups) keys.push_back(groupKey(p, g));
+            std::sort(keys.begin(), keys.end());
+            keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+            return keys;
+        };
+        return std::make_tuple(r.qosClasses.ranges(), r.serviceIds.ranges(), r.pkeys.ranges(),
+                               side(r.sources), side(r.destinations));
+    };
+    const size_t n = a.rules.size(), m = b.rules.size();
+    Pairing out;
+    out.partner[0].assign(n, NoRule);
+    out.partner[1].assign(m, NoRule);
+    size_t head = 0;
+    while (head < n && head < m && ruleKey(0, a.rules[head]) == ruleKey(1, b.rules[head])) {
+        out.partner[0][head] = out.partner[1][head] = static_cast<uint32_t>(head);
+        ++head;
+    }
+    size_t tail = 0;
+    while (tail < n - head && tail < m - head &&
+           ruleKey(0, a.rules[n - 1 - tail]) == ruleKey(1, b.rules[m - 1 - tail])) {
+        out.partner[0][n - 1 - tail] = static_cast<uint32_t>(m - 1 - tail);
+        out.partner[1][m - 1 - tail] = static_cast<uint32_t>(n - 1 - tail);
+        ++tail;
+    }
+    out.unpaired = (n - head - tail) + (m - head - tail);
+    return out;
+}
+
+// What a group selects by, as a string: two groups select the same ports on every fabric when
+// their keys are equal.
+std::string selectorKey(const PortGroup& g) {
+    std::set<std::pair<std::string, uint32_t>> names;
+    for (const PortNameRef& n : g.portNames) names.emplace(n.nodeDescription, n.port);
+    std::set<std::string> partitions;
+    for (const NameRef& n : g.partitions) partitions.insert(n.name);
+    std::string key = g.guids.str(true) + "|" + g.pkeys.str(true) + "|" +
+                      std::to_string(g.nodeTypes) + (g.self ? "|self|" : "||");
+    for (const auto& [node, port] : names) key += node + "/" + std::to_string(port) + '\0';
+    key += '|';
+    for (const std::string& p : partitions) key += p + '\0';
+    return key;
 }
 
 class Differ {
   public:
-    Differ(RequestSpace& space, const PkeyTables* pkeys)
-        : space_(space), dd_(space.diagram()), pkeys_(pkeys) {
+    Differ(RequestSpace& space, const PkeyTables* pkeys, Pairing pairing)
+        : space_(space), dd_(space.diagram()), pkeys_(pkeys), pairing_(std::move(pairing)) {
         for (size_t p = 0; p < 2; ++p) {
             reach_[p].assign(space_.policy(p).rules.size(), std::nullopt);
             for (const RequestSpace::Dimension& d : space_.dimensions()) sizes_.push_back(d.size);
@@ -246,22 +331,12 @@ class Differ {
     std::vector<DiffRegion> run() {
         const auto oldRules = static_cast<uint32_t>(space_.policy(0).rules.size());
         const auto newRules = static_cast<uint32_t>(space_.policy(1).rules.size());
+        // With few unpaired rules, only what they match is walked in full.
+        if (pairing_.unpaired <= std::max<size_t>(8, (oldRules + newRules) / 8))
+            return runPaired(oldRules, newRules);
         // Old rule by old rule: which new rule gets each part of its reach.
-        for (uint32_t i = 0; i < oldRules; ++i) {
-            Ref rest = reach(0, i);
-            while (rest != DecisionDiagram::False) {
-                const RequestPoint x = space_.pointIn(rest);
-                dd_.spend(1 + newRules / 512);
-                const std::optional<uint32_t> k = space_.firstMatch(1, x, newRules);
-                const Ref part =
-                    k ? dd_.conj(rest, reach(1, *k))
-                      : outside(1, rest, newRules, space_.overlapping(1, newRules, 0, i));
-                if (part == DecisionDiagram::False)
-                    throw std::logic_error("Differ: a request lies in no rule's reach");
-                piece(part, i, k.value_or(newRules));
-                rest = dd_.minus(rest, part);
-            }
-        }
+        for (uint32_t i = 0; i < oldRules; ++i)
+            splitByNewRules(i, reach(0, i), [this](uint32_t k) { return reach(1, k); });
         // What no old rule matches, new rule by new rule.
         for (uint32_t k = 0; k < newRules; ++k) {
             if (!differ(oldRules, k)) continue;
@@ -286,7 +361,78 @@ class Differ {
     RequestSpace& space_;
     DecisionDiagram& dd_;
     const PkeyTables* pkeys_;  // on a fabric
+    Pairing pairing_;
     std::vector<std::optional<Ref>> reach_[2];
+    std::vector<std::optional<Ref>> reachInX_[2];
+    Ref unpairedX_ = DecisionDiagram::False;
+
+    std::vector<DiffRegion> runPaired(uint32_t oldRules, uint32_t newRules) {
+        // X: the requests some unpaired rule matches; the rules that may meet it.
+        std::set<uint32_t> meeting[2];
+        for (size_t p = 0; p < 2; ++p) {
+            const auto n = static_cast<uint32_t>(space_.policy(p).rules.size());
+            for (uint32_t r = 0; r < n; ++r) {
+                if (pairing_.partner[p][r] != NoRule) continue;
+                unpairedX_ = dd_.disj(unpairedX_, space_.rule(p, r));
+                for (size_t q = 0; q < 2; ++q) {
+                    const auto all = static_cast<uint32_t>(space_.policy(q).rules.size());
+                    for (uint32_t i : space_.overlapping(q, all, p, r)) meeting[q].insert(i);
+                    dd_.spend(1 + meeting[q].size() / 8);
+                }
+            }
+        }
+        for (size_t p = 0; p < 2; ++p) reachInX_[p].assign(space_.policy(p).rules.size(), {});
+        const Ref outsideX = dd_.negate(unpairedX_);
+        // Outside X: a pair whose levels answer differently changes its whole reach there.
+        for (uint32_t i = 0; i < oldRules; ++i) {
+            const uint32_t k = pairing_.partner[0][i];
+            if (k == NoRule || !differ(i, k)) continue;
+            piece(dd_.conj(reach(0, i), outsideX), i, k);
+        }
+        if (differ(oldRules, newRules)) {
+            // Matched by no rule in either policy (outside X the rules are the pairs').
+            std::vector<uint32_t> all(oldRules);
+            for (uint32_t r = 0; r < oldRules; ++r) all[r] = r;
+            piece(outside(0, outsideX, oldRules, all), oldRules, newRules);
+        }
+        if (unpairedX_ == DecisionDiagram::False) return std::move(regions_);
+        // Inside X, the full walk, every reach cut to X.
+        for (uint32_t i : meeting[0])
+            splitByNewRules(i, reachInX(0, i), [this](uint32_t k) { return reachInX(1, k); });
+        for (uint32_t k : meeting[1]) {
+            if (!differ(oldRules, k)) continue;
+            piece(outside(0, reachInX(1, k), oldRules, space_.overlapping(0, oldRules, 1, k)),
+                  oldRules, k);
+        }
+        return std::move(regions_);
+    }
+
+    // Splits `rest`, requests old rule i gets first, by the new rule that gets each part first
+    // (newReach gives a new rule's reach), into pieces.
+    template <typename NewReach>
+    void splitByNewRules(uint32_t i, Ref rest, NewReach&& newReach) {
+        const auto newRules = static_cast<uint32_t>(space_.policy(1).rules.size());
+        while (rest != DecisionDiagram::False) {
+            dd_.spend(space_.pointSteps() + space_.lookupSteps(1, newRules));
+            const std::optional<uint32_t> k = space_.firstMatch(1, space_.pointIn(rest), newRules);
+            const Ref part = k ? dd_.conj(rest, newReach(*k))
+                               : outside(1, rest, newRules, space_.overlapping(1, newRules, 0, i));
+            if (part == DecisionDiagram::False)
+                throw std::logic_error("Differ: a request lies in no rule's reach");
+            piece(part, i, k.value_or(newRules));
+            rest = dd_.minus(rest, part);
+        }
+    }
+
+    // The requests rule r of policy p gets first, inside X.
+    Ref reachInX(size_t p, uint32_t r) {
+        std::optional<Ref>& memo = reachInX_[p][r];
+        if (!memo) {
+            memo = outside(p, dd_.conj(space_.rule(p, r), unpairedX_), r,
+                           space_.overlapping(p, r, p, r));
+        }
+        return *memo;
+    }
     std::vector<uint64_t> sizes_;
     std::vector<DiffRegion> regions_;
 
@@ -386,42 +532,47 @@ class Differ {
         };
 
         if (pkeys_) {
-            // On a fabric: endpoints by their PKey table, then paths between two ports and
-            // loopback paths, each answered as the SA does.
+            // On a fabric: the ends' classes (each holds ports of one PKey table) by their PKey
+            // table, then paths between two ports and loopback paths, each answered as the SA
+            // does. Regions name classes here; diffPolicies lists their endpoints at the end.
             const auto& classes = space_.classes();
-            auto endpoints = [&](const IndexRanges& set) {
-                std::vector<uint32_t> out;
+            auto byTable = [&](const IndexRanges& set) {
+                std::map<std::vector<uint16_t>, std::vector<uint32_t>> out;
                 for (const Range& r : set) {
                     for (uint64_t c = r.lo; c <= r.hi; ++c)
-                        out.insert(out.end(), classes[c].begin(), classes[c].end());
+                        out[pkeys_->table(classes[c].front())].push_back(static_cast<uint32_t>(c));
                 }
-                std::sort(out.begin(), out.end());
-                return out;
-            };
-            auto byTable = [&](const std::vector<uint32_t>& ports) {
-                std::map<std::vector<uint16_t>, std::vector<uint32_t>> out;
-                for (uint32_t p : ports) out[pkeys_->table(p)].push_back(p);
                 return out;
             };
             const auto sources =
-                byTable(endpoints(cube.dims[dimOf(DK::Classes, {}, RequestSpace::Ends::Source)]));
-            const auto destinations = byTable(
-                endpoints(cube.dims[dimOf(DK::Classes, {}, RequestSpace::Ends::Destination)]));
+                byTable(cube.dims[dimOf(DK::Classes, {}, RequestSpace::Ends::Source)]);
+            const auto destinations =
+                byTable(cube.dims[dimOf(DK::Classes, {}, RequestSpace::Ends::Destination)]);
             for (const auto& [st, ss] : sources) {
                 for (const auto& [dt, ds] : destinations) {
                     std::vector<uint32_t> common;
                     std::set_intersection(ss.begin(), ss.end(), ds.begin(), ds.end(),
                                           std::back_inserter(common));
-                    // A path between two different ports of these groups, if there is one.
+                    // A path between two different ports of these classes, if there is one.
                     std::optional<std::pair<uint32_t, uint32_t>> path;
-                    for (uint32_t s : ss) {
-                        for (uint32_t d : ds) {
-                            if (s != d) {
+                    const uint32_t s = classes[ss.front()].front();
+                    for (uint32_t c : ds) {
+                        for (uint32_t d : classes[c]) {
+                            if (d != s) {
                                 path = std::make_pair(s, d);
                                 break;
                             }
                         }
                         if (path) break;
+                    }
+                    // (Else every destination is s itself: another source to s.)
+                    for (size_t i = 0; !path && i < ss.size(); ++i) {
+                        for (uint32_t p : classes[ss[i]]) {
+                            if (p != s) {
+                                path = std::make_pair(p, s);
+                                break;
+                            }
+                        }
                     }
                     for (std::optional<uint64_t> index : pkeyIndices) {
                         PathQuery query;
@@ -434,7 +585,10 @@ class Differ {
                         };
                         std::optional<std::pair<PathAnswer, PathAnswer>> between, loop;
                         if (path) between = answer(path->first, path->second);
-                        if (!common.empty()) loop = answer(common[0], common[0]);
+                        if (!common.empty()) {
+                            const uint32_t port = classes[common[0]].front();
+                            loop = answer(port, port);
+                        }
                         const bool betweenChanges =
                             between &&
                             answersDiffer(policy(0), between->first, policy(1), between->second);
@@ -600,20 +754,7 @@ class Differ {
 };
 
 // Whether two groups select the same ports on every fabric (their selectors, not their names).
-bool sameGroup(const PortGroup& a, const PortGroup& b) {
-    auto names = [](const PortGroup& g) {
-        std::set<std::pair<std::string, uint32_t>> out;
-        for (const PortNameRef& n : g.portNames) out.emplace(n.nodeDescription, n.port);
-        return out;
-    };
-    auto partitions = [](const PortGroup& g) {
-        std::set<std::string> out;
-        for (const NameRef& n : g.partitions) out.insert(n.name);
-        return out;
-    };
-    return a.guids == b.guids && a.pkeys == b.pkeys && a.nodeTypes == b.nodeTypes &&
-           a.self == b.self && names(a) == names(b) && partitions(a) == partitions(b);
-}
+bool sameGroup(const PortGroup& a, const PortGroup& b) { return selectorKey(a) == selectorKey(b); }
 
 bool sameGroups(const Policy& p, const std::vector<uint32_t>& a, const Policy& q,
                 const std::vector<uint32_t>& b) {
@@ -771,11 +912,68 @@ std::optional<PolicyDiff> diffPolicies(const BoundPolicy& before, const BoundPol
                                        uint64_t workBudget) {
     try {
         DecisionDiagram dd(workBudget);
-        RequestSpace space(dd, std::vector<const BoundPolicy*>{&before, &after},
-                           diffCuts(*before.policy, *after.policy, before.fabric));
+        // Classes of endpoints with one PKey table each: the answers of a class are one.
         const PkeyTables pkeys(*before.fabric);
+        std::vector<uint32_t> tableOf(before.fabric->ports.size(), 0);
+        std::map<std::vector<uint16_t>, uint32_t> tables;
+        for (uint32_t e : before.fabric->endpoints())
+            tableOf[e] = tables.emplace(pkeys.table(e), tables.size()).first->second;
+        RequestSpace space(dd, std::vector<const BoundPolicy*>{&before, &after},
+                           diffCuts(*before.policy, *after.policy, before.fabric), tableOf);
+        // On a fabric, groups are the same when they hold the same ports: numbered once.
+        const BoundPolicy* bound[] = {&before, &after};
+        std::map<std::pair<uint8_t, std::vector<uint32_t>>, uint32_t> groupNumbers;
+        std::vector<std::string> groupIds[2];
+        for (size_t p = 0; p < 2; ++p) {
+            for (const GroupMembers& m : bound[p]->groups) {
+                const uint32_t id =
+                    groupNumbers.emplace(std::make_pair(m.nodeTypes, m.ports), groupNumbers.size())
+                        .first->second;
+                groupIds[p].push_back(std::to_string(id));
+            }
+        }
+        auto groupKey = [&](size_t p, uint32_t g) { return groupIds[p][g]; };
         PolicyDiff diff;
-        diff.regions = joinRegions(Differ(space, &pkeys).run(), true);
+        diff.regions = joinRegions(
+            Differ(space, &pkeys, pairRules(*before.policy, *after.policy, groupKey)).run(), true);
+        // The regions' classes as their endpoints, and the port pairs they hold.
+        const auto& classes = space.classes();
+        for (DiffRegion& r : diff.regions) {
+            uint64_t sources = 0, destinations = 0, same = 0;
+            for (uint32_t c : r.sources) sources += classes[c].size();
+            for (uint32_t c : r.destinations) destinations += classes[c].size();
+            std::vector<uint32_t> shared;
+            std::set_intersection(r.sources.begin(), r.sources.end(), r.destinations.begin(),
+                                  r.destinations.end(), std::back_inserter(shared));
+            for (uint32_t c : shared) same += classes[c].size();
+            r.portPairs = r.loopback == Loopback::Only       ? sources
+                          : r.loopback == Loopback::Excluded ? sources * destinations - same
+                                                             : sources * destinations;
+            // The classes' endpoints in port order, through a bitmap (cheaper than sorting a
+            // region of a large fabric).
+            std::vector<uint64_t> marked((before.fabric->ports.size() + 63) / 64);
+            auto ports = [&](const std::vector<uint32_t>& cs) {
+                if (cs.size() == 1) return classes[cs[0]];
+                size_t n = 0, from = marked.size(), to = 0;
+                for (uint32_t c : cs) {
+                    for (uint32_t p : classes[c]) marked[p / 64] |= uint64_t{1} << (p % 64);
+                    n += classes[c].size();
+                    from = std::min<size_t>(from, classes[c].front() / 64);
+                    to = std::max<size_t>(to, classes[c].back() / 64 + 1);
+                }
+                std::vector<uint32_t> out;
+                out.reserve(n);
+                for (size_t w = from; w < to; ++w) {
+                    for (uint64_t m = marked[w]; m; m &= m - 1)
+                        out.push_back(static_cast<uint32_t>(
+                            w * 64 + static_cast<size_t>(__builtin_ctzll(m))));
+                    marked[w] = 0;
+                }
+                return out;
+            };
+            r.sources = ports(r.sources);
+            r.destinations = ports(r.destinations);
+        }
         return diff;
     } catch (const AnalysisBudgetSpent&) {
         return std::nullopt;
@@ -788,8 +986,12 @@ std::optional<PolicyDiff> diffPolicies(const Policy& before, const Policy& after
         DecisionDiagram dd(workBudget);
         RequestSpace space(dd, std::vector<const Policy*>{&before, &after},
                            diffCuts(before, after, nullptr));
+        // On every fabric, groups are the same when they select by the same things.
+        const Policy* policies[] = {&before, &after};
+        auto groupKey = [&](size_t p, uint32_t g) { return selectorKey(policies[p]->groups[g]); };
         PolicyDiff diff;
-        diff.regions = joinRegions(Differ(space, nullptr).run(), false);
+        diff.regions =
+            joinRegions(Differ(space, nullptr, pairRules(before, after, groupKey)).run(), false);
         diff.scopes = scopeChanges(before, after);
         diff.qosSetupApplied[0] = before.hasQosSetup && !before.qosSetupIgnored;
         diff.qosSetupApplied[1] = after.hasQosSetup && !after.qosSetupIgnored;

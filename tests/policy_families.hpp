@@ -37,11 +37,11 @@ inline const char* familyName(Family f) {
 // What differs between a policy and the one it is compared with (ibqos diff).
 enum class Change : uint8_t {
     None,
-    LevelSl,         // one level's SL moves
-    RuleDropped,     // one rule is left out
-    RangeMoved,      // one rule's QoS-class range moves
-    LevelLimits,     // one level gets an MTU limit and another packet life
-    Bandwidth,       // only the qos-setup bandwidth shares change (tables, not answers)
+    LevelSl,      // one level's SL moves
+    RuleDropped,  // one rule is left out
+    RangeMoved,   // one rule's QoS-class range moves
+    LevelLimits,  // one level gets an MTU limit and another packet life
+    Bandwidth,    // only the qos-setup bandwidth shares change (tables, not answers)
 };
 
 struct FamilyPolicy {
@@ -55,9 +55,12 @@ struct FamilyPolicy {
     // Port GUIDs and PKeys stay within a small fabric's (for oracles that bind to one).
     uint64_t guidBase = 0x100000;
     unsigned guidSpan = 0;  // 0: the family's own spread
+    // GUID offset k is written as guidBase + k * guidStride, a range's end as the last GUID of
+    // its offset's stride: the same shape, with room for ports of several kinds at one offset.
+    unsigned guidStride = 1;
 };
 
-// GUID ranges of the family's groups span guidBase .. guidBase + span.
+// GUID ranges of the family's groups span guidBase .. guidBase + span (in strides).
 inline std::string familyPolicy(const FamilyPolicy& o) {
     std::mt19937_64 rng(o.seed * 7919 + static_cast<uint64_t>(o.family));
     auto pick = [&](uint64_t n) { return n ? rng() % n : 0; };
@@ -72,6 +75,10 @@ inline std::string familyPolicy(const FamilyPolicy& o) {
         return std::string(buf);
     };
     auto range = [&](uint64_t lo, uint64_t hi) { return hex(lo) + "-" + hex(hi); };
+    const uint64_t stride = std::max(o.guidStride, 1u);
+    auto guids = [&](uint64_t lo, uint64_t hi) {
+        return range(o.guidBase + lo * stride, o.guidBase + hi * stride + stride - 1);
+    };
 
     // Groups.
     p += "port-groups\n";
@@ -80,21 +87,21 @@ inline std::string familyPolicy(const FamilyPolicy& o) {
         switch (o.family) {
             case Family::Shifted:
             case Family::SameRanges: {
-                const uint64_t lo = o.guidBase + (4 * g) % span;
-                p += "        port-guid: " + range(lo, lo + std::min<uint64_t>(0xfa0, span / 2)) +
+                const uint64_t lo = (4 * g) % span;
+                p += "        port-guid: " + guids(lo, lo + std::min<uint64_t>(0xfa0, span / 2)) +
                      "\n";
                 if (g % 3 == 0) p += "        node-type: CA\n";
                 break;
             }
             case Family::Nested: {
-                const uint64_t mid = o.guidBase + span / 2, half = (g + 1) * (span / 2) / groups;
-                p += "        port-guid: " + range(mid - half, mid + half) + "\n";
+                const uint64_t mid = span / 2, half = (g + 1) * (span / 2) / groups;
+                p += "        port-guid: " + guids(mid - half, mid + half) + "\n";
                 if (g % 5 == 0) p += "        node-type: SWITCH\n";
                 break;
             }
             case Family::PairRules: {
-                const uint64_t lo = o.guidBase + g * (span / groups);
-                p += "        port-guid: " + range(lo, lo + span / groups - 1) + "\n";
+                const uint64_t lo = g * (span / groups);
+                p += "        port-guid: " + guids(lo, lo + span / groups - 1) + "\n";
                 break;
             }
             case Family::Random: {
@@ -102,7 +109,10 @@ inline std::string familyPolicy(const FamilyPolicy& o) {
                     switch (pick(6)) {
                         case 0:
                             p += std::string("        node-type: ") +
-                                 (pick(3) == 0 ? "CA" : pick(2) ? "SWITCH" : "ROUTER") + "\n";
+                                 (pick(3) == 0 ? "CA"
+                                  : pick(2)    ? "SWITCH"
+                                               : "ROUTER") +
+                                 "\n";
                             break;
                         case 1:
                             p += "        pkey: " + range(1 + pick(8), 9 + pick(8)) + "\n";
@@ -111,8 +121,8 @@ inline std::string familyPolicy(const FamilyPolicy& o) {
                             p += "        partition: part" + std::to_string(pick(4)) + "\n";
                             break;
                         default: {
-                            const uint64_t lo = o.guidBase + pick(span);
-                            p += "        port-guid: " + range(lo, lo + pick(span / 8 + 1)) + "\n";
+                            const uint64_t lo = pick(span);
+                            p += "        port-guid: " + guids(lo, lo + pick(span / 8 + 1)) + "\n";
                         }
                     }
                 }
@@ -129,8 +139,8 @@ inline std::string familyPolicy(const FamilyPolicy& o) {
     for (unsigned l = 1; l < 16; ++l) {
         unsigned sl = l;
         if (o.change == Change::LevelSl && l == changedLevel) sl = (l + 1) % 16;
-        p += "    qos-level\n        name: l" + std::to_string(l) + "\n        sl: " +
-             std::to_string(sl) + "\n";
+        p += "    qos-level\n        name: l" + std::to_string(l) +
+             "\n        sl: " + std::to_string(sl) + "\n";
         if (o.change == Change::LevelLimits && l == changedLevel) p += "        mtu-limit: 4\n";
         if (o.change == Change::LevelLimits && l == 1 + (changedLevel % 15))
             p += "        packet-life: 14\n";
@@ -147,7 +157,8 @@ inline std::string familyPolicy(const FamilyPolicy& o) {
         std::string rule = "    qos-match-rule\n";
         uint64_t qlo = 0, qhi = 0, slo = 0, shi = 0;
         bool sid = false, qos = true, pkey = false;
-        unsigned src = static_cast<unsigned>(pick(groups)), dst = static_cast<unsigned>(pick(groups));
+        unsigned src = static_cast<unsigned>(pick(groups)),
+                 dst = static_cast<unsigned>(pick(groups));
         bool hasSrc = true, hasDst = true;
         switch (o.family) {
             case Family::Shifted:
@@ -201,7 +212,8 @@ inline std::string familyPolicy(const FamilyPolicy& o) {
         }
         if (hasSrc) rule += "        source: g" + std::to_string(src) + "\n";
         if (hasDst) rule += "        destination: g" + std::to_string(dst) + "\n";
-        if (qos) rule += "        qos-class: " + std::to_string(qlo) + "-" + std::to_string(qhi) + "\n";
+        if (qos)
+            rule += "        qos-class: " + std::to_string(qlo) + "-" + std::to_string(qhi) + "\n";
         if (sid) rule += "        service-id: " + range(slo, shi) + "\n";
         if (pkey) rule += "        pkey: " + range(1 + pick(8), 9 + pick(8)) + "\n";
         rule += "        qos-level-name: l" + std::to_string(1 + pick(15)) + "\n";
@@ -226,12 +238,12 @@ inline std::string familyPolicy(const FamilyPolicy& o) {
                     break;
                 }
                 case 2:
-                    p += std::string(pick(2) ? "    rds" : "    iser") + " : " + std::to_string(sl) +
-                         "\n";
+                    p += std::string(pick(2) ? "    rds" : "    iser") + " : " +
+                         std::to_string(sl) + "\n";
                     break;
                 case 3: {
-                    const uint64_t lo = o.guidBase + pick(span);
-                    p += "    srp, target-port-guid " + range(lo, lo + pick(64)) + " : " +
+                    const uint64_t lo = pick(span);
+                    p += "    srp, target-port-guid " + guids(lo, lo + pick(64)) + " : " +
                          std::to_string(sl) + "\n";
                     break;
                 }
@@ -242,8 +254,8 @@ inline std::string familyPolicy(const FamilyPolicy& o) {
                     break;
                 }
                 case 5: {
-                    const uint64_t lo = o.guidBase + pick(span);
-                    p += "    any, source-port-guid " + range(lo, lo + pick(256)) + " : " +
+                    const uint64_t lo = pick(span);
+                    p += "    any, source-port-guid " + guids(lo, lo + pick(256)) + " : " +
                          std::to_string(sl) + "\n";
                     break;
                 }

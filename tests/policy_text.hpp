@@ -3,6 +3,7 @@
 #pragma once
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -26,8 +27,10 @@ struct Compiled {
     Diagnostics diagnostics;
     Policy policy;
 
-    explicit Compiled(std::string text) : source("test.conf", std::move(text)) {
-        policy = loadPolicy(source, diagnostics);
+    // analysisBudget: the dead-rule analysis's (nullopt: the default one; 0: unlimited).
+    explicit Compiled(std::string text, std::optional<uint64_t> analysisBudget = std::nullopt)
+        : source("test.conf", std::move(text)) {
+        policy = loadPolicy(source, diagnostics, analysisBudget);
     }
     // The codes of the errors (or warnings), in report order after sorting by position.
     std::vector<std::string> codes(Severity severity = Severity::Error) {

@@ -210,6 +210,7 @@ ALL_CONSTRUCTS = [
     "name:mixed-case",
     "name:quoted",
     "name:blank",
+    "name:blanks-dropped-reference",
     "default:level",
     "default:ulp",
     "default:both",
@@ -669,8 +670,14 @@ def _name_def(ctx: _Ctx, name: _Name) -> str:
 
 
 def _name_ref(ctx: _Ctx, name: _Name) -> str:
-    """A reference to a name, sometimes in another case than its definition."""
+    """A reference to a name, sometimes in another case than its definition; to an unquoted
+    name with blanks, sometimes without them (or with them elsewhere), as OpenSM reads it."""
     text = name.text
+    if name.quoting == "never" and name.has_blank and ctx.chance(0.5):
+        squeezed = text.replace(" ", "")
+        at = ctx.rng.randrange(1, len(squeezed)) if ctx.chance(0.3) else None
+        text = squeezed if at is None else squeezed[:at] + " " + squeezed[at:]
+        ctx.add("name:blanks-dropped-reference")
     if ctx.chance(ctx.style["case"]):
         variant = _case_variant(ctx, text)
         if variant != text:

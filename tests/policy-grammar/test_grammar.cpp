@@ -4,6 +4,7 @@
 
 #include <functional>
 
+#include "policy-grammar/keywords.hpp"
 #include "policy-grammar/parse.hpp"
 
 using namespace ibqos;
@@ -119,6 +120,43 @@ TEST_CASE("unquoted names keep inner blanks; quoted names keep commas and '#'",
     CHECK(names[2].value == "x/P3");
     CHECK(valueOf<ast::Text>(p.field(ast::BlockKind::PortGroup, ast::Key::Use)).value ==
           "SRP targets, rack 4");
+}
+
+TEST_CASE("OpenSM's keywords are found inside unquoted text wherever its lexer finds them",
+          "[policy-grammar][quoting]") {
+    // Stock OpenSM 3.3.23 drops a file for each of these (checked on ibsim), and keeps one
+    // where the word is not its keyword: another case, no colon, an extension's keyword.
+    for (const char* text : {"my port-group one", "xport-groupx", "a end-qos-levelz", "aname: b",
+                             "a name : b", "x vlarb-high: 0:4", "a sl2vl-table: b"}) {
+        INFO(text);
+        CHECK(ast::openSmKeywordIn(text));
+    }
+    for (const char* text : {"a PORT-GROUP x", "a port-guid b", "a host-sched x", "a end-port x",
+                             "a bandwidth: x", "ab:cd", "x - y"}) {
+        INFO(text);
+        CHECK_FALSE(ast::openSmKeywordIn(text));
+    }
+    const auto k = ast::openSmKeywordIn("rack qos-level-name : x");
+    REQUIRE(k);
+    CHECK(k->at == 5);
+    CHECK(k->field == ast::Key::QosLevelName);  // the longest keyword at that place
+}
+
+TEST_CASE("a keyword inside a value is a syntax error, and \"use:\" describes the block",
+          "[policy-grammar][quoting]") {
+    Parsed bad(inGroup("    partition: a, my qos-level x\n"));
+    REQUIRE(bad.diagnostics.all().size() == 1);
+    CHECK(bad.diagnostics.all()[0].location.column == 22);
+    CHECK(bad.diagnostics.all()[0].openSmRejects);
+    Parsed use(inGroup("    partition: a, b use: two partitions, for now\n"));
+    REQUIRE_FALSE(use.diagnostics.hasErrors());
+    auto& names = valueOf<ast::TextList>(use.field(ast::BlockKind::PortGroup, ast::Key::Partition));
+    REQUIRE(names.size() == 2);
+    CHECK(names[1].value == "b");
+    CHECK(valueOf<ast::Text>(use.field(ast::BlockKind::PortGroup, ast::Key::Use)).value ==
+          "two partitions, for now");
+    Parsed quoted(inGroup("    partition: \"my port-group\", \"a use: b\"\n"));
+    CHECK(quoted.diagnostics.all().empty());
 }
 
 TEST_CASE("quoted parts are glued to the text around them and trimmed, as OpenSM reads them",

@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: MIT
+// Benchmark: the policy-space analyses on the policy families of tests/policy_families.hpp, each
+// with and without qos-ulps, at several sizes: `ibqos check` as it runs by default (parse, every
+// pass, the dead-rule analysis within its default budget), the same with the budget unlimited
+// (every rule decided), and `ibqos diff` of a pair (one level's SL changed) without a topology
+// and with the 50,667-endpoint fat tree of bench/synthetic.hpp. Each figure is measured in a
+// fresh process: CPU time, the median of at least three runs and a second; the process then runs
+// the ibqos command itself once and gives its peak memory (the maximum resident set size that
+// `/usr/bin/time -v` shows, from wait4) and CPU time. A size's time is also given against the
+// previous size's (time(10N) / time(N)).
+//   ibqos-bench-analysis [--what check,decided,diff,diff-topology] [--sizes 10,100,1000,10000]
+//                        [--diff-most N] [--family F] [--write DIR] [--json] [--benchmark_...]
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/harness.hpp"
+#include "bench/policy_load.hpp"
+#include "bench/synthetic.hpp"
+#include "compiler/compile_policy.hpp"
+#include "compiler/fabric_compilation.hpp"
+#include "compiler/tables.hpp"
+#include "fabric/partitions.hpp"
+#include "fabric/topology.hpp"
+#include "sa-matcher/policy_diff.hpp"
+#include "tests/policy_families.hpp"
+
+extern char** environ;
+
+using namespace ibqos;
+
+namespace {
+
+// Runs a measurement again and again, for at least three runs and a second of CPU time; the
+// median CPU seconds of a run.
+template <typename Run>
+double repeat(Run&& run) {
+    std::vector<double> times;
+    double total = 0;
+    while (times.size() < 3 || total < 1.0) {
+        const double start = bench::cpuSeconds();
+        run();
+        times.push_back(bench::cpuSeconds() - start);
+        total += times.back();
+    }
+    return bench::median(std::move(times));
+}
+
+std::unique_ptr<SourceFile> load(const std::string& path) {
+    std::string error;
+    auto source = SourceFile::load(path, error);
+    if (!source) {
+        std::fprintf(stderr, "%s: %s\n", path.c_str(), error.c_str());
+        std::exit(1);
+    }
+    return std::make_unique<SourceFile>(std::move(*source));
+}
+
+// The measuring children: each writes its figures on standard error as name=value words.
+
+int measureCheck(const std::string& path, bool unlimited) {
+    // The same file loaded without the analysis, for the analysis's share.
+    size_t bytes = 0;
+    const double loadSeconds = repeat([&] {
+        Diagnostics diagnostics;
+        bench::loadWithoutDeadRules(path, diagnostics, bytes);
+    });
+    const auto source = load(path);
+    const std::optional<uint64_t> budget = unlimited ? std::optional<uint64_t>(0) : std::nullopt;
+    size_t undecided = 0, rules = 0, errors = 0;
+    const double seconds = repeat([&] {
+        Diagnostics diagnostics;
+        Policy policy = loadPolicy(*source, diagnostics, budget);
+        undecided = 0;
+        for (const Diagnostic& d : diagnostics.all())
+            undecided += d.code == "reachability-undecided";
+        rules = policy.rules.size();
+        errors = diagnostics.errorCount();
+    });
+    std::fprintf(stderr,
+                 "seconds=%.9f load_seconds=%.9f bytes=%zu rules=%zu undecided=%zu errors=%zu\n",
+                 seconds, loadSeconds, source->text().size(), rules, undecided, errors);
+    return 0;
+}
+
+int measureDiff(const std::string& before, const std::string& after, const std::string& topology) {
+    const auto a = load(before), b = load(after);
+    std::unique_ptr<SourceFile> net = topology.empty() ? nullptr : load(topology);
+    size_t regions = 0, errors = 0;
+    double diffSeconds = 0;
+    const double seconds = repeat([&] {
+        Diagnostics diagnostics;
+        Policy x = loadPolicy(*a, diagnostics);
+        Policy y = loadPolicy(*b, diagnostics);
+        std::optional<PolicyDiff> d;
+        double start = 0;
+        if (net) {
+            Fabric fabric = readTopology(*net, diagnostics);
+            readPartitions(nullptr, fabric, diagnostics);
+            negotiateOperVls(fabric, OpenSmConf{}.maxOpVls);
+            auto cx = FabricCompilation::compile(x, fabric, OpenSmConf{}, diagnostics,
+                                                 CompileStage::Tables);
+            auto cy = FabricCompilation::compile(y, fabric, OpenSmConf{}, diagnostics,
+                                                 CompileStage::Tables);
+            start = bench::cpuSeconds();
+            d = diffPolicies(cx->bound(), cy->bound());
+            regions =
+                d ? d->regions.size() + changedTables(fabric, cx->tables(), cy->tables()).size()
+                  : 0;
+        } else {
+            start = bench::cpuSeconds();
+            d = diffPolicies(x, y);
+            regions = d ? d->regions.size() + d->scopes.size() : 0;
+        }
+        diffSeconds = bench::cpuSeconds() - start;
+        errors = diagnostics.errorCount() + !d;
+    });
+    std::fprintf(stderr, "seconds=%.9f diff_seconds=%.9f bytes=%zu regions=%zu errors=%zu\n",
+                 seconds, diffSeconds, a->text().size() + b->text().size(), regions, errors);
+    return 0;
+}
+
+// The ibqos command run once: its CPU time and peak resident memory, as /usr/bin/time -v
+// reports them (wait4's rusage).
+struct CliRun {
+    double cpu = 0, wall = 0, peakBytes = 0;
+    int status = -1;
+};
+
+CliRun runCli(const std::vector<std::string>& args) {
+    std::vector<char*> argv{const_cast<char*>(IBQOS_CLI)};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    CliRun out;
+    timespec start{}, end{};
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    pid_t pid = 0;
+    if (posix_spawn(&pid, IBQOS_CLI, &actions, nullptr, argv.data(), environ) == 0) {
+        int status = 0;
+        rusage usage{};
+        wait4(pid, &status, 0, &usage);
+        clock_gettime(CLOCK_MONOTONIC, &end);
+        out.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        out.cpu = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                  static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
+        out.wall = static_cast<double>(end.tv_sec - start.tv_sec) +
+                   static_cast<double>(end.tv_nsec - start.tv_nsec) * 1e-9;
+        out.peakBytes = static_cast<double>(usage.ru_maxrss) * 1024;
+    }
+    posix_spawn_file_actions_destroy(&actions);
+    return out;
+}
+
+enum class What { Check, Decided, Diff, DiffTopology };
+const char* whatName(What w) {
+    switch (w) {
+        case What::Check:
+            return "check";
+        case What::Decided:
+            return "decided";
+        case What::Diff:
+            return "diff";
+        case What::DiffTopology:
+            return "diff-topology";
+    }
+    return "";
+}
+
+struct Setup {
+    const char* self;
+    std::string dir;  // where the files go
+    std::string topology;
+};
+
+test::FamilyPolicy familyOptions(test::Family family, bool ulps, unsigned rules, bool topology,
+                                 test::Change change = test::Change::None) {
+    test::FamilyPolicy o;
+    o.family = family;
+    o.rules = rules;
+    o.ulps = ulps;
+    o.seed = 1;
+    o.change = change;
+    o.changeSeed = 7;
+    if (topology) {
+        // The groups spread over the fat tree's hosts.
+        const bench::FatTree tree;
+        const unsigned groups = family == test::Family::PairRules ? 8 : std::max(8u, rules / 4);
+        const uint64_t span = 4 * groups + 0xfa0;
+        o.guidBase = tree.hostPortGuid(0);
+        o.guidStride = static_cast<unsigned>(std::max<uint64_t>(1, 2 * tree.hosts / span));
+    }
+    return o;
+}
+
+std::string write(const std::string& dir, const std::string& name, const std::string& text) {
+    const std::string path = dir + "/" + name;
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+}
+
+void registerSeries(const Setup& setup, What what, test::Family family, bool ulps,
+                    const std::vector<unsigned>& sizes) {
+    bench::counterUnit("time", "s");
+    bench::counterUnit("diff_time", "s");
+    bench::counterUnit("throughput", "MB/s");
+    bench::counterUnit("load_throughput", "MB/s");
+    bench::counterUnit("cli_cpu", "s");
+    bench::counterUnit("cli_peak_rss", "MB", 1e-6);
+    bench::counterUnit("undecided", "rules");
+    bench::counterUnit("growth", "x");
+    auto previous = std::make_shared<std::pair<unsigned, double>>(0, 0.0);
+    for (unsigned rules : sizes) {
+        const std::string name = std::string(whatName(what)) + "/" + test::familyName(family) +
+                                 (ulps ? "+ulps" : "") + "/rules:" + std::to_string(rules);
+        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
+            std::map<std::string, double> figures;
+            CliRun cli;
+            const bool topology = what == What::DiffTopology;
+            const std::string stem = std::string(test::familyName(family)) +
+                                     (ulps ? "-ulps-" : "-") + std::to_string(rules) +
+                                     (topology ? "-fat-tree" : "");
+            for (auto _ : state) {
+                const std::string before =
+                    write(setup.dir, stem + ".conf",
+                          test::familyPolicy(familyOptions(family, ulps, rules, topology)));
+                if (what == What::Check || what == What::Decided) {
+                    const bool unlimited = what == What::Decided;
+                    figures = bench::runMeasuringChild(setup.self,
+                                                       {"--measure-check", before, "--budget",
+                                                        unlimited ? "unlimited" : "default"},
+                                                       {});
+                    std::vector<std::string> args{"check", before};
+                    if (unlimited) args.insert(args.end(), {"--analysis-budget", "unlimited"});
+                    cli = runCli(args);
+                } else {
+                    const std::string after =
+                        write(setup.dir, stem + "-level-sl.conf",
+                              test::familyPolicy(familyOptions(family, ulps, rules, topology,
+                                                               test::Change::LevelSl)));
+                    std::vector<std::string> measure{"--measure-diff", before, after};
+                    std::vector<std::string> args{"diff", before, after};
+                    if (topology) {
+                        measure.push_back(setup.topology);
+                        args.insert(args.end(), {"--topology", setup.topology});
+                    }
+                    figures = bench::runMeasuringChild(setup.self, measure, {});
+                    cli = runCli(args);
+                }
+            }
+            if (!figures.count("seconds") || figures["errors"] != 0) {
+                state.SkipWithError("the measuring child failed, or the policy has errors");
+                return;
+            }
+            const double seconds = figures["seconds"];
+            const double mb = figures["bytes"] / 1e6;
+            state.counters["no_time"] = 1;
+            state.counters["time"] = seconds;
+            state.counters["throughput"] = mb / seconds;
+            state.counters["cli_cpu"] = cli.cpu;
+            state.counters["cli_peak_rss"] = cli.peakBytes;
+            Json params = {{"what", whatName(what)}, {"family", test::familyName(family)},
+                           {"ulps", ulps},           {"rules", rules},
+                           {"file_mb", mb},          {"cli_exit", cli.status}};
+            if (what == What::Check || what == What::Decided) {
+                state.counters["undecided"] = figures["undecided"];
+                state.counters["load_throughput"] = mb / figures["load_seconds"];
+            } else {
+                state.counters["diff_time"] = figures["diff_seconds"];
+                params["changes"] = figures["regions"];
+            }
+            bench::setGrowth(state, params, "growth", *previous, rules, seconds);
+            bench::setParams(state, params);
+        })->Iterations(1);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string measureCheckPath, budget, writeDir;
+    std::vector<std::string> measureDiffArgs;
+    std::vector<std::string> whats{"check", "decided", "diff", "diff-topology"};
+    std::vector<unsigned> sizes{10, 100, 1000, 10000};
+    std::string familyName = "all";
+    unsigned diffMost = 1000;
+    bench::Program program(
+        "ibqos-bench-analysis",
+        "the policy-space analyses on the policy families (one core, CPU time): ibqos check by "
+        "default and with an unlimited analysis budget, ibqos diff without a topology and with a "
+        "50,667-endpoint fat tree; with the ibqos command's own peak memory and CPU time.");
+    CLI::App& o = program.options();
+    o.add_option("--what", whats, "check, decided, diff, diff-topology (default: all)")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"check", "decided", "diff", "diff-topology"}));
+    o.add_option("--sizes", sizes,
+                 "rule counts (default 10,100,1000,10000; diff-topology: "
+                 "those of 1000 and more)")
+        ->delimiter(',');
+    o.add_option("--diff-most", diffMost,
+                 "diff without a topology: the largest size measured (default 1000; the random "
+                 "family's 10,000-rule pair takes minutes and gigabytes)");
+    o.add_option("--family", familyName,
+                 "shifted, nested, same-ranges, pair-rules, random or all (default)");
+    o.add_option("--write", writeDir,
+                 "keep the generated policies and the topology in this directory (default: a "
+                 "temporary one, removed at the end)");
+    o.add_option("--measure-check", measureCheckPath, "(internal)")->group("");
+    o.add_option("--budget", budget, "(internal)")->group("");
+    o.add_option("--measure-diff", measureDiffArgs, "(internal)")->group("")->expected(2, 3);
+    if (auto status = program.parse(argc, argv)) return *status;
+    if (!measureCheckPath.empty()) return measureCheck(measureCheckPath, budget == "unlimited");
+    if (!measureDiffArgs.empty())
+        return measureDiff(measureDiffArgs[0], measureDiffArgs[1],
+                           measureDiffArgs.size() > 2 ? measureDiffArgs[2] : "");
+
+    std::vector<test::Family> families;
+    for (test::Family f : test::Families) {
+        if (familyName == "all" || familyName == test::familyName(f)) families.push_back(f);
+    }
+    if (families.empty()) {
+        std::fprintf(stderr, "ibqos-bench-analysis: no family is named '%s'\n", familyName.c_str());
+        return 2;
+    }
+    Setup setup{argv[0], writeDir, ""};
+    const bool temporary = writeDir.empty();
+    if (temporary) {
+        char dir[] = "/tmp/ibqos-bench-analysis-XXXXXX";
+        if (!mkdtemp(dir)) return 2;
+        setup.dir = dir;
+    } else {
+        mkdir(setup.dir.c_str(), 0755);
+    }
+    if (std::find(whats.begin(), whats.end(), "diff-topology") != whats.end())
+        setup.topology =
+            write(setup.dir, "fat-tree.ibnetdiscover", writeTopology(bench::FatTree{}.fabric()));
+    for (const std::string& w : whats) {
+        const What what = w == "check"     ? What::Check
+                          : w == "decided" ? What::Decided
+                          : w == "diff"    ? What::Diff
+                                           : What::DiffTopology;
+        std::vector<unsigned> series = sizes;
+        if (what == What::DiffTopology) std::erase_if(series, [](unsigned n) { return n < 1000; });
+        if (what == What::Diff)
+            std::erase_if(series, [diffMost](unsigned n) { return n > diffMost; });
+        for (test::Family f : families) {
+            for (bool ulps : {false, true}) registerSeries(setup, what, f, ulps, series);
+        }
+    }
+    const int status = program.run();
+    if (temporary) std::system(("rm -rf '" + setup.dir + "'").c_str());
+    return status;
+}
