@@ -32,7 +32,8 @@ auto const leaf_field_def =
 
 auto const enforcement_field_def =
     (field(Key::Use, values::description) | field(Key::Mode, values::extension_text) |
-     field(Key::Programs, values::extension_text_list) | field(Key::ExceptPrograms, values::extension_text_list) |
+     field(Key::Programs, values::extension_text_list) |
+     field(Key::ExceptPrograms, values::extension_text_list) |
      field(Key::ResolveTimeout, values::number)) > values::end_line;
 
 BOOST_SPIRIT_DEFINE(node_field, leaf_field, enforcement_field)
