@@ -259,7 +259,15 @@ def main():
         else:
             spread = f"  ({r['min']}-{r['max']})" if "min" in r else ""
             print(f"{r['name']:<32} {r['value']:>10} {r['unit']:<4} rules={r['rules']}{spread}")
-    if args.svg:
+    if args.svg and args.callgrind:
+        lines = [json.dumps(r) for r in results if r["name"].startswith("handler_instructions")]
+        subprocess.run([sys.executable, os.path.join(HERE, "plot_matcher.py"), "-o", args.svg,
+                        "--title", f"Instructions per PathRecord in the SA's handler ({args.fabric})",
+                        "--series", "handler_instructions_per_pathrecord_opensm_scan=OpenSM's handler",
+                        "--series", "handler_instructions_per_pathrecord_responder=ibqos responder",
+                        "--y-label", "instructions per PathRecord (callgrind)", "--unit", "instructions"],
+                       input="\n".join(lines), text=True, check=True)
+    elif args.svg:
         lines = [json.dumps(r) for r in results if "cpu_per_pathrecord" in r["name"]]
         subprocess.run([sys.executable, os.path.join(HERE, "plot_matcher.py"), "-o", args.svg,
                         "--title", f"OpenSM's CPU time per PathRecord ({args.fabric}, ibsim)",
