@@ -63,12 +63,7 @@ PathAnswer asNonLoopback(const Policy& policy, PathAnswer a) {
 // only the level can reject, by its SL or by a requested PKey it does not list.
 PathAnswer answerEverywhere(const Policy& policy, QosMatch match, std::optional<uint16_t> pkey) {
     const QosLevel& level = policy.levels[match.level];
-    PathAnswer a;
-    a.match = match;
-    a.sl = answeredSl(level.sl).value_or(level.sl);
-    a.mtuLimit = level.mtuLimit;
-    a.rateLimit = level.rateLimit;
-    a.packetLife = level.packetLife ? std::optional<uint8_t>(*level.packetLife & 63) : std::nullopt;
+    PathAnswer a = levelAnswer(policy, match);
     if (!answeredSl(level.sl)) {
         a.rejection = Rejection::InvalidSl;
     } else if (pkey && !level.pkeys.empty() && !level.pkeys.contains(ib::pkeyBase(*pkey))) {

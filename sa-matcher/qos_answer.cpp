@@ -108,19 +108,24 @@ bool PkeyTables::sharePartition(uint32_t a, uint32_t b) const {
     return common(a, b) != 0;
 }
 
-PathAnswer answerPath(const Policy& policy, const PkeyTables& pkeys, const PathQuery& query,
-                      QosMatch match) {
+PathAnswer levelAnswer(const Policy& policy, QosMatch match) {
     const QosLevel& level = policy.levels[match.level];
     PathAnswer a;
     a.match = match;
     a.sl = answeredSl(level.sl).value_or(level.sl);
     a.mtuLimit = level.mtuLimit;
     a.rateLimit = level.rateLimit;
-    // IBA: a loopback path has packet lifetime 0, whatever the level says. The PathRecord field
-    // has six bits.
-    a.packetLife = query.source == query.destination ? std::optional<uint8_t>(0)
-                   : level.packetLife ? std::optional<uint8_t>(*level.packetLife & 63)
-                                      : std::nullopt;
+    // The PathRecord field has six bits.
+    a.packetLife = level.packetLife ? std::optional<uint8_t>(*level.packetLife & 63) : std::nullopt;
+    return a;
+}
+
+PathAnswer answerPath(const Policy& policy, const PkeyTables& pkeys, const PathQuery& query,
+                      QosMatch match) {
+    const QosLevel& level = policy.levels[match.level];
+    PathAnswer a = levelAnswer(policy, match);
+    // IBA: a loopback path has packet lifetime 0, whatever the level says.
+    if (query.source == query.destination) a.packetLife = 0;
 
     auto reject = [&a](Rejection r) {
         a.rejection = r;

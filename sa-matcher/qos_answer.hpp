@@ -72,6 +72,10 @@ class PkeyTables {
     const uint16_t* find(uint32_t endpoint, uint16_t base) const;
 };
 
+// The level's part of an answer: its SL (as OpenSM answers it), limits and packet life (for a
+// path between two different ports), before anything of the ends is looked at.
+PathAnswer levelAnswer(const Policy& policy, QosMatch match);
+
 // The SA's post-processing of a matched level for a request (osm_sa_path_record.c).
 PathAnswer answerPath(const Policy& policy, const PkeyTables& pkeys, const PathQuery& query,
                       QosMatch match);

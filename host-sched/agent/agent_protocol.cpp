@@ -112,6 +112,10 @@ constexpr std::array<std::string_view, 11> OutcomeNames{
 
 constexpr std::array<std::string_view, 4> AnswerNames{"found", "no-path", "busy", "failed"};
 
+// Each array holds a name for every value of its enum, in the enum's order.
+static_assert(OutcomeNames.size() == static_cast<size_t>(SlOutcome::Reply) + 1);
+static_assert(AnswerNames.size() == static_cast<size_t>(PathAnswer::Failed) + 1);
+
 template <typename Enum, size_t N>
 std::optional<Enum> named(const std::array<std::string_view, N>& names, std::string_view v) {
     for (size_t i = 0; i < N; ++i) {
