@@ -7,6 +7,7 @@
 
 #include "compiler/emit.hpp"
 #include "compiler/vlarb_sim.hpp"
+#include "ib/qos.hpp"
 
 namespace ibqos {
 
@@ -108,10 +109,10 @@ std::string emitSharesText(const BoundPolicy& bound, const FabricTables& tables)
                    : "   VL   share\n";
         double lowTotal = 0;
         const VlArbTable& low = tables.vlarbs[s.low];
-        std::array<double, 15> lowOnly =
+        std::array<double, ib::DataVlCount> lowOnly =
             simulateArbitration(nullptr, 0, low.data(), std::min<size_t>(s.lowCap, 64), 0);
         for (double v : lowOnly) lowTotal += v;
-        for (unsigned vl = 0; vl < 15; ++vl) {
+        for (unsigned vl = 0; vl < ib::DataVlCount; ++vl) {
             if (s.shares[vl] == 0 && s.intended[vl] == 0) continue;
             out += "   " + std::string(vl < 10 ? " " : "") + std::to_string(vl) + "  " +
                    percent(s.shares[vl]);
@@ -164,7 +165,7 @@ std::string emitSharesSvg(const BoundPolicy& bound, const FabricTables& tables) 
     for (size_t n = 0; n < setups.size(); ++n) {
         const ArbitrationSetup& s = setups[n];
         int groupStart = x;
-        for (unsigned vl = 0; vl < 15; ++vl) {
+        for (unsigned vl = 0; vl < ib::DataVlCount; ++vl) {
             if (s.shares[vl] <= 0) continue;
             int h = static_cast<int>(s.shares[vl] * chartHeight + 0.5);
             std::snprintf(buf, sizeof buf,

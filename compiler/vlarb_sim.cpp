@@ -11,9 +11,9 @@ namespace {
 
 // One table's weighted round robin stepped through one whole cycle: how many packets each VL
 // sends per cycle. An entry sends packets while its credits last; a started packet completes.
-std::array<uint64_t, 16> packetsPerCycle(const VlArbEntry* entries, size_t count,
-                                         unsigned packetCredits) {
-    std::array<uint64_t, 16> sent{};
+std::array<uint64_t, ib::VlCount> packetsPerCycle(const VlArbEntry* entries, size_t count,
+                                                  unsigned packetCredits) {
+    std::array<uint64_t, ib::VlCount> sent{};
     for (size_t i = 0; i < count; ++i) {
         for (int credits = entries[i].weight; credits > 0;
              credits -= static_cast<int>(packetCredits)) {
@@ -25,15 +25,15 @@ std::array<uint64_t, 16> packetsPerCycle(const VlArbEntry* entries, size_t count
 
 }  // namespace
 
-std::array<double, 15> simulateArbitration(const VlArbEntry* high, size_t highCount,
-                                           const VlArbEntry* low, size_t lowCount,
-                                           uint8_t highLimit, unsigned packetBytes) {
-    std::array<double, 15> share{};
+std::array<double, ib::DataVlCount> simulateArbitration(const VlArbEntry* high, size_t highCount,
+                                                        const VlArbEntry* low, size_t lowCount,
+                                                        uint8_t highLimit, unsigned packetBytes) {
+    std::array<double, ib::DataVlCount> share{};
     unsigned packetCredits = std::max(1u, packetBytes / 64);
-    std::array<uint64_t, 16> highCycle = packetsPerCycle(high, highCount, packetCredits);
-    std::array<uint64_t, 16> lowCycle = packetsPerCycle(low, lowCount, packetCredits);
+    std::array<uint64_t, ib::VlCount> highCycle = packetsPerCycle(high, highCount, packetCredits);
+    std::array<uint64_t, ib::VlCount> lowCycle = packetsPerCycle(low, lowCount, packetCredits);
     uint64_t highTotal = 0, lowTotal = 0;
-    for (unsigned vl = 0; vl < 16; ++vl) {
+    for (unsigned vl = 0; vl < ib::VlCount; ++vl) {
         highTotal += highCycle[vl];
         lowTotal += lowCycle[vl];
     }
@@ -48,7 +48,7 @@ std::array<double, 15> simulateArbitration(const VlArbEntry* high, size_t highCo
             static_cast<double>(std::max<uint64_t>(1, uint64_t{highLimit} * 4096 / packetBytes));
         highFraction = burst / (burst + 1);
     }
-    for (unsigned vl = 0; vl < 15; ++vl) {
+    for (unsigned vl = 0; vl < ib::DataVlCount; ++vl) {
         if (highTotal)
             share[vl] +=
                 highFraction * static_cast<double>(highCycle[vl]) / static_cast<double>(highTotal);

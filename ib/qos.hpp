@@ -14,6 +14,8 @@ inline constexpr uint8_t MaxSl = SlCount - 1;
 // an SL.
 inline constexpr unsigned VlCount = 16;
 inline constexpr uint8_t DropVl = 15;
+// VLs 0-14 carry data, arbitrated by the VLArb tables.
+inline constexpr unsigned DataVlCount = 15;
 
 // The QoS class of a PathRecord has 12 bits (IBA 15.2.5.16).
 inline constexpr uint16_t MaxQosClass = 0xfff;

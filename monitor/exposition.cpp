@@ -51,7 +51,7 @@ bool shownVl(const Monitor& m, const PortReport& p, unsigned vl) {
     const Fabric& fabric = m.fabric();
     if (vl >= std::max(1u, dataVls(fabric.ports[p.port].operVls))) return false;
     if (p.totals.vlRcvBytes[vl] > 0 || p.totals.vlRcvPackets[vl] > 0 ||
-        p.totals.vlXmitWait[vl] > 0 || (vl < 15 && p.vls[vl].achieved > 0))
+        p.totals.vlXmitWait[vl] > 0 || (vl < ib::DataVlCount && p.vls[vl].achieved > 0))
         return true;
     uint16_t levelled = 0;
     for (unsigned sl = 0; sl < ib::SlCount; ++sl)
@@ -237,7 +237,7 @@ std::string prometheusText(const Monitor& m) {
         bool waits = attributeRead(m, p.port, Attribute::PortVlXmitWaitCounters);
         bool data = attributeRead(m, p.port, Attribute::PortVlOpData);
         bool packets = attributeRead(m, p.port, Attribute::PortVlOpPackets);
-        for (unsigned vl = 0; vl < 16; ++vl) {
+        for (unsigned vl = 0; vl < ib::VlCount; ++vl) {
             if (!shownVl(m, p, vl)) continue;
             Labels v = with(labels, "vl", std::to_string(vl));
             if (intent.hasTables) {
@@ -269,13 +269,13 @@ std::string prometheusText(const Monitor& m) {
                         "Device ticks the VL had data to send on the port and could not "
                         "(PortVLXmitWaitCounters), counted since the collector started.",
                         v, p.totals.vlXmitWait[vl]);
-            if (p.hasVlMix && vl < 15) {
+            if (p.hasVlMix && vl < ib::DataVlCount) {
                 out.add("ibqos_port_vl_share_ratio", gauge,
                         "The VL's share of what the output port's link carried in the last "
                         "interval (from the link peer's PortVLOpData).",
                         v, p.vls[vl].achieved);
             }
-            if (p.judged && vl < 15 && p.vls[vl].competing) {
+            if (p.judged && vl < ib::DataVlCount && p.vls[vl].competing) {
                 out.add("ibqos_port_vl_intended_share_ratio", gauge,
                         "The share the port's VL arbitration intends for the VL among the VLs "
                         "that carried traffic, while the port was congested.",
@@ -417,7 +417,7 @@ Json reportJson(const Monitor& m) {
         }
         const PortIntent& intent = m.intent().port(p.port);
         Json vls = Json::array();
-        for (unsigned vl = 0; vl < 16; ++vl) {
+        for (unsigned vl = 0; vl < ib::VlCount; ++vl) {
             if (!shownVl(m, p, vl)) continue;
             Json levels = Json::array();
             Json sls = Json::array();
@@ -428,7 +428,7 @@ Json reportJson(const Monitor& m) {
                     if (std::find(levels.begin(), levels.end(), name) == levels.end())
                         levels.push_back(name);
             }
-            bool shares = vl < 15 && p.hasVlMix;
+            bool shares = vl < ib::DataVlCount && p.hasVlMix;
             vls.push_back(
                 {{"vl", vl},
                  {"sls", std::move(sls)},
@@ -439,8 +439,9 @@ Json reportJson(const Monitor& m) {
                  {"receive_bytes_total", jsonNumber(p.totals.vlRcvBytes[vl])},
                  {"achieved_share", shares ? jsonNumber(p.vls[vl].achieved) : Json(nullptr)},
                  {"competing", shares ? Json(p.vls[vl].competing) : Json(nullptr)},
-                 {"intended_share",
-                  p.judged && vl < 15 ? jsonNumber(p.vls[vl].intended) : Json(nullptr)}});
+                 {"intended_share", p.judged && vl < ib::DataVlCount
+                                        ? jsonNumber(p.vls[vl].intended)
+                                        : Json(nullptr)}});
         }
         Json sls = Json::array();
         for (unsigned sl = 0; sl < ib::SlCount; ++sl) {
@@ -543,7 +544,7 @@ std::string reportText(const Monitor& m) {
                       p.congested ? "  congested" : "");
         out += line;
         if (!p.hasVlMix) continue;
-        for (unsigned vl = 0; vl < 15; ++vl) {
+        for (unsigned vl = 0; vl < ib::DataVlCount; ++vl) {
             const VlShare& v = p.vls[vl];
             if (v.achieved <= 0 && !v.competing) continue;
             std::snprintf(
@@ -641,7 +642,7 @@ std::string sharesSvg(const Monitor& m, size_t panels) {
             svg += buf;
         }
         int legend = 0;
-        for (unsigned vl = 0; vl < 15; ++vl) {
+        for (unsigned vl = 0; vl < ib::DataVlCount; ++vl) {
             bool used = false;
             for (const SharePoint& p : points) used = used || p.vls[vl].competing;
             if (!used) continue;

@@ -57,7 +57,7 @@ Intent::Intent(const FabricCompilation& compiled) : compiled_(compiled) {
     }
 }
 
-std::array<double, 15> Intent::shares(int setup, uint16_t competing) const {
+std::array<double, ib::DataVlCount> Intent::shares(int setup, uint16_t competing) const {
     std::lock_guard<std::mutex> lock(cacheLock_);
     auto key = std::make_pair(setup, competing);
     if (auto it = cache_.find(key); it != cache_.end()) return it->second;
@@ -71,7 +71,7 @@ std::array<double, 15> Intent::shares(int setup, uint16_t competing) const {
         return entries;
     };
     std::vector<VlArbEntry> high = idleless(s.high, s.highCap), low = idleless(s.low, s.lowCap);
-    std::array<double, 15> result =
+    std::array<double, ib::DataVlCount> result =
         simulateArbitration(high.data(), high.size(), low.data(), low.size(), s.highLimit);
     cache_.emplace(key, result);
     return result;

@@ -43,7 +43,7 @@ class Intent {
 
     // Each VL's long-run share of the link under a setup when exactly the VLs in `competing`
     // (a bit per VL) have packets waiting: the port's arbitration with every other VL idle.
-    std::array<double, 15> shares(int setup, uint16_t competing) const;
+    std::array<double, ib::DataVlCount> shares(int setup, uint16_t competing) const;
 
   private:
     const FabricCompilation& compiled_;
@@ -51,7 +51,7 @@ class Intent {
     std::array<std::vector<std::string>, ib::SlCount> levels_;
     std::vector<ArbitrationSetup> setups_;
     mutable std::mutex cacheLock_;
-    mutable std::map<std::pair<int, uint16_t>, std::array<double, 15>> cache_;
+    mutable std::map<std::pair<int, uint16_t>, std::array<double, ib::DataVlCount>> cache_;
 };
 
 }  // namespace ibqos::monitor

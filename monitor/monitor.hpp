@@ -12,6 +12,7 @@
 
 #include "compiler/drift.hpp"
 #include "compiler/fabric_compilation.hpp"
+#include "ib/qos.hpp"
 #include "monitor/collector.hpp"
 #include "monitor/intent.hpp"
 #include "monitor/report.hpp"
@@ -28,7 +29,7 @@ struct MonitorOptions {
 // One output port's VL shares at one scrape in which it was judged.
 struct SharePoint {
     double unixTime = 0;
-    std::array<VlShare, 15> vls{};
+    std::array<VlShare, ib::DataVlCount> vls{};
 };
 
 class Monitor {

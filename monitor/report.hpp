@@ -61,7 +61,7 @@ struct PortReport {
     // and, while congested, each VL's share against the intended one.
     bool hasVlMix = false;
     bool judged = false;  // congested, with a VL mix and an arbitration setup
-    std::array<VlShare, 15> vls{};
+    std::array<VlShare, ib::DataVlCount> vls{};
 };
 
 struct Finding {
