@@ -533,17 +533,6 @@ Decided decide(const BoundPolicy& bound, const std::vector<uint32_t>& endpoints,
     return d;
 }
 
-// A different SA answer, as ibqos diff's contract defines it (status, SL, MTU and rate limits,
-// packet life, the level's PKeys, the PKey answered); rejected under both is no change.
-bool answersChange(const Policy& before, const PathAnswer& a, const Policy& after,
-                   const PathAnswer& b) {
-    if (!a.ok() && !b.ok()) return false;
-    if (a.ok() != b.ok()) return true;
-    return a.sl != b.sl || a.mtuLimit != b.mtuLimit || a.rateLimit != b.rateLimit ||
-           a.packetLife != b.packetLife || a.pkey != b.pkey ||
-           before.levels[a.match.level].pkeys != after.levels[b.match.level].pkeys;
-}
-
 // The findings of a brute-force check: how many requests were asked, and what went wrong
 // (counted, with the first of each kind described).
 struct Findings {
@@ -811,7 +800,7 @@ Findings checkRegions(const BoundPolicy& before, const BoundPolicy& after, const
             }
             const PathAnswer& x = it->second.first;
             const PathAnswer& y = it->second.second;
-            const bool changes = answersChange(a, x, b, y);
+            const bool changes = answersDiffer(a, x, b, y);  // the contract's definition
             found.changed += changes;
             const size_t r = region[f];
             if (!changes) {
