@@ -19,8 +19,10 @@
 #include "sa-matcher/policy_diff.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -387,7 +389,7 @@ class Differ {
         if (differ(oldRules, newRules)) {
             // Matched by no rule in either policy (outside X the rules are the pairs').
             std::vector<uint32_t> all(oldRules);
-            for (uint32_t r = 0; r < oldRules; ++r) all[r] = r;
+            std::iota(all.begin(), all.end(), 0u);
             piece(outside(0, outsideX, oldRules, all), oldRules, newRules);
         }
         if (unpairedX_ == DecisionDiagram::False) return std::move(regions_);
@@ -933,6 +935,8 @@ std::optional<PolicyDiff> diffPolicies(const BoundPolicy& before, const BoundPol
             Differ(space, &pkeys, pairRules(*before.policy, *after.policy, groupKey)).run(), true);
         // The regions' classes as their endpoints, and the port pairs they hold.
         const auto& classes = space.classes();
+        // Ports marked while a region's classes are listed (left cleared for the next).
+        std::vector<uint64_t> marked((before.fabric->ports.size() + 63) / 64);
         for (DiffRegion& r : diff.regions) {
             uint64_t sources = 0, destinations = 0, same = 0;
             for (uint32_t c : r.sources) sources += classes[c].size();
@@ -944,9 +948,8 @@ std::optional<PolicyDiff> diffPolicies(const BoundPolicy& before, const BoundPol
             r.portPairs = r.loopback == Loopback::Only       ? sources
                           : r.loopback == Loopback::Excluded ? sources * destinations - same
                                                              : sources * destinations;
-            // The classes' endpoints in port order, through a bitmap (cheaper than sorting a
+            // The classes' endpoints in port order, through the bitmap (cheaper than sorting a
             // region of a large fabric).
-            std::vector<uint64_t> marked((before.fabric->ports.size() + 63) / 64);
             auto ports = [&](const std::vector<uint32_t>& cs) {
                 if (cs.size() == 1) return classes[cs[0]];
                 size_t n = 0, from = marked.size(), to = 0;
@@ -961,7 +964,7 @@ std::optional<PolicyDiff> diffPolicies(const BoundPolicy& before, const BoundPol
                 for (size_t w = from; w < to; ++w) {
                     for (uint64_t m = marked[w]; m; m &= m - 1)
                         out.push_back(static_cast<uint32_t>(
-                            w * 64 + static_cast<size_t>(__builtin_ctzll(m))));
+                            w * 64 + static_cast<size_t>(std::countr_zero(m))));
                     marked[w] = 0;
                 }
                 return out;
