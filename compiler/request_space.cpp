@@ -654,13 +654,13 @@ bool RequestSpace::within(size_t p, uint32_t inner, uint32_t outer) const {
         if (large.empty()) return true;
         if (small.empty()) return false;
         if (onFabric()) {
-            std::vector<uint32_t> all;
-            for (uint32_t g : large)
-                all.insert(all.end(), groupClasses_[p][g].begin(), groupClasses_[p][g].end());
-            std::sort(all.begin(), all.end());
+            Bits all((classes_.size() + 63) / 64);
+            for (uint32_t g : large) {
+                for (size_t w = 0; w < all.size(); ++w) all[w] |= groupClassBits_[p][g][w];
+            }
             for (uint32_t g : small) {
-                for (uint32_t c : groupClasses_[p][g]) {
-                    if (!std::binary_search(all.begin(), all.end(), c)) return false;
+                for (size_t w = 0; w < all.size(); ++w) {
+                    if (groupClassBits_[p][g][w] & ~all[w]) return false;
                 }
             }
             return true;
