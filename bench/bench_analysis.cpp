@@ -4,9 +4,9 @@
 // pass, the dead-rule analysis within its default budget), the same with the budget unlimited
 // (every rule decided), and `ibqos diff` of a pair (one level's SL changed) without a topology
 // and with the 50,667-endpoint fat tree of bench/synthetic.hpp. Each figure is measured in a
-// fresh process: CPU time, the median of at least three runs and a second; the process then runs
-// the ibqos command itself once and gives its peak memory (the maximum resident set size that
-// `/usr/bin/time -v` shows, from wait4) and CPU time. A size's time is also given against the
+// fresh process: CPU time, the median of at least three runs and a second; then a small fresh
+// process runs the ibqos command itself once and gives its peak memory (the maximum resident set
+// size that `/usr/bin/time -v` shows, from wait4) and CPU time. A size's time is also given against the
 // previous size's (time(10N) / time(N)).
 //   ibqos-bench-analysis [--what check,decided,diff,diff-topology] [--sizes 10,100,1000,10000]
 //                        [--diff-most N] [--family F] [--write DIR] [--json] [--benchmark_...]
@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench/harness.hpp"
@@ -140,9 +141,12 @@ struct CliRun {
     int status = -1;
 };
 
-CliRun runCli(const std::vector<std::string>& args) {
+// The child runs ibqos (argv: its arguments) and writes its figures on standard error. A child
+// of its own: Linux counts the spawning process's peak resident size into the spawned one's
+// (the address space it leaves at exec), and this benchmark grows to hundreds of megabytes.
+int measureCli(char** args) {
     std::vector<char*> argv{const_cast<char*>(IBQOS_CLI)};
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    for (; *args; ++args) argv.push_back(*args);
     argv.push_back(nullptr);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
@@ -165,6 +169,20 @@ CliRun runCli(const std::vector<std::string>& args) {
         out.peakBytes = static_cast<double>(usage.ru_maxrss) * 1024;
     }
     posix_spawn_file_actions_destroy(&actions);
+    std::fprintf(stderr, "cpu=%.9f wall=%.9f peak_bytes=%.0f status=%d\n", out.cpu, out.wall,
+                 out.peakBytes, out.status);
+    return 0;
+}
+
+CliRun runCli(const char* self, const std::vector<std::string>& args) {
+    std::vector<std::string> measure{"--measure-cli"};
+    measure.insert(measure.end(), args.begin(), args.end());
+    std::map<std::string, double> figures = bench::runMeasuringChild(self, measure, {});
+    CliRun out;
+    out.cpu = figures["cpu"];
+    out.wall = figures["wall"];
+    out.peakBytes = figures["peak_bytes"];
+    out.status = figures.count("status") ? static_cast<int>(figures["status"]) : -1;
     return out;
 }
 
@@ -248,7 +266,7 @@ void registerSeries(const Setup& setup, What what, test::Family family, bool ulp
                                                        {});
                     std::vector<std::string> args{"check", before};
                     if (unlimited) args.insert(args.end(), {"--analysis-budget", "unlimited"});
-                    cli = runCli(args);
+                    cli = runCli(setup.self, args);
                 } else {
                     const std::string after =
                         write(setup.dir, stem + "-level-sl.conf",
@@ -261,7 +279,7 @@ void registerSeries(const Setup& setup, What what, test::Family family, bool ulp
                         args.insert(args.end(), {"--topology", setup.topology});
                     }
                     figures = bench::runMeasuringChild(setup.self, measure, {});
-                    cli = runCli(args);
+                    cli = runCli(setup.self, args);
                 }
             }
             if (!figures.count("seconds") || figures["errors"] != 0) {
@@ -294,6 +312,7 @@ void registerSeries(const Setup& setup, What what, test::Family family, bool ulp
 }  // namespace
 
 int main(int argc, char** argv) {
+    if (argc > 1 && std::string_view(argv[1]) == "--measure-cli") return measureCli(argv + 2);
     std::string measureCheckPath, budget, writeDir;
     std::vector<std::string> measureDiffArgs;
     std::vector<std::string> whats{"check", "decided", "diff", "diff-topology"};
