@@ -335,7 +335,7 @@ void RequestSpace::indexRules() {
             fieldRules.emplace_back();
             index.emplace_back();
             FieldIndex& fi = index.back();
-            fi.byInterval.resize(dims_[fieldDim(f)].size);
+            std::vector<uint32_t> narrow;  // the rules listed by interval
             for (uint32_t r = 0; r < p->rules.size(); ++r) {
                 IndexRanges set = fieldIndices(f, ruleField(p->rules[r], f));
                 if (ruleField(p->rules[r], f).empty()) {
@@ -343,15 +343,24 @@ void RequestSpace::indexRules() {
                 } else {
                     uint64_t count = 0;
                     for (const Range& x : set) count += x.hi - x.lo + 1;
-                    if (count > WideRule) {
-                        fi.wide.push_back(r);
-                    } else {
-                        for (const Range& x : set) {
-                            for (uint64_t i = x.lo; i <= x.hi; ++i) fi.byInterval[i].push_back(r);
-                        }
-                    }
+                    (count > WideRule ? fi.wide : narrow).push_back(r);
                 }
                 fieldRules.back().push_back(std::move(set));
+            }
+            // Counted, then placed: each interval's rules in order.
+            fi.start.assign(dims_[fieldDim(f)].size + 1, 0);
+            for (uint32_t r : narrow) {
+                for (const Range& x : fieldRules.back()[r]) {
+                    for (uint64_t i = x.lo; i <= x.hi; ++i) ++fi.start[i + 1];
+                }
+            }
+            for (size_t i = 1; i < fi.start.size(); ++i) fi.start[i] += fi.start[i - 1];
+            fi.rules.resize(fi.start.back());
+            std::vector<uint32_t> next(fi.start.begin(), fi.start.end() - 1);
+            for (uint32_t r : narrow) {
+                for (const Range& x : fieldRules.back()[r]) {
+                    for (uint64_t i = x.lo; i <= x.hi; ++i) fi.rules[next[i]++] = r;
+                }
             }
         }
     }
@@ -781,27 +790,27 @@ bool RequestSpace::sidesMeet(size_t p, const std::vector<uint32_t>& a, size_t q,
 std::vector<uint32_t> RequestSpace::overlapping(size_t p, uint32_t before, size_t qp,
                                                 uint32_t q) const {
     const MatchRule& query = policies_[qp]->rules[q];
-    auto below = [before](const std::vector<uint32_t>& sorted) {
+    auto below = [before](std::span<const uint32_t> sorted) {
         return static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), before) -
                                    sorted.begin());
     };
     // The field whose index lists the fewest candidates.
-    const std::vector<const std::vector<uint32_t>*>* best = nullptr;
-    std::vector<const std::vector<uint32_t>*> lists[3];
+    const std::vector<std::span<const uint32_t>>* best = nullptr;
+    std::vector<std::span<const uint32_t>> lists[3];
     size_t bestCount = SIZE_MAX;
     for (RequestField f : RequestFields) {
         const IndexRanges& set = ruleFields_[fieldNumber(f)][qp][q];
         if (ruleField(query, f).empty()) continue;
         const FieldIndex& index = fieldIndex_[fieldNumber(f)][p];
         auto& l = lists[fieldNumber(f)];
-        l = {&index.unnamed, &index.wide};
+        l = {index.unnamed, index.wide};
         for (const Range& x : set) {
             for (uint64_t i = x.lo; i <= x.hi && l.size() < 4 * WideRule; ++i)
-                l.push_back(&index.byInterval[i]);
+                l.push_back(index.holding(i));
         }
         if (l.size() >= 4 * WideRule) continue;  // too wide to be worth it
         size_t count = 0;
-        for (const auto* v : l) count += below(*v);
+        for (const auto& v : l) count += below(v);
         if (count < bestCount) {
             bestCount = count;
             best = &l;
@@ -813,9 +822,8 @@ std::vector<uint32_t> RequestSpace::overlapping(size_t p, uint32_t before, size_
     } else {
         // The lists' union in rule order, through a bitmap (each list is in rule order).
         std::vector<uint64_t> marked((before + 63) / 64);
-        for (const auto* v : *best) {
-            for (auto it = v->begin(); it != v->begin() + static_cast<ptrdiff_t>(below(*v)); ++it)
-                marked[*it / 64] |= uint64_t{1} << (*it % 64);
+        for (const auto& v : *best) {
+            for (uint32_t r : v.first(below(v))) marked[r / 64] |= uint64_t{1} << (r % 64);
         }
         for (size_t w = 0; w < marked.size(); ++w) {
             for (uint64_t m = marked[w]; m; m &= m - 1)

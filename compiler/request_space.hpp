@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -159,11 +160,17 @@ class RequestSpace {
     // some indices (positions) and the rules that enter or leave at each index in between.
     struct StabIndex {
         std::vector<uint64_t> positions;
-        std::vector<Bits> checkpoints;
+        Bits checkpoints;     // `words` words at each position, one after the other
         uint64_t replay = 0;  // the most changes and indices a lookup replays
-        std::vector<std::vector<std::pair<uint32_t, bool>>> changes;  // (rule, enters)
-        // Returns the work done, in words.
-        uint64_t build(uint64_t domain, const std::vector<IndexRanges>& perRule, size_t words);
+        // The changes at index i: change[changeStart[i] .. changeStart[i + 1]), each a rule
+        // (ascending) and whether it enters (Enters bit) or leaves.
+        static constexpr uint32_t Enters = 1u << 31;
+        std::vector<uint32_t> changeStart, change;
+        size_t words = 0;
+        // perRule[r]: the index ranges rule r holds (disjoint and sorted; null: none). Returns
+        // the work done, in words.
+        uint64_t build(uint64_t domain, const std::vector<const IndexRanges*>& perRule,
+                       size_t words);
         // out |= the rules holding index i (of the first out.size() words).
         void addTo(uint64_t i, Bits& out) const;
     };
@@ -203,8 +210,12 @@ class RequestSpace {
     };
     // A field index for overlap lookups: the rules of one policy by the intervals they name.
     struct FieldIndex {
-        std::vector<std::vector<uint32_t>> byInterval;  // rules whose set holds interval i
-        std::vector<uint32_t> unnamed, wide;            // rules not naming it, or naming many
+        // The rules whose set holds interval i, in order: rules[start[i] .. start[i + 1]).
+        std::vector<uint32_t> start, rules;
+        std::vector<uint32_t> unnamed, wide;  // rules not naming it, or naming many
+        std::span<const uint32_t> holding(uint64_t i) const {
+            return {rules.data() + start[i], rules.data() + start[i + 1]};
+        }
     };
 
     DecisionDiagram& dd_;

@@ -28,61 +28,76 @@ void orInto(Bits& out, const Bits& in) {
 
 }  // namespace
 
-uint64_t RequestSpace::StabIndex::build(uint64_t domain, const std::vector<IndexRanges>& perRule,
-                                        size_t words) {
+uint64_t RequestSpace::StabIndex::build(uint64_t domain,
+                                        const std::vector<const IndexRanges*>& perRule,
+                                        size_t wordCount) {
     // Checkpoints where the changes since the last one would cost more to replay than a
     // lookup's other work (a few passes over its words), and at least every `gap` indices: a
     // lookup replays O(words) changes, and the checkpoints number O(ranges / words + 256).
+    words = wordCount;
     const uint64_t most = std::max<uint64_t>(64, 4 * uint64_t{words});
     const uint64_t gap = std::max<uint64_t>(16, domain / 256);
-    changes.assign(domain + 1, {});
-    for (uint32_t r = 0; r < perRule.size(); ++r) {
-        for (const Range& x : perRule[r]) {
-            if (x.lo >= domain) continue;
-            changes[x.lo].emplace_back(r, true);
-            changes[std::min(x.hi, domain - 1) + 1].emplace_back(r, false);
+    // The changes by index, counted first and then placed (rules ascending in each list).
+    changeStart.assign(domain + 2, 0);
+    auto eachChange = [&](auto&& f) {
+        for (uint32_t r = 0; r < perRule.size(); ++r) {
+            if (!perRule[r]) continue;
+            for (const Range& x : *perRule[r]) {
+                if (x.lo >= domain) continue;
+                f(x.lo, r | Enters);
+                f(std::min(x.hi, domain - 1) + 1, r);
+            }
         }
+    };
+    eachChange([&](uint64_t i, uint32_t) { ++changeStart[i + 1]; });
+    for (uint64_t i = 1; i < changeStart.size(); ++i) changeStart[i] += changeStart[i - 1];
+    change.resize(changeStart.back());
+    {
+        std::vector<uint32_t> next(changeStart.begin(), changeStart.end() - 1);
+        eachChange([&](uint64_t i, uint32_t c) { change[next[i]++] = c; });
     }
     Bits current(words, 0);
     positions.clear();
     checkpoints.clear();
-    uint64_t work = domain, pending = 0;
+    uint64_t pending = 0;
     for (uint64_t i = 0; i < domain; ++i) {
-        for (auto [r, enters] : changes[i]) {
-            if (enters) {
+        for (uint32_t k = changeStart[i]; k < changeStart[i + 1]; ++k) {
+            const uint32_t r = change[k] & ~Enters;
+            if (change[k] & Enters) {
                 current[r / 64] |= uint64_t{1} << (r % 64);
             } else {
                 current[r / 64] &= ~(uint64_t{1} << (r % 64));
             }
         }
-        work += changes[i].size();
-        pending += changes[i].size();
+        pending += changeStart[i + 1] - changeStart[i];
         if (positions.empty() || pending > most || i - positions.back() >= gap) {
             positions.push_back(i);
-            checkpoints.push_back(current);
+            checkpoints.insert(checkpoints.end(), current.begin(), current.end());
             pending = 0;
         }
     }
-    if (checkpoints.empty()) {
+    if (positions.empty()) {
         positions.push_back(0);
-        checkpoints.push_back(current);
+        checkpoints.insert(checkpoints.end(), current.begin(), current.end());
     }
     replay = most + gap;
-    return work + checkpoints.size() * words;
+    return domain + changeStart[domain] + checkpoints.size();
 }
 
 void RequestSpace::StabIndex::addTo(uint64_t i, Bits& out) const {
     const size_t at = static_cast<size_t>(std::upper_bound(positions.begin(), positions.end(), i) -
                                           positions.begin()) -
                       1;
-    const size_t words = out.size();
-    const uint64_t rules = uint64_t{words} * 64;
-    Bits current(checkpoints[at].begin(), checkpoints[at].begin() + static_cast<ptrdiff_t>(words));
-    for (uint64_t k = positions[at] + 1; k <= i && k < changes.size(); ++k) {
-        // A list holds its rules in ascending order.
-        for (auto [r, enters] : changes[k]) {
-            if (r >= rules) break;
-            if (enters) {
+    const size_t n = out.size();
+    const uint64_t rules = uint64_t{n} * 64;
+    const auto first = checkpoints.begin() + static_cast<ptrdiff_t>(at * words);
+    Bits current(first, first + static_cast<ptrdiff_t>(n));
+    const uint64_t end = std::min<uint64_t>(i + 1, changeStart.size() - 1);
+    for (uint64_t k = positions[at] + 1; k < end; ++k) {
+        for (uint32_t c = changeStart[k]; c < changeStart[k + 1]; ++c) {
+            const uint32_t r = change[c] & ~Enters;
+            if (r >= rules) break;  // a list holds its rules in ascending order
+            if (change[c] & Enters) {
                 current[r / 64] |= uint64_t{1} << (r % 64);
             } else {
                 current[r / 64] &= ~(uint64_t{1} << (r % 64));
@@ -101,12 +116,12 @@ void RequestSpace::buildPointIndex(size_t p) {
     for (RequestField f : RequestFields) {
         const auto k = static_cast<size_t>(f);
         x.fieldUnnamed[k] = none;
-        std::vector<IndexRanges> named(n);
+        std::vector<const IndexRanges*> named(n);
         for (uint32_t r = 0; r < n; ++r) {
             if (ruleField(policy.rules[r], f).empty()) {
                 setBit(x.fieldUnnamed[k], r);
             } else {
-                named[r] = ruleFields_[k][p][r];
+                named[r] = &ruleFields_[k][p][r];
             }
         }
         setupWords_ += x.fields[k].build(dims_[fieldDim(f)].size, named, x.words);
@@ -128,26 +143,52 @@ void RequestSpace::buildPointIndex(size_t p) {
         x.bySelf[e] = none;
         x.byPartition[e].assign(attributes_.partitions.size(), none);
         x.byPkey[e].assign(attributes_.pkeyIntervals.size(), none);
-        std::vector<IndexRanges> guids(n), own(n), switches(n);
+        // Each rule's GUID intervals and names on this side: its one group's own (sorted and
+        // disjoint), or the union of its groups'.
+        std::vector<IndexRanges> merged;
+        merged.reserve(3 * n);
+        std::vector<const IndexRanges*> guids(n), own(n), switches(n);
+        auto ownOf = [](const Selectors& sel) {  // (ownNames is sorted)
+            IndexRanges o;
+            for (uint64_t name : sel.ownNames) {
+                if (o.empty() || o.back().hi + 1 < name) {
+                    o.push_back({name, name});
+                } else {
+                    o.back().hi = name;
+                }
+            }
+            return o;
+        };
         for (uint32_t r = 0; r < n; ++r) {
             const auto& groups =
                 end == Ends::Source ? policy.rules[r].sources : policy.rules[r].destinations;
-            std::vector<Range> g, o, s;
             for (uint32_t gi : groups) {
                 const Selectors& sel = selectors_[p][gi];
                 for (uint8_t t = 0; t < 3; ++t) {
                     if (sel.types >> t & 1) setBit(x.byType[e][t], r);
                 }
                 if (sel.self) setBit(x.bySelf[e], r);
-                g.insert(g.end(), sel.guids.begin(), sel.guids.end());
-                for (uint64_t name : sel.ownNames) o.push_back({name, name});
-                s.insert(s.end(), sel.switchNames.begin(), sel.switchNames.end());
                 for (uint32_t item : sel.partitions) setBit(x.byPartition[e][item], r);
                 for (uint32_t item : sel.pkeys) setBit(x.byPkey[e][item], r);
             }
-            guids[r] = RangeSet::build(std::move(g)).ranges();
-            own[r] = RangeSet::build(std::move(o)).ranges();
-            switches[r] = RangeSet::build(std::move(s)).ranges();
+            if (groups.size() == 1) {
+                const Selectors& sel = selectors_[p][groups[0]];
+                guids[r] = &sel.guids;
+                if (!sel.ownNames.empty()) own[r] = &merged.emplace_back(ownOf(sel));
+                switches[r] = &sel.switchNames;
+                continue;
+            }
+            std::vector<Range> g, o, s;
+            for (uint32_t gi : groups) {
+                const Selectors& sel = selectors_[p][gi];
+                g.insert(g.end(), sel.guids.begin(), sel.guids.end());
+                const IndexRanges names = ownOf(sel);
+                o.insert(o.end(), names.begin(), names.end());
+                s.insert(s.end(), sel.switchNames.begin(), sel.switchNames.end());
+            }
+            guids[r] = &merged.emplace_back(RangeSet::build(std::move(g)).ranges());
+            own[r] = &merged.emplace_back(RangeSet::build(std::move(o)).ranges());
+            switches[r] = &merged.emplace_back(RangeSet::build(std::move(s)).ranges());
         }
         const PortDims& at = portDims_[e];
         setupWords_ += x.byGuid[e].build(dims_[at.guid].size, guids, x.words);
