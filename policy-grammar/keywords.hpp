@@ -172,14 +172,14 @@ constexpr std::string_view ulpQualifierWord(UlpQualifier qualifier) {
 // around it, and the opening keywords of the blocks that may stand beside it or beside one of
 // those.
 struct Terminators {
-    std::array<const char*, 24> words{};
+    std::array<std::string_view, 24> words{};
     size_t count = 0;
 };
 constexpr Terminators terminatorsOf(BlockKind kind) {
     Terminators t;
     auto add = [&t](const char* word) {
         for (size_t i = 0; i < t.count; ++i) {
-            if (std::string_view(t.words[i]) == word) return;
+            if (t.words[i] == word) return;
         }
         t.words[t.count++] = word;
     };

@@ -112,8 +112,9 @@ struct FieldKeyword : x3::parser<FieldKeyword> {
 struct AnyKeyword : x3::parser<AnyKeyword> {
     using attribute_type = x3::unused_type;
     static bool const has_attribute = false;
-    constexpr AnyKeyword(const char* const* words, size_t count) : words(words), count(count) {}
-    const char* const* words;
+    constexpr AnyKeyword(const std::string_view* words, size_t count)
+        : words(words), count(count) {}
+    const std::string_view* words;
     size_t count;
 
     template <typename It, typename Ctx, typename RCtx, typename Attr>
