@@ -74,13 +74,23 @@ std::string_view severityName(Severity severity) {
 }
 
 std::string renderText(const Diagnostic& d, const SourceFile* source) {
-    std::string out = d.file;
+    // Appended piece by piece: a large policy may have thousands of these.
+    std::string out;
+    out.reserve(d.file.size() + d.code.size() + d.message.size() + 64);
+    out += d.file;
     if (d.location.line != 0) {
-        out += ':' + std::to_string(d.location.line) + ':' + std::to_string(d.location.column);
+        out += ':';
+        out += std::to_string(d.location.line);
+        out += ':';
+        out += std::to_string(d.location.column);
     }
     out += ": ";
     out += severityName(d.severity);
-    out += ": [" + d.code + "] " + d.message + '\n';
+    out += ": [";
+    out += d.code;
+    out += "] ";
+    out += d.message;
+    out += '\n';
     if (!source || d.location.line == 0 || d.location.line > source->lineCount()) return out;
 
     std::string_view line = source->line(d.location.line);
@@ -92,15 +102,15 @@ std::string renderText(const Diagnostic& d, const SourceFile* source) {
     if (line.size() > Width && column > Width / 2)
         start = std::min(column - Width / 2, line.size() - Width);
     std::string_view shown = line.substr(start, Width);
-    std::string text, caret;
-    for (size_t i = 0; i < shown.size(); ++i) {
-        unsigned char c = static_cast<unsigned char>(shown[i]);
-        bool printable = c == '\t' || (c >= 0x20 && c != 0x7f);
-        text.push_back(printable ? shown[i] : '?');
-        if (start + i < column) caret.push_back(c == '\t' ? '\t' : ' ');
+    out += "    ";
+    for (char c : shown) {
+        const auto u = static_cast<unsigned char>(c);
+        out += u == '\t' || (u >= 0x20 && u != 0x7f) ? c : '?';
     }
-    out += "    " + text + '\n';
-    out += "    " + caret + "^\n";
+    out += "\n    ";
+    for (size_t i = 0; i < shown.size() && start + i < column; ++i)
+        out += shown[i] == '\t' ? '\t' : ' ';
+    out += "^\n";
     return out;
 }
 

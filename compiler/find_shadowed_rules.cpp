@@ -200,14 +200,17 @@ void findShadowedRules(const Reporter& report, Policy& policy, uint64_t workBudg
     } catch (const AnalysisBudgetSpent&) {
         // Building the space spent the budget: every rule is left undecided.
     }
+    // The undecided notes' two messages, written once (a large policy may have thousands).
+    const std::string undecidedRule = std::string("whether this match rule can match") + undecided;
+    const std::string undecidedLine = std::string("whether this qos-ulps line can match") + undecided;
     for (uint32_t j = 0; j < rules.size(); ++j) {
         const Verdict& v = verdicts[j];
-        const std::string what = rules[j].fromUlps ? "this qos-ulps line" : "this match rule";
         if (v.kind == Verdict::Undecided) {
             report.note("reachability-undecided", rules[j].location,
-                        "whether " + what + " can match" + undecided);
+                        rules[j].fromUlps ? undecidedLine : undecidedRule);
             continue;
         }
+        const std::string what = rules[j].fromUlps ? "this qos-ulps line" : "this match rule";
         if (v.kind != Verdict::Dead) continue;
         rules[j].shadowed = true;
         if (v.matchesNothing) {
@@ -216,19 +219,19 @@ void findShadowedRules(const Reporter& report, Policy& policy, uint64_t workBudg
                 what + " can never match: its source or destination groups hold no port");
             continue;
         }
-        std::string by;
+        std::string message = what + " can never match: ";
+        message.reserve(message.size() + 40 * v.coveredBy.size() + 100);
         bool ulpsAfterRules = rules[j].fromUlps;
         for (size_t k = 0; k < v.coveredBy.size(); ++k) {
             const MatchRule& r = rules[v.coveredBy[k]];
-            by += (k == 0 ? "" : k + 1 == v.coveredBy.size() ? " and " : ", ") + describe(r);
+            message += k == 0 ? "" : k + 1 == v.coveredBy.size() ? " and " : ", ";
+            message += describe(r);
             ulpsAfterRules = ulpsAfterRules && !r.fromUlps;
         }
-        const bool one = v.coveredBy.size() == 1;
-        report.warning(
-            "shadowed-rule", rules[j].location,
-            what + " can never match: " + by + (one ? " matches" : " together match") +
-                " every request it does" +
-                (ulpsAfterRules ? " (qos-ulps lines come after every qos-match-rule)" : ""));
+        message += v.coveredBy.size() == 1 ? " matches" : " together match";
+        message += " every request it does";
+        if (ulpsAfterRules) message += " (qos-ulps lines come after every qos-match-rule)";
+        report.warning("shadowed-rule", rules[j].location, std::move(message));
     }
 }
 

@@ -391,17 +391,27 @@ Range RequestSpace::fieldInterval(RequestField f, uint64_t index) const {
 IndexRanges RequestSpace::fieldIndices(RequestField f, const RangeSet& set) const {
     const ElementaryIntervals& cuts = fields_[fieldNumber(f)];
     const uint64_t max = FieldMax[fieldNumber(f)];
+    IndexRanges indices;
+    auto add = [&](uint64_t lo, uint64_t hi) {
+        addRange(indices, cuts.find(lo) + 1, cuts.find(hi) + 1);
+    };
+    if (f != RequestField::Pkey) {
+        for (const Range& r : set.ranges()) {  // in order
+            if (r.lo > max) break;
+            add(r.lo, std::min(r.hi, max));
+        }
+        return indices;
+    }
+    // A PKey stands for its limited and its full member.
     std::vector<Range> values;
     for (const Range& r : set.ranges()) {
         if (r.lo > max) continue;
         values.push_back({r.lo, std::min(r.hi, max)});
-        if (f == RequestField::Pkey)
-            values.push_back({r.lo | ib::PkeyFullMember, std::min(r.hi, max) | ib::PkeyFullMember});
+        values.push_back({r.lo | ib::PkeyFullMember, std::min(r.hi, max) | ib::PkeyFullMember});
     }
     std::sort(values.begin(), values.end(),
               [](const Range& a, const Range& b) { return a.lo < b.lo; });
-    IndexRanges indices;
-    for (const Range& v : values) addRange(indices, cuts.find(v.lo) + 1, cuts.find(v.hi) + 1);
+    for (const Range& v : values) add(v.lo, v.hi);
     return indices;
 }
 
