@@ -9,6 +9,7 @@ namespace {
 using ast::BlockKind;
 using ast::Key;
 using values::field;
+using values::fields;
 
 IBQOS_BLOCK_LINES(hosts, BlockKind::HostSched)
 IBQOS_BLOCK_LINES(node, BlockKind::SchedNode)
@@ -19,22 +20,22 @@ IBQOS_FIELD_LINE(leaf)
 IBQOS_FIELD_LINE(enforcement)
 
 auto const node_field_def =
-    (field(Key::Name, values::extension_text) | field(Key::Use, values::description) |
-     field(Key::Parent, values::extension_text) | field(Key::BwShare, values::number) |
-     field(Key::MaxAvgBw, values::number)) > values::end_line;
+    fields(field(Key::Name, values::extension_text), field(Key::Use, values::description),
+           field(Key::Parent, values::extension_text), field(Key::BwShare, values::number),
+           field(Key::MaxAvgBw, values::number)) > values::end_line;
 
 auto const leaf_field_def =
-    (field(Key::Name, values::extension_text) | field(Key::Use, values::description) |
-     field(Key::Parent, values::extension_text) | field(Key::Sl, values::range_list) |
-     field(Key::BwShare, values::number) | field(Key::MaxAvgBw, values::number) |
-     field(Key::PccSlot, values::number) | field(Key::PccAlgorithm, values::extension_text)) >
-    values::end_line;
+    fields(field(Key::Name, values::extension_text), field(Key::Use, values::description),
+           field(Key::Parent, values::extension_text), field(Key::Sl, values::range_list),
+           field(Key::BwShare, values::number), field(Key::MaxAvgBw, values::number),
+           field(Key::PccSlot, values::number),
+           field(Key::PccAlgorithm, values::extension_text)) > values::end_line;
 
 auto const enforcement_field_def =
-    (field(Key::Use, values::description) | field(Key::Mode, values::extension_text) |
-     field(Key::Programs, values::extension_text_list) |
-     field(Key::ExceptPrograms, values::extension_text_list) |
-     field(Key::ResolveTimeout, values::number)) > values::end_line;
+    fields(field(Key::Use, values::description), field(Key::Mode, values::extension_text),
+           field(Key::Programs, values::extension_text_list),
+           field(Key::ExceptPrograms, values::extension_text_list),
+           field(Key::ResolveTimeout, values::number)) > values::end_line;
 
 BOOST_SPIRIT_DEFINE(node_field, leaf_field, enforcement_field)
 

@@ -9,6 +9,7 @@ namespace {
 using ast::BlockKind;
 using ast::Key;
 using values::field;
+using values::fields;
 using x3::lit;
 
 IBQOS_BLOCK_LINES(rules, BlockKind::QosMatchRules)
@@ -17,10 +18,10 @@ IBQOS_BLOCK_LINES(ulps, BlockKind::QosUlps)
 IBQOS_FIELD_LINE(rule)
 
 auto const rule_field_def =
-    (field(Key::Use, values::description) | field(Key::QosClass, values::range_list) |
-     field(Key::Source, values::text_list) | field(Key::Destination, values::text_list) |
-     field(Key::ServiceId, values::range_list) | field(Key::Pkey, values::range_list) |
-     field(Key::QosLevelName, values::text)) > values::end_line;
+    fields(field(Key::Use, values::description), field(Key::QosClass, values::range_list),
+           field(Key::Source, values::text_list), field(Key::Destination, values::text_list),
+           field(Key::ServiceId, values::range_list), field(Key::Pkey, values::range_list),
+           field(Key::QosLevelName, values::text)) > values::end_line;
 BOOST_SPIRIT_DEFINE(rule_field)
 
 struct ulp_qualifier_class : Annotate {};

@@ -9,16 +9,17 @@ namespace {
 using ast::BlockKind;
 using ast::Key;
 using values::field;
+using values::fields;
 
 IBQOS_BLOCK_LINES(groups, BlockKind::PortGroups)
 IBQOS_BLOCK_LINES(group, BlockKind::PortGroup)
 IBQOS_FIELD_LINE(group)
 
 auto const group_field_def =
-    (field(Key::Name, values::text) | field(Key::Use, values::description) |
-     field(Key::PortGuid, values::range_list) | field(Key::PortName, values::text_list) |
-     field(Key::Partition, values::text_list) | field(Key::Pkey, values::range_list) |
-     field(Key::NodeType, values::node_type_list)) > values::end_line;
+    fields(field(Key::Name, values::text), field(Key::Use, values::description),
+           field(Key::PortGuid, values::range_list), field(Key::PortName, values::text_list),
+           field(Key::Partition, values::text_list), field(Key::Pkey, values::range_list),
+           field(Key::NodeType, values::node_type_list)) > values::end_line;
 BOOST_SPIRIT_DEFINE(group_field)
 
 }  // namespace

@@ -9,17 +9,18 @@ namespace {
 using ast::BlockKind;
 using ast::Key;
 using values::field;
+using values::fields;
 
 IBQOS_BLOCK_LINES(levels, BlockKind::QosLevels)
 IBQOS_BLOCK_LINES(level, BlockKind::QosLevel)
 IBQOS_FIELD_LINE(level)
 
 auto const level_field_def =
-    (field(Key::Name, values::text) | field(Key::Use, values::description) |
-     field(Key::Sl, values::number) | field(Key::MtuLimit, values::number) |
-     field(Key::RateLimit, values::number) | field(Key::PacketLife, values::number) |
-     field(Key::PathBits, values::range_list) | field(Key::Pkey, values::range_list)) >
-    values::end_line;
+    fields(field(Key::Name, values::text), field(Key::Use, values::description),
+           field(Key::Sl, values::number), field(Key::MtuLimit, values::number),
+           field(Key::RateLimit, values::number), field(Key::PacketLife, values::number),
+           field(Key::PathBits, values::range_list),
+           field(Key::Pkey, values::range_list)) > values::end_line;
 BOOST_SPIRIT_DEFINE(level_field)
 
 }  // namespace

@@ -9,6 +9,7 @@ namespace {
 using ast::BlockKind;
 using ast::Key;
 using values::field;
+using values::fields;
 
 IBQOS_BLOCK_LINES(setup, BlockKind::QosSetup)
 IBQOS_BLOCK_LINES(vlarbs, BlockKind::VlArbTables)
@@ -19,16 +20,16 @@ IBQOS_FIELD_LINE(vlarb)
 IBQOS_FIELD_LINE(sl2vl)
 
 auto const vlarb_field_def =
-    (field(Key::Group, values::text_list) | field(Key::Across, values::text_list) |
-     field(Key::VlArbHigh, values::pair_list) | field(Key::VlArbLow, values::pair_list) |
-     field(Key::VlHighLimit, values::number) | field(Key::Bandwidth, values::pair_list)) >
-    values::end_line;
+    fields(field(Key::Group, values::text_list), field(Key::Across, values::text_list),
+           field(Key::VlArbHigh, values::pair_list), field(Key::VlArbLow, values::pair_list),
+           field(Key::VlHighLimit, values::number),
+           field(Key::Bandwidth, values::pair_list)) > values::end_line;
 
 auto const sl2vl_field_def =
-    (field(Key::Group, values::text_list) | field(Key::AcrossTo, values::text_list) |
-     field(Key::AcrossFrom, values::text_list) | field(Key::Across, values::text_list) |
-     field(Key::From, values::port_list) | field(Key::To, values::port_list) |
-     field(Key::Sl2VlTable, values::number_list)) > values::end_line;
+    fields(field(Key::Group, values::text_list), field(Key::AcrossTo, values::text_list),
+           field(Key::AcrossFrom, values::text_list), field(Key::Across, values::text_list),
+           field(Key::From, values::port_list), field(Key::To, values::port_list),
+           field(Key::Sl2VlTable, values::number_list)) > values::end_line;
 
 BOOST_SPIRIT_DEFINE(vlarb_field, sl2vl_field)
 

@@ -79,10 +79,60 @@ BOOST_SPIRIT_DEFINE(number, range, text, extension_text, description, pair, node
                     end_line, range_list, text_list, extension_text_list, number_list, pair_list,
                     node_type_list, port_list)
 
-// "keyword: value" as a field of the given key (its keyword from the table in keywords.hpp).
+// "keyword: value" as a field of the given key (its keyword from the table in keywords.hpp),
+// one of a block's fields(...).
 template <typename Value>
-auto field(ast::Key key, Value const& value) {
-    return FieldKeyword{ast::keyName(key)} >> attr(key) > value;
+struct FieldEntry {
+    ast::Key key;
+    Value value;
+};
+template <typename Value>
+constexpr FieldEntry<Value> field(ast::Key key, Value const& value) {
+    return {key, value};
+}
+
+// One field line of a block: the keyword (with its colon) of one of the entries, then that
+// entry's value, which must follow (as `keyword > value`: its absence is an expectation
+// failure naming the value). The same as an alternative of the entries, without X3 building
+// and discarding a field attribute for every keyword a line does not start with.
+template <typename... Values>
+struct FieldChoice : x3::parser<FieldChoice<Values...>> {
+    using attribute_type = ast::Field;
+    constexpr explicit FieldChoice(FieldEntry<Values>... entries) : entries(entries...) {}
+    std::tuple<FieldEntry<Values>...> entries;
+
+    template <typename It, typename Ctx, typename RCtx>
+    bool parse(It& first, It const& last, Ctx const& ctx, RCtx& rctx, ast::Field& attr) const {
+        return parseFrom<0>(first, last, ctx, rctx, attr);
+    }
+    template <typename It, typename Ctx, typename RCtx, typename Attr>
+    bool parse(It& first, It const& last, Ctx const& ctx, RCtx& rctx, Attr& attr) const {
+        ast::Field field;
+        if (!parseFrom<0>(first, last, ctx, rctx, field)) return false;
+        x3::traits::move_to(std::move(field), attr);
+        return true;
+    }
+
+  private:
+    template <size_t I, typename It, typename Ctx, typename RCtx>
+    bool parseFrom(It& first, It const& last, Ctx const& ctx, RCtx& rctx, ast::Field& attr) const {
+        if constexpr (I == sizeof...(Values)) {
+            return false;
+        } else {
+            const auto& entry = std::get<I>(entries);
+            if (!FieldKeyword{ast::keyName(entry.key)}.parse(first, last, ctx, rctx, x3::unused))
+                return parseFrom<I + 1>(first, last, ctx, rctx, attr);
+            attr.key = entry.key;
+            if (!entry.value.parse(first, last, ctx, rctx, attr.value))
+                boost::throw_exception(x3::expectation_failure<It>(first, x3::what(entry.value)));
+            return true;
+        }
+    }
+};
+
+template <typename... Values>
+constexpr FieldChoice<Values...> fields(FieldEntry<Values>... entries) {
+    return FieldChoice<Values...>(entries...);
 }
 
 }  // namespace ibqos::grammar::values
