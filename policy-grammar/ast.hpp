@@ -53,9 +53,8 @@ struct Text : Node {
     // description, where OpenSM keeps them too). What decides whether OpenSM accepts a policy.
     std::string openSm;
     // A "use:" OpenSM's lexer reads inside the unquoted value: the value ends before it, and the
-    // rest of the line is the block's description (useFirst < 0: none).
+    // rest of the line, [useFirst, useLast), is the block's description (useFirst < 0: none).
     int useFirst = -1, useLast = -1;
-    std::string use;
 };
 using TextList = std::vector<Text>;
 

@@ -76,8 +76,14 @@ void addEmbeddedUses(std::vector<ast::Item>& items, const SourceFile& source,
         if (const auto* list = boost::get<ast::TextList>(&field->value.get()))
             text = list->empty() ? nullptr : &list->back();
         if (!text || text->useFirst < 0) continue;
+        // The description: after the colon of "use:", blanks trimmed.
+        const std::string_view line = source.text().substr(
+            static_cast<size_t>(text->useFirst),
+            static_cast<size_t>(text->useLast - text->useFirst));
         ast::Text use;
-        use.value = use.openSm = text->use;
+        use.value = std::string(line.substr(line.find(':') + 1));
+        grammar::trimBlanks(use.value);
+        use.openSm = use.value;
         use.id_first = text->useFirst;
         use.id_last = text->useLast;
         ast::Field described;

@@ -317,15 +317,13 @@ struct TextToken : x3::parser<TextToken> {
                 }
                 if (use != last) {
                     // The description runs to the line end (or a comment), as in "use:".
-                    It colon = use;
-                    while (*colon != ':') ++colon;
-                    end = colon + 1;
+                    end = use;
+                    while (*end != ':') ++end;
+                    ++end;
                     while (end != last && !isLineEnd(*end) && *end != '#') ++end;
                     auto& state = x3::get<ParseStateTag>(ctx);
                     text.useFirst = static_cast<int>(state.offset(use));
                     text.useLast = static_cast<int>(state.offset(end));
-                    text.use.assign(colon + 1, end);
-                    trimBlanks(text.use);
                     break;
                 }
                 continue;
