@@ -204,12 +204,14 @@ void Elaborator::guidRangesOpenSmWalks(const std::vector<WrittenRange>& written,
 }
 
 void Elaborator::names(const ast::TextList& list, std::vector<NameRef>& out) {
+    out.reserve(out.size() + list.size());
     for (const ast::Text& t : list) out.push_back(nameRef(t));
 }
 
 NameRef Elaborator::nameRef(const ast::Text& t) {
-    name(t);
-    return {t.value, t.openSm, at(t)};
+    const SourceLocation where = at(t);
+    if (t.value.empty()) report_.stricterError("value-range", where, "empty name");
+    return {t.value, t.openSm, where};
 }
 
 std::string Elaborator::name(const ast::Text& t) {
