@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <numeric>
 
 #include "common/json.hpp"
 #include "common/source.hpp"
@@ -42,11 +43,20 @@ bool Diagnostics::hasSyntaxErrorOnLine(std::string_view file, uint32_t line) con
 }
 
 void Diagnostics::sort() {
-    std::stable_sort(items_.begin(), items_.end(), [](const Diagnostic& a, const Diagnostic& b) {
+    // The order is found on indices, and each diagnostic then moved once (a large policy has
+    // thousands, each with three strings).
+    std::vector<uint32_t> order(items_.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [this](uint32_t i, uint32_t j) {
+        const Diagnostic &a = items_[i], &b = items_[j];
         if (a.file != b.file) return a.file < b.file;
         if (a.location.line != b.location.line) return a.location.line < b.location.line;
         return a.location.column < b.location.column;
     });
+    std::vector<Diagnostic> sorted;
+    sorted.reserve(items_.size());
+    for (uint32_t i : order) sorted.push_back(std::move(items_[i]));
+    items_ = std::move(sorted);
 }
 
 void Diagnostics::append(const Diagnostics& other) {
