@@ -31,6 +31,7 @@
 #include "bench/harness.hpp"
 #include "bench/policy_load.hpp"
 #include "bench/synthetic.hpp"
+#include "common/heap.hpp"
 #include "compiler/compile_policy.hpp"
 #include "compiler/fabric_compilation.hpp"
 #include "compiler/tables.hpp"
@@ -313,6 +314,8 @@ void registerSeries(const Setup& setup, What what, test::Family family, bool ulp
 
 int main(int argc, char** argv) {
     if (argc > 1 && std::string_view(argv[1]) == "--measure-cli") return measureCli(argv + 2);
+    // The measuring children run as the ibqos command does.
+    if (argc > 1 && std::string_view(argv[1]).starts_with("--measure-")) heapInHugePages();
     std::string measureCheckPath, budget, writeDir;
     std::vector<std::string> measureDiffArgs;
     std::vector<std::string> whats{"check", "decided", "diff", "diff-topology"};

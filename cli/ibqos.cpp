@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // ibqos: offline validation, compilation and "which SL, and why" queries for OpenSM QoS policies.
 #include "cli/commands.hpp"
+#include "common/heap.hpp"
 
 int main(int argc, char** argv) {
     using namespace ibqos::cli;
+    ibqos::heapInHugePages();
     Program program("ibqos",
                     "InfiniBand QoS policies, checked and compiled before they reach "
                     "the fabric.",
