@@ -171,8 +171,9 @@ class RequestSpace {
         // the work done, in words.
         uint64_t build(uint64_t domain, const std::vector<const IndexRanges*>& perRule,
                        size_t words);
-        // out |= the rules holding index i (of the first out.size() words).
-        void addTo(uint64_t i, Bits& out) const;
+        // out |= the rules holding index i (of the first out.size() words); scratch: room for
+        // as many words.
+        void addTo(uint64_t i, Bits& out, Bits& scratch) const;
     };
     // Which rules of one policy each value of each dimension satisfies.
     struct PointIndex {

@@ -84,14 +84,14 @@ uint64_t RequestSpace::StabIndex::build(uint64_t domain,
     return domain + changeStart[domain] + checkpoints.size();
 }
 
-void RequestSpace::StabIndex::addTo(uint64_t i, Bits& out) const {
+void RequestSpace::StabIndex::addTo(uint64_t i, Bits& out, Bits& current) const {
     const size_t at = static_cast<size_t>(std::upper_bound(positions.begin(), positions.end(), i) -
                                           positions.begin()) -
                       1;
     const size_t n = out.size();
     const uint64_t rules = uint64_t{n} * 64;
     const auto first = checkpoints.begin() + static_cast<ptrdiff_t>(at * words);
-    Bits current(first, first + static_cast<ptrdiff_t>(n));
+    current.assign(first, first + static_cast<ptrdiff_t>(n));
     const uint64_t end = std::min<uint64_t>(i + 1, changeStart.size() - 1);
     for (uint64_t k = positions[at] + 1; k < end; ++k) {
         for (uint32_t c = changeStart[k]; c < changeStart[k + 1]; ++c) {
@@ -228,7 +228,7 @@ RequestSpace::Bits RequestSpace::matchBits(size_t p, const RequestPoint& point,
     Bits all(words, ~uint64_t{0});
     if (before % 64) all[words - 1] = (uint64_t{1} << (before % 64)) - 1;
     if (before % 64 == 0) all[words - 1] = 0;
-    Bits one(words);
+    Bits one(words), scratch(words);
     auto narrow = [&]() {
         for (size_t w = 0; w < words; ++w) all[w] &= one[w];
     };
@@ -239,7 +239,7 @@ RequestSpace::Bits RequestSpace::matchBits(size_t p, const RequestPoint& point,
         const auto k = static_cast<size_t>(f);
         unnamed(x.fieldUnnamed[k]);
         const uint64_t v = point.values[fieldDim(f)];
-        if (v != 0) x.fields[k].addTo(v, one);
+        if (v != 0) x.fields[k].addTo(v, one, scratch);
         narrow();
     }
     for (Ends end : {Ends::Source, Ends::Destination}) {
@@ -252,8 +252,9 @@ RequestSpace::Bits RequestSpace::matchBits(size_t p, const RequestPoint& point,
             const uint64_t type = point.values[at.nodeType];
             orInto(one, x.byType[e][type]);
             if (point.values[at.sm]) orInto(one, x.bySelf[e]);
-            x.byGuid[e].addTo(point.values[at.guid], one);
-            (type == 1 ? x.bySwitchName[e] : x.byOwnName[e]).addTo(point.values[at.name], one);
+            x.byGuid[e].addTo(point.values[at.guid], one, scratch);
+            (type == 1 ? x.bySwitchName[e] : x.byOwnName[e])
+                .addTo(point.values[at.name], one, scratch);
             for (size_t i = 0; i < at.partitions.size(); ++i) {
                 if (point.values[at.partitions[i]]) orInto(one, x.byPartition[e][i]);
             }
