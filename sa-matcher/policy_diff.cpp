@@ -19,6 +19,7 @@
 #include "sa-matcher/policy_diff.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <functional>
 #include <map>
@@ -27,6 +28,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 
 #include "common/text.hpp"
 #include "ib/qos.hpp"
@@ -113,150 +115,227 @@ std::vector<FieldValues> fieldParts(const RequestSpace& space, RequestField f, u
     return out;
 }
 
-// The part of a region that is not one of its dimensions, which joined regions share.
+// What joined regions share besides their dimensions: the two answers (without the deciding
+// rule), which paths, and whether the PKey answered is known.
 struct RegionKey {
     AnswerKey before, after;
     Loopback loopback;
     bool pkeyKnown;
-    auto tie() const { return std::tie(before, after, loopback, pkeyKnown); }
-    bool operator<(const RegionKey& o) const { return tie() < o.tie(); }
+    bool operator==(const RegionKey&) const = default;
 };
 
-RegionKey keyOf(const DiffRegion& r) {
-    return {keyOf(r.before), keyOf(r.after), r.loopback, r.pkeyKnown};
+// Hashes of the parts regions are made of (a collision costs time, never a wrong answer).
+struct Mix {
+    uint64_t h = 0xcbf29ce484222325;
+    void add(uint64_t v) {
+        h = (h ^ v) * 0x100000001b3;
+        h ^= h >> 32;
+    }
+    template <typename T>
+    void add(const std::optional<T>& v) {
+        add(v ? uint64_t{*v} + 1 : 0);
+    }
+};
+
+size_t hashOf(const std::vector<uint32_t>& list) {
+    Mix m;
+    for (uint32_t v : list) m.add(v);
+    return m.h;
 }
 
+size_t hashOf(const std::vector<uint64_t>& list) {
+    Mix m;
+    for (uint64_t v : list) m.add(v);
+    return m.h;
+}
+
+size_t hashOf(const FieldValues& v) {
+    Mix m;
+    m.add(uint64_t{v.any} | uint64_t{v.absent} << 1);
+    for (const Range& r : v.ranges) {
+        m.add(r.lo);
+        m.add(r.hi);
+    }
+    return m.h;
+}
+
+size_t hashOf(const RegionKey& k) {
+    Mix m;
+    for (const AnswerKey* a : {&k.before, &k.after}) {
+        const auto& [ok, level, sl, mtu, rate, life, pkey, rejection] = *a;
+        m.add(uint64_t{ok} | uint64_t{sl} << 1 | uint64_t{pkey} << 8 |
+              static_cast<uint64_t>(rejection) << 24);
+        m.add(level);
+        m.add(mtu);
+        m.add(rate);
+        m.add(life);
+    }
+    m.add(static_cast<uint64_t>(k.loopback) << 1 | uint64_t{k.pkeyKnown});
+    return m.h;
+}
+
+size_t hashOf(const std::string& s) { return std::hash<std::string>{}(s); }
+
+// Values kept once each and named by their number, in the order they first came.
 template <typename T>
-void addSorted(std::vector<T>& into, const std::vector<T>& more) {
-    into.insert(into.end(), more.begin(), more.end());
-    std::sort(into.begin(), into.end());
-    into.erase(std::unique(into.begin(), into.end()), into.end());
+class Interned {
+  public:
+    // The value's number, and whether it is new.
+    std::pair<uint32_t, bool> add(T value) {
+        auto [it, fresh] =
+            ids_.try_emplace(std::move(value), static_cast<uint32_t>(values_.size()));
+        if (fresh) values_.push_back(&it->first);
+        return {it->second, fresh};
+    }
+    uint32_t id(T value) { return add(std::move(value)).first; }
+    const T& operator[](uint32_t id) const { return *values_[id]; }
+
+  private:
+    struct Hash {
+        size_t operator()(const T& v) const { return hashOf(v); }
+    };
+    std::unordered_map<T, uint32_t, Hash> ids_;
+    std::vector<const T*> values_;  // into ids_'s keys (a node-based map never moves them)
+};
+
+// The parts regions are made of, each kept once: regions are collected and joined as a few
+// numbers (PackedRegion), and written out as DiffRegions only at the end.
+struct RegionParts {
+    Interned<RegionKey> keys;
+    std::vector<std::pair<PathAnswer, PathAnswer>> answers;  // per key: the first answers
+    Interned<FieldValues> fields;
+    // Sorted lists: of classes (a fabric's ends), of kinds (an end on every fabric; empty: any
+    // port), of rules.
+    Interned<std::vector<uint32_t>> lists;
+    Interned<std::string> kindNames;  // kinds by what they say (describePortKind)
+    std::vector<PortKind> kinds;      // per kind name: the first kind
+
+    uint32_t answersOf(const PathAnswer& before, const PathAnswer& after, Loopback loopback,
+                       bool pkeyKnown) {
+        auto [id, fresh] = keys.add({keyOf(before), keyOf(after), loopback, pkeyKnown});
+        if (fresh) answers.emplace_back(before, after);
+        return id;
+    }
+    uint32_t kindOf(PortKind kind) {
+        auto [id, fresh] = kindNames.add(describePortKind(kind));
+        if (fresh) kinds.push_back(std::move(kind));
+        return id;
+    }
+};
+
+// A region as numbers into RegionParts.
+struct PackedRegion {
+    uint32_t key = 0;  // RegionParts::keys
+    // Its dimensions, in the order they are joined: QoS classes, service IDs, PKeys
+    // (RegionParts::fields), sources, destinations (RegionParts::lists).
+    std::array<uint32_t, 5> dims{};
+    uint32_t beforeRules = 0, afterRules = 0;  // RegionParts::lists
+};
+
+constexpr size_t SourceDim = 3, DestinationDim = 4;
+
+// The sorted union of lists.
+uint32_t listUnion(RegionParts& parts, const std::vector<uint32_t>& ids) {
+    std::vector<uint32_t> all;
+    for (uint32_t id : ids) all.insert(all.end(), parts.lists[id].begin(), parts.lists[id].end());
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    return parts.lists.id(std::move(all));
 }
 
 // Joins regions with the same answers that differ in one dimension only, one dimension after
-// the other: the union along that dimension is a product too.
-std::vector<DiffRegion> joinRegions(std::vector<DiffRegion> regions, bool onFabric) {
-    auto fieldForm = [](const FieldValues& v) {
-        std::vector<std::pair<uint64_t, uint64_t>> out;
-        for (const Range& r : v.ranges) out.emplace_back(r.lo, r.hi);
-        return std::make_tuple(v.any, v.absent, out);
-    };
-    using FieldForm = decltype(fieldForm(FieldValues{}));
-    auto kindsForm = [](const std::vector<PortKind>& kinds) {
-        std::vector<std::string> out;
-        for (const PortKind& k : kinds) out.push_back(describePortKind(k));
-        std::sort(out.begin(), out.end());
-        out.erase(std::unique(out.begin(), out.end()), out.end());
-        return out;
-    };
-    // Two sorted lists of written kinds, as one.
-    auto mergeForms = [](std::vector<std::string>& into, const std::vector<std::string>& more) {
-        std::vector<std::string> out;
-        out.reserve(into.size() + more.size());
-        std::set_union(into.begin(), into.end(), more.begin(), more.end(), std::back_inserter(out));
-        into = std::move(out);
-    };
-    // A region with its kinds of ports written out once (they are compared on every pass).
-    struct Joining {
-        DiffRegion r;
-        std::vector<std::string> sourceForm, destinationForm;
-    };
-    std::vector<Joining> items;
-    items.reserve(regions.size());
-    for (DiffRegion& r : regions) {
-        Joining j{std::move(r), {}, {}};
-        if (!onFabric) {
-            j.sourceForm = kindsForm(j.r.sourceKinds);
-            j.destinationForm = kindsForm(j.r.destinationKinds);
+// the other: the union along that dimension is a product too. A region joins the first one
+// before it that matches it in every other part.
+std::vector<PackedRegion> joinRegions(std::vector<PackedRegion> regions, RegionParts& parts) {
+    using Key = std::array<uint32_t, 6>;
+    struct KeyHash {
+        size_t operator()(const Key& k) const {
+            Mix m;
+            for (uint32_t v : k) m.add(v);
+            return m.h;
         }
-        items.push_back(std::move(j));
-    }
-    regions.clear();
-    for (int dim = 0; dim < 5; ++dim) {
-        std::map<std::tuple<RegionKey, std::vector<uint32_t>, std::vector<uint32_t>,
-                            std::vector<std::string>, std::vector<std::string>, bool, bool,
-                            FieldForm, FieldForm, FieldForm>,
-                 size_t>
-            index;
-        std::vector<Joining> joined;
-        joined.reserve(items.size());
-        for (Joining& item : items) {
-            DiffRegion& r = item.r;
-            // A ranges-only field can grow; "any" and "absent" stand as they are.
-            if (dim < 3) {
-                const FieldValues& v = dim == 0 ? r.qosClasses : dim == 1 ? r.serviceIds : r.pkeys;
-                if (v.any || v.absent) {
-                    joined.push_back(std::move(item));
-                    continue;
-                }
-            }
-            // A loopback-only region is one set of ports at both ends: it joins by both.
-            if (r.loopback == Loopback::Only && dim >= 3) {
-                joined.push_back(std::move(item));
-                continue;
-            }
-            auto key = std::make_tuple(keyOf(r), dim == 3 ? std::vector<uint32_t>{} : r.sources,
-                                       dim == 4 ? std::vector<uint32_t>{} : r.destinations,
-                                       dim == 3 ? std::vector<std::string>{} : item.sourceForm,
-                                       dim == 4 ? std::vector<std::string>{} : item.destinationForm,
-                                       r.anySource, r.anyDestination,
-                                       dim == 0 ? FieldForm{} : fieldForm(r.qosClasses),
-                                       dim == 1 ? FieldForm{} : fieldForm(r.serviceIds),
-                                       dim == 2 ? FieldForm{} : fieldForm(r.pkeys));
-            auto [it, fresh] = index.emplace(std::move(key), joined.size());
+    };
+    for (size_t dim = 0; dim < 5; ++dim) {
+        std::unordered_map<Key, uint32_t, KeyHash> index;
+        std::vector<PackedRegion> joined;
+        joined.reserve(regions.size());
+        // Per joined region: the regions joined into it (their indices), itself first.
+        std::vector<std::vector<uint32_t>> members;
+        members.reserve(regions.size());
+        for (uint32_t i = 0; i < regions.size(); ++i) {
+            const PackedRegion& r = regions[i];
+            // A field joins by its ranges ("any" and "absent" stand as they are); an end by its
+            // list ("any port" stands as it is). A loopback-only region is one set of ports at
+            // both ends: it joins by neither.
+            const bool joins = dim < SourceDim ? !parts.fields[r.dims[dim]].any &&
+                                                     !parts.fields[r.dims[dim]].absent
+                                               : parts.keys[r.key].loopback != Loopback::Only &&
+                                                     !parts.lists[r.dims[dim]].empty();
+            Key key{r.key, r.dims[0], r.dims[1], r.dims[2], r.dims[3], r.dims[4]};
+            key[1 + dim] = UINT32_MAX;
+            const auto [it, fresh] =
+                joins ? index.try_emplace(key, static_cast<uint32_t>(joined.size()))
+                      : std::make_pair(index.end(), true);
             if (fresh) {
-                joined.push_back(std::move(item));
-                continue;
+                joined.push_back(r);
+                members.push_back({i});
+            } else {
+                members[it->second].push_back(i);
             }
-            Joining& intoItem = joined[it->second];
-            DiffRegion& into = intoItem.r;
-            switch (dim) {
-                case 0:
-                case 1:
-                case 2: {
-                    FieldValues& v = dim == 0   ? into.qosClasses
-                                     : dim == 1 ? into.serviceIds
-                                                : into.pkeys;
-                    const FieldValues& w = dim == 0   ? r.qosClasses
-                                           : dim == 1 ? r.serviceIds
-                                                      : r.pkeys;
-                    std::vector<Range> all = v.ranges;
-                    all.insert(all.end(), w.ranges.begin(), w.ranges.end());
-                    v.ranges = RangeSet::build(std::move(all)).ranges();
-                    break;
-                }
-                case 3:
-                    if (onFabric) {
-                        addSorted(into.sources, r.sources);
-                    } else {
-                        for (PortKind& k : r.sourceKinds) {
-                            if (std::find(into.sourceKinds.begin(), into.sourceKinds.end(), k) ==
-                                into.sourceKinds.end())
-                                into.sourceKinds.push_back(std::move(k));
-                        }
-                        mergeForms(intoItem.sourceForm, item.sourceForm);
-                    }
-                    break;
-                default:
-                    if (onFabric) {
-                        addSorted(into.destinations, r.destinations);
-                    } else {
-                        for (PortKind& k : r.destinationKinds) {
-                            if (std::find(into.destinationKinds.begin(),
-                                          into.destinationKinds.end(),
-                                          k) == into.destinationKinds.end())
-                                into.destinationKinds.push_back(std::move(k));
-                        }
-                        mergeForms(intoItem.destinationForm, item.destinationForm);
-                    }
-            }
-            addSorted(into.beforeRules, r.beforeRules);
-            addSorted(into.afterRules, r.afterRules);
         }
-        items = std::move(joined);
+        for (size_t j = 0; j < joined.size(); ++j) {
+            if (members[j].size() == 1) continue;
+            PackedRegion& into = joined[j];
+            std::vector<uint32_t> dims, before, after;
+            std::vector<Range> ranges;
+            for (uint32_t i : members[j]) {
+                const PackedRegion& r = regions[i];
+                if (dim < SourceDim) {
+                    const std::vector<Range>& more = parts.fields[r.dims[dim]].ranges;
+                    ranges.insert(ranges.end(), more.begin(), more.end());
+                } else {
+                    dims.push_back(r.dims[dim]);
+                }
+                before.push_back(r.beforeRules);
+                after.push_back(r.afterRules);
+            }
+            into.dims[dim] = dim < SourceDim
+                                 ? parts.fields.id(FieldValues{
+                                       false, false, RangeSet::build(std::move(ranges)).ranges()})
+                                 : listUnion(parts, dims);
+            into.beforeRules = listUnion(parts, before);
+            into.afterRules = listUnion(parts, after);
+        }
+        regions = std::move(joined);
     }
-    for (Joining& item : items) regions.push_back(std::move(item.r));
     return regions;
+}
+
+// A region as the diff gives it (on a fabric its ends are still classes).
+DiffRegion unpack(const PackedRegion& p, const RegionParts& parts, bool onFabric) {
+    DiffRegion r;
+    const RegionKey& key = parts.keys[p.key];
+    r.before = parts.answers[p.key].first;
+    r.after = parts.answers[p.key].second;
+    r.loopback = key.loopback;
+    r.pkeyKnown = key.pkeyKnown;
+    r.qosClasses = parts.fields[p.dims[0]];
+    r.serviceIds = parts.fields[p.dims[1]];
+    r.pkeys = parts.fields[p.dims[2]];
+    r.beforeRules = parts.lists[p.beforeRules];
+    r.afterRules = parts.lists[p.afterRules];
+    const std::vector<uint32_t>& sources = parts.lists[p.dims[SourceDim]];
+    const std::vector<uint32_t>& destinations = parts.lists[p.dims[DestinationDim]];
+    if (onFabric) {
+        r.sources = sources;
+        r.destinations = destinations;
+    } else {
+        for (uint32_t k : sources) r.sourceKinds.push_back(parts.kinds[k]);
+        for (uint32_t k : destinations) r.destinationKinds.push_back(parts.kinds[k]);
+        r.anySource = sources.empty();
+        r.anyDestination = destinations.empty();
+    }
+    return r;
 }
 
 // The rules of the two policies with the same conditions (ranges, and groups that hold the same
@@ -317,15 +396,27 @@ std::string selectorKey(const PortGroup& g) {
 
 class Differ {
   public:
-    Differ(RequestSpace& space, const PkeyTables* pkeys, Pairing pairing)
-        : space_(space), dd_(space.diagram()), pkeys_(pkeys), pairing_(std::move(pairing)) {
-        for (size_t p = 0; p < 2; ++p) {
+    Differ(RequestSpace& space, const PkeyTables* pkeys, Pairing pairing, RegionParts& parts)
+        : space_(space),
+          dd_(space.diagram()),
+          pkeys_(pkeys),
+          pairing_(std::move(pairing)),
+          parts_(parts) {
+        using DK = RequestSpace::DimKind;
+        for (size_t p = 0; p < 2; ++p)
             reach_[p].assign(space_.policy(p).rules.size(), std::nullopt);
-            for (const RequestSpace::Dimension& d : space_.dimensions()) sizes_.push_back(d.size);
+        for (const RequestSpace::Dimension& d : space_.dimensions()) sizes_.push_back(d.size);
+        qosDim_ = dimOf(DK::Field, RequestField::QosClass);
+        sidDim_ = dimOf(DK::Field, RequestField::ServiceId);
+        pkeyDim_ = dimOf(DK::Field, RequestField::Pkey);
+        if (pkeys_) {
+            classDims_[0] = dimOf(DK::Classes, {}, RequestSpace::Ends::Source);
+            classDims_[1] = dimOf(DK::Classes, {}, RequestSpace::Ends::Destination);
         }
+        pkeyAnswers_.assign(sizes_[pkeyDim_], {0, NoChange});
     }
 
-    std::vector<DiffRegion> run() {
+    std::vector<PackedRegion> run() {
         const auto oldRules = static_cast<uint32_t>(space_.policy(0).rules.size());
         const auto newRules = static_cast<uint32_t>(space_.policy(1).rules.size());
         // With few unpaired rules, only what they match is walked in full.
@@ -363,7 +454,7 @@ class Differ {
     std::vector<std::optional<Ref>> reachInX_[2];
     Ref unpairedX_ = DecisionDiagram::False;
 
-    std::vector<DiffRegion> runPaired(uint32_t oldRules, uint32_t newRules) {
+    std::vector<PackedRegion> runPaired(uint32_t oldRules, uint32_t newRules) {
         // X: the requests some unpaired rule matches; the rules that may meet it.
         std::set<uint32_t> meeting[2];
         for (size_t p = 0; p < 2; ++p) {
@@ -431,7 +522,19 @@ class Differ {
         return *memo;
     }
     std::vector<uint64_t> sizes_;
-    std::vector<DiffRegion> regions_;
+    size_t qosDim_ = 0, sidDim_ = 0, pkeyDim_ = 0, classDims_[2] = {};
+    RegionParts& parts_;
+    std::vector<PackedRegion> regions_;
+    // Every fabric, per PKey index: the piece it was last answered in (pieces_ counts them) and
+    // the answers' key there (NoChange: they do not change).
+    static constexpr uint32_t NoChange = UINT32_MAX;
+    std::vector<std::pair<uint32_t, uint32_t>> pkeyAnswers_;
+    uint32_t pieces_ = 0;
+    // A product's field values or kinds of port by its index ranges (fieldPartsOf, kindsOf).
+    struct RangesHash {
+        size_t operator()(const std::vector<uint64_t>& v) const { return hashOf(v); }
+    };
+    std::unordered_map<std::vector<uint64_t>, std::vector<uint32_t>, RangesHash> cubeParts_;
 
     const Policy& policy(size_t p) const { return space_.policy(p); }
 
@@ -468,6 +571,7 @@ class Differ {
                               oldRule < policy(0).rules.size() ? oldRule : NoRule};
         const QosMatch after{levelOf(1, newRule),
                              newRule < policy(1).rules.size() ? newRule : NoRule};
+        ++pieces_;
         space_.cubes(
             part, [](uint32_t t) { return t == 1; },
             [&](const RequestCube& cube) { regionsOf(cube, before, after); });
@@ -487,45 +591,35 @@ class Differ {
 
     // The regions of one product of requests decided by `before` and `after`.
     void regionsOf(const RequestCube& cube, QosMatch before, QosMatch after) {
-        using DK = RequestSpace::DimKind;
-        DiffRegion base;
-        base.beforeRules = {before.rule};
-        base.afterRules = {after.rule};
-        const size_t pkeyDim = dimOf(DK::Field, RequestField::Pkey);
-        // The fields other than the PKey, split into what a region can say.
-        const auto qos = fieldParts(space_, RequestField::QosClass,
-                                    sizes_[dimOf(DK::Field, RequestField::QosClass)],
-                                    cube.dims[dimOf(DK::Field, RequestField::QosClass)]);
-        const auto sid = fieldParts(space_, RequestField::ServiceId,
-                                    sizes_[dimOf(DK::Field, RequestField::ServiceId)],
-                                    cube.dims[dimOf(DK::Field, RequestField::ServiceId)]);
-        // The PKey's values one by one (an interval answers alike throughout), and absent.
-        std::vector<std::optional<uint64_t>> pkeyIndices;
-        for (const Range& r : cube.dims[pkeyDim]) {
-            for (uint64_t i = r.lo; i <= r.hi; ++i)
-                pkeyIndices.push_back(i == 0 ? std::nullopt : std::optional<uint64_t>(i));
+        const uint32_t beforeRules = parts_.lists.id({before.rule});
+        const uint32_t afterRules = parts_.lists.id({after.rule});
+        std::vector<uint64_t> pkeyIndices;
+        for (const Range& r : cube.dims[pkeyDim_]) {
+            for (uint64_t i = r.lo; i <= r.hi; ++i) pkeyIndices.push_back(i);
         }
-        auto pkeyValue = [&](std::optional<uint64_t> index) -> std::optional<uint16_t> {
-            if (!index) return std::nullopt;
-            return static_cast<uint16_t>(space_.fieldInterval(RequestField::Pkey, *index).lo);
+        auto pkeyValue = [&](uint64_t index) -> std::optional<uint16_t> {
+            if (index == 0) return std::nullopt;
+            return static_cast<uint16_t>(space_.fieldInterval(RequestField::Pkey, index).lo);
         };
-        // Regions by their answers: (answers, loopback, ports) -> PKey indices.
+        // The PKey's values one by one (an interval answers alike throughout, index 0 is
+        // absent), grouped by their answers and ends.
         struct Group {
-            DiffRegion region;
+            uint32_t key, sources, destinations;
             IndexRanges pkeys;
         };
         std::vector<Group> groups;
-        auto add = [&](DiffRegion region, std::optional<uint64_t> pkeyIndex) {
-            const uint64_t i = pkeyIndex.value_or(0);
+        auto add = [&](uint32_t key, uint32_t sources, uint32_t destinations, uint64_t index) {
             for (Group& g : groups) {
-                if (keyOf(g.region) < keyOf(region) || keyOf(region) < keyOf(g.region)) continue;
-                if (g.region.sources != region.sources ||
-                    g.region.destinations != region.destinations)
-                    continue;
-                g.pkeys.push_back({i, i});
-                return;
+                if (g.key == key && g.sources == sources && g.destinations == destinations) {
+                    if (g.pkeys.back().hi + 1 == index) {
+                        g.pkeys.back().hi = index;
+                    } else {
+                        g.pkeys.push_back({index, index});
+                    }
+                    return;
+                }
             }
-            groups.push_back({std::move(region), {{i, i}}});
+            groups.push_back({key, sources, destinations, {{index, index}}});
         };
 
         if (pkeys_) {
@@ -541,15 +635,15 @@ class Differ {
                 }
                 return out;
             };
-            const auto sources =
-                byTable(cube.dims[dimOf(DK::Classes, {}, RequestSpace::Ends::Source)]);
-            const auto destinations =
-                byTable(cube.dims[dimOf(DK::Classes, {}, RequestSpace::Ends::Destination)]);
+            const auto sources = byTable(cube.dims[classDims_[0]]);
+            const auto destinations = byTable(cube.dims[classDims_[1]]);
             for (const auto& [st, ss] : sources) {
                 for (const auto& [dt, ds] : destinations) {
                     std::vector<uint32_t> common;
                     std::set_intersection(ss.begin(), ss.end(), ds.begin(), ds.end(),
                                           std::back_inserter(common));
+                    const uint32_t ssId = parts_.lists.id(ss), dsId = parts_.lists.id(ds);
+                    const uint32_t commonId = parts_.lists.id(common);
                     // A path between two different ports of these classes, if there is one.
                     std::optional<std::pair<uint32_t, uint32_t>> path;
                     const uint32_t s = classes[ss.front()].front();
@@ -571,7 +665,7 @@ class Differ {
                             }
                         }
                     }
-                    for (std::optional<uint64_t> index : pkeyIndices) {
+                    for (uint64_t index : pkeyIndices) {
                         PathQuery query;
                         query.pkey = pkeyValue(index);
                         auto answer = [&](uint32_t s, uint32_t d) {
@@ -591,12 +685,9 @@ class Differ {
                             answersDiffer(policy(0), between->first, policy(1), between->second);
                         const bool loopChanges =
                             loop && answersDiffer(policy(0), loop->first, policy(1), loop->second);
-                        auto region = [&](const std::pair<PathAnswer, PathAnswer>& a, Loopback lb) {
-                            DiffRegion r = base;
-                            r.before = asNonLoopback(policy(0), a.first);
-                            r.after = asNonLoopback(policy(1), a.second);
-                            r.loopback = lb;
-                            return r;
+                        auto keyFor = [&](const std::pair<PathAnswer, PathAnswer>& a, Loopback lb) {
+                            return parts_.answersOf(asNonLoopback(policy(0), a.first),
+                                                    asNonLoopback(policy(1), a.second), lb, true);
                         };
                         const bool sameWay = betweenChanges && loopChanges &&
                                              keyOf(asNonLoopback(policy(0), between->first)) ==
@@ -604,54 +695,46 @@ class Differ {
                                              keyOf(asNonLoopback(policy(1), between->second)) ==
                                                  keyOf(asNonLoopback(policy(1), loop->second));
                         if (betweenChanges) {
-                            DiffRegion r =
-                                region(*between, sameWay || common.empty() ? Loopback::Both
-                                                                           : Loopback::Excluded);
-                            r.sources = ss;
-                            r.destinations = ds;
-                            add(std::move(r), index);
+                            add(keyFor(*between, sameWay || common.empty() ? Loopback::Both
+                                                                           : Loopback::Excluded),
+                                ssId, dsId, index);
                         }
-                        if (loopChanges && !sameWay) {
-                            DiffRegion r = region(*loop, Loopback::Only);
-                            r.sources = common;
-                            r.destinations = common;
-                            add(std::move(r), index);
-                        }
+                        if (loopChanges && !sameWay)
+                            add(keyFor(*loop, Loopback::Only), commonId, commonId, index);
                     }
                 }
             }
         } else {
-            // Every fabric: ports by kind; the answers where both ends share every partition.
-            base.pkeyKnown = false;
-            base.anySource = true;
-            base.anyDestination = true;
-            for (RequestSpace::Ends end :
-                 {RequestSpace::Ends::Source, RequestSpace::Ends::Destination}) {
-                PortKind kind = kindOf(cube, end);
-                if (kind == PortKind{}) continue;
-                auto& kinds =
-                    end == RequestSpace::Ends::Source ? base.sourceKinds : base.destinationKinds;
-                (end == RequestSpace::Ends::Source ? base.anySource : base.anyDestination) = false;
-                kinds.push_back(std::move(kind));
-            }
-            for (std::optional<uint64_t> index : pkeyIndices) {
-                const std::optional<uint16_t> pkey = pkeyValue(index);
-                const PathAnswer a = answerEverywhere(policy(0), before, pkey);
-                const PathAnswer b = answerEverywhere(policy(1), after, pkey);
-                if (!answersDiffer(policy(0), a, policy(1), b)) continue;
-                DiffRegion r = base;
-                r.before = a;
-                r.after = b;
-                // A loopback path answers packet life 0 under both: where only the packet
-                // life changes, loopback paths keep their answer.
-                PathAnswer same = b;
-                same.packetLife = a.packetLife;
-                if (a.ok() && b.ok() && !answersDiffer(policy(0), a, policy(1), same))
-                    r.loopback = Loopback::Excluded;
-                add(std::move(r), index);
+            // Every fabric: ports by kind; the answers where both ends share every partition,
+            // which depend on the PKey alone (worked out once per piece).
+            const uint32_t sources = kindsOf(cube, RequestSpace::Ends::Source);
+            const uint32_t destinations = kindsOf(cube, RequestSpace::Ends::Destination);
+            for (uint64_t index : pkeyIndices) {
+                auto& [stamp, key] = pkeyAnswers_[index];
+                if (stamp != pieces_) {
+                    stamp = pieces_;
+                    key = NoChange;
+                    const std::optional<uint16_t> pkey = pkeyValue(index);
+                    const PathAnswer a = answerEverywhere(policy(0), before, pkey);
+                    const PathAnswer b = answerEverywhere(policy(1), after, pkey);
+                    if (answersDiffer(policy(0), a, policy(1), b)) {
+                        // A loopback path answers packet life 0 under both: where only the
+                        // packet life changes, loopback paths keep their answer.
+                        PathAnswer same = b;
+                        same.packetLife = a.packetLife;
+                        const bool lifeOnly =
+                            a.ok() && b.ok() && !answersDiffer(policy(0), a, policy(1), same);
+                        key = parts_.answersOf(a, b, lifeOnly ? Loopback::Excluded : Loopback::Both,
+                                               false);
+                    }
+                }
+                if (key != NoChange) add(key, sources, destinations, index);
             }
         }
-        // One region per answer group and per part of the other fields.
+        // One region per group and per part of the other fields.
+        const std::vector<uint32_t>& qos = fieldPartsOf(RequestField::QosClass, cube.dims[qosDim_]);
+        const std::vector<uint32_t>& sid =
+            fieldPartsOf(RequestField::ServiceId, cube.dims[sidDim_]);
         for (Group& g : groups) {
             std::sort(g.pkeys.begin(), g.pkeys.end(),
                       [](const Range& a, const Range& b) { return a.lo < b.lo; });
@@ -663,19 +746,60 @@ class Differ {
                     merged.push_back(r);
                 }
             }
-            for (const FieldValues& pk :
-                 fieldParts(space_, RequestField::Pkey, sizes_[pkeyDim], merged)) {
-                for (const FieldValues& q : qos) {
-                    for (const FieldValues& s : sid) {
-                        DiffRegion r = g.region;
-                        r.qosClasses = q;
-                        r.serviceIds = s;
-                        r.pkeys = pk;
-                        regions_.push_back(std::move(r));
+            for (uint32_t pk : fieldPartsOf(RequestField::Pkey, merged)) {
+                for (uint32_t q : qos) {
+                    for (uint32_t s : sid) {
+                        regions_.push_back({g.key,
+                                            {q, s, pk, g.sources, g.destinations},
+                                            beforeRules,
+                                            afterRules});
                     }
                 }
             }
         }
+    }
+
+    // A field's values in a product (index ranges) as the parts a region can say, each
+    // worked out once.
+    const std::vector<uint32_t>& fieldPartsOf(RequestField f, const IndexRanges& set) {
+        std::vector<uint64_t> key{static_cast<uint64_t>(f)};
+        for (const Range& r : set) {
+            key.push_back(r.lo);
+            key.push_back(r.hi);
+        }
+        auto [it, fresh] = cubeParts_.try_emplace(std::move(key));
+        if (fresh) {
+            const size_t dim = f == RequestField::QosClass    ? qosDim_
+                               : f == RequestField::ServiceId ? sidDim_
+                                                              : pkeyDim_;
+            for (FieldValues& v : fieldParts(space_, f, sizes_[dim], set))
+                it->second.push_back(parts_.fields.id(std::move(v)));
+        }
+        return it->second;
+    }
+
+    // The kinds of port a product holds at one end (every fabric), as a list: empty for any
+    // port; worked out once per set of attribute values.
+    uint32_t kindsOf(const RequestCube& cube, RequestSpace::Ends end) {
+        using DK = RequestSpace::DimKind;
+        const auto& dims = space_.dimensions();
+        std::vector<uint64_t> key{3 + static_cast<uint64_t>(end)};
+        for (size_t d = 0; d < dims.size(); ++d) {
+            if (dims[d].end != end || dims[d].kind == DK::Field || dims[d].kind == DK::Classes)
+                continue;
+            key.push_back(cube.dims[d].size());
+            for (const Range& r : cube.dims[d]) {
+                key.push_back(r.lo);
+                key.push_back(r.hi);
+            }
+        }
+        auto [it, fresh] = cubeParts_.try_emplace(std::move(key));
+        if (fresh) {
+            PortKind kind = kindOf(cube, end);
+            it->second.push_back(kind == PortKind{} ? parts_.lists.id({})
+                                                    : parts_.lists.id({parts_.kindOf(kind)}));
+        }
+        return it->second[0];
     }
 
     // The kind of port a product holds at one end (every fabric).
@@ -931,8 +1055,12 @@ std::optional<PolicyDiff> diffPolicies(const BoundPolicy& before, const BoundPol
         }
         auto groupKey = [&](size_t p, uint32_t g) { return groupIds[p][g]; };
         PolicyDiff diff;
-        diff.regions = joinRegions(
-            Differ(space, &pkeys, pairRules(*before.policy, *after.policy, groupKey)).run(), true);
+        RegionParts parts;
+        for (const PackedRegion& r : joinRegions(
+                 Differ(space, &pkeys, pairRules(*before.policy, *after.policy, groupKey), parts)
+                     .run(),
+                 parts))
+            diff.regions.push_back(unpack(r, parts, true));
         // The regions' classes as their endpoints, and the port pairs they hold.
         const auto& classes = space.classes();
         // Ports marked while a region's classes are listed (left cleared for the next).
@@ -988,8 +1116,10 @@ std::optional<PolicyDiff> diffPolicies(const Policy& before, const Policy& after
         const Policy* policies[] = {&before, &after};
         auto groupKey = [&](size_t p, uint32_t g) { return selectorKey(policies[p]->groups[g]); };
         PolicyDiff diff;
-        diff.regions =
-            joinRegions(Differ(space, nullptr, pairRules(before, after, groupKey)).run(), false);
+        RegionParts parts;
+        for (const PackedRegion& r : joinRegions(
+                 Differ(space, nullptr, pairRules(before, after, groupKey), parts).run(), parts))
+            diff.regions.push_back(unpack(r, parts, false));
         diff.scopes = scopeChanges(before, after);
         diff.qosSetupApplied[0] = before.hasQosSetup && !before.qosSetupIgnored;
         diff.qosSetupApplied[1] = after.hasQosSetup && !after.qosSetupIgnored;
