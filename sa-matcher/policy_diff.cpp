@@ -516,8 +516,7 @@ class Differ {
     Ref reachInX(size_t p, uint32_t r) {
         std::optional<Ref>& memo = reachInX_[p][r];
         if (!memo) {
-            memo = outside(p, dd_.conj(space_.rule(p, r), unpairedX_), r,
-                           space_.overlapping(p, r, p, r));
+            memo = outsideEarlier(p, dd_.conj(space_.rule(p, r), unpairedX_), r);
         }
         return *memo;
     }
@@ -557,10 +556,24 @@ class Differ {
         return f;
     }
 
+    // f, requests rule r of policy p matches, without those an earlier rule gets: nothing when
+    // one earlier rule holds all of rule r (no diagram is made); else the earlier rules that
+    // may meet it taken out widest first, which leaves less to work on for the rest.
+    Ref outsideEarlier(size_t p, Ref f, uint32_t r) {
+        std::vector<uint32_t> earlier = space_.overlapping(p, r, p, r);
+        for (uint32_t e : earlier) {
+            if (space_.within(p, r, e)) return DecisionDiagram::False;
+        }
+        std::stable_sort(earlier.begin(), earlier.end(), [&](uint32_t a, uint32_t b) {
+            return space_.extent(p, a) > space_.extent(p, b);
+        });
+        return outside(p, f, r, earlier);
+    }
+
     // The requests rule r of policy p gets first.
     Ref reach(size_t p, uint32_t r) {
         std::optional<Ref>& memo = reach_[p][r];
-        if (!memo) memo = outside(p, space_.rule(p, r), r, space_.overlapping(p, r, p, r));
+        if (!memo) memo = outsideEarlier(p, space_.rule(p, r), r);
         return *memo;
     }
 
