@@ -413,7 +413,7 @@ class Differ {
             classDims_[0] = dimOf(DK::Classes, {}, RequestSpace::Ends::Source);
             classDims_[1] = dimOf(DK::Classes, {}, RequestSpace::Ends::Destination);
         }
-        pkeyAnswers_.assign(sizes_[pkeyDim_], {0, NoChange});
+        pkeyAnswers_.assign(sizes_[pkeyDim_], NoChange);
     }
 
     std::vector<PackedRegion> run() {
@@ -524,11 +524,10 @@ class Differ {
     size_t qosDim_ = 0, sidDim_ = 0, pkeyDim_ = 0, classDims_[2] = {};
     RegionParts& parts_;
     std::vector<PackedRegion> regions_;
-    // Every fabric, per PKey index: the piece it was last answered in (pieces_ counts them) and
-    // the answers' key there (NoChange: they do not change).
+    // Every fabric, per PKey index: the answers' key in the current piece (NoChange: they do
+    // not change).
     static constexpr uint32_t NoChange = UINT32_MAX;
-    std::vector<std::pair<uint32_t, uint32_t>> pkeyAnswers_;
-    uint32_t pieces_ = 0;
+    std::vector<uint32_t> pkeyAnswers_;
     // A product's field values or kinds of port by its index ranges (fieldPartsOf, kindsOf).
     struct RangesHash {
         size_t operator()(const std::vector<uint64_t>& v) const { return hashOf(v); }
@@ -584,10 +583,45 @@ class Differ {
                               oldRule < policy(0).rules.size() ? oldRule : NoRule};
         const QosMatch after{levelOf(1, newRule),
                              newRule < policy(1).rules.size() ? newRule : NoRule};
-        ++pieces_;
+        if (!pkeys_) {
+            part = cutToChangingPkeys(part, before, after);
+            if (part == DecisionDiagram::False) return;
+        }
         space_.cubes(
             part, [](uint32_t t) { return t == 1; },
             [&](const RequestCube& cube) { regionsOf(cube, before, after); });
+    }
+
+    // Every fabric, where the answers of a piece depend on the PKey alone: the answers for each
+    // PKey index (pkeyAnswers_), and the piece cut to the PKeys whose answers change (no
+    // product is listed for the others).
+    Ref cutToChangingPkeys(Ref part, QosMatch before, QosMatch after) {
+        std::vector<Range> changing;
+        bool absentChanges = false;
+        for (uint64_t i = 0; i < sizes_[pkeyDim_]; ++i) {
+            std::optional<uint16_t> pkey;
+            if (i > 0) pkey = space_.fieldInterval(RequestField::Pkey, i).lo;
+            const PathAnswer a = answerEverywhere(policy(0), before, pkey);
+            const PathAnswer b = answerEverywhere(policy(1), after, pkey);
+            pkeyAnswers_[i] = NoChange;
+            if (!answersDiffer(policy(0), a, policy(1), b)) continue;
+            // A loopback path answers packet life 0 under both: where only the packet life
+            // changes, loopback paths keep their answer.
+            PathAnswer same = b;
+            same.packetLife = a.packetLife;
+            const bool lifeOnly = a.ok() && b.ok() && !answersDiffer(policy(0), a, policy(1), same);
+            pkeyAnswers_[i] =
+                parts_.answersOf(a, b, lifeOnly ? Loopback::Excluded : Loopback::Both, false);
+            if (i == 0) {
+                absentChanges = true;
+            } else {
+                changing.push_back(space_.fieldInterval(RequestField::Pkey, i));
+            }
+        }
+        if (absentChanges && changing.size() + 1 == sizes_[pkeyDim_]) return part;
+        Ref cut = space_.fieldIn(RequestField::Pkey, RangeSet::build(std::move(changing)));
+        if (absentChanges) cut = dd_.disj(cut, space_.fieldAbsent(RequestField::Pkey));
+        return dd_.conj(part, cut);
     }
 
     size_t dimOf(RequestSpace::DimKind kind, RequestField field = RequestField::QosClass,
@@ -719,29 +753,12 @@ class Differ {
             }
         } else {
             // Every fabric: ports by kind; the answers where both ends share every partition,
-            // which depend on the PKey alone (worked out once per piece).
+            // which depend on the PKey alone (cutToChangingPkeys).
             const uint32_t sources = kindsOf(cube, RequestSpace::Ends::Source);
             const uint32_t destinations = kindsOf(cube, RequestSpace::Ends::Destination);
             for (uint64_t index : pkeyIndices) {
-                auto& [stamp, key] = pkeyAnswers_[index];
-                if (stamp != pieces_) {
-                    stamp = pieces_;
-                    key = NoChange;
-                    const std::optional<uint16_t> pkey = pkeyValue(index);
-                    const PathAnswer a = answerEverywhere(policy(0), before, pkey);
-                    const PathAnswer b = answerEverywhere(policy(1), after, pkey);
-                    if (answersDiffer(policy(0), a, policy(1), b)) {
-                        // A loopback path answers packet life 0 under both: where only the
-                        // packet life changes, loopback paths keep their answer.
-                        PathAnswer same = b;
-                        same.packetLife = a.packetLife;
-                        const bool lifeOnly =
-                            a.ok() && b.ok() && !answersDiffer(policy(0), a, policy(1), same);
-                        key = parts_.answersOf(a, b, lifeOnly ? Loopback::Excluded : Loopback::Both,
-                                               false);
-                    }
-                }
-                if (key != NoChange) add(key, sources, destinations, index);
+                if (pkeyAnswers_[index] != NoChange)
+                    add(pkeyAnswers_[index], sources, destinations, index);
             }
         }
         // One region per group and per part of the other fields.
