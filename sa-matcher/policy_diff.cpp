@@ -414,6 +414,17 @@ class Differ {
             classDims_[1] = dimOf(DK::Classes, {}, RequestSpace::Ends::Destination);
         }
         pkeyAnswers_.assign(sizes_[pkeyDim_], NoChange);
+        const auto& dims = space_.dimensions();
+        while (sourceFrom_ < dims.size() && dims[sourceFrom_].kind == DK::Field) ++sourceFrom_;
+        destinationFrom_ = sourceFrom_;
+        while (destinationFrom_ < dims.size() && dims[destinationFrom_].kind != DK::Field &&
+               dims[destinationFrom_].end == RequestSpace::Ends::Source)
+            ++destinationFrom_;
+        for (size_t d = sourceFrom_; d < dims.size(); ++d) {
+            if (dims[d].kind == DK::Field ||
+                (d >= destinationFrom_) != (dims[d].end == RequestSpace::Ends::Destination))
+                throw std::logic_error("Differ: the fields, sources and destinations interleave");
+        }
     }
 
     std::vector<PackedRegion> run() {
@@ -528,11 +539,17 @@ class Differ {
     // not change).
     static constexpr uint32_t NoChange = UINT32_MAX;
     std::vector<uint32_t> pkeyAnswers_;
-    // A product's field values or kinds of port by its index ranges (fieldPartsOf, kindsOf).
+    // A product's field values by its index ranges (fieldPartsOf).
     struct RangesHash {
         size_t operator()(const std::vector<uint64_t>& v) const { return hashOf(v); }
     };
     std::unordered_map<std::vector<uint64_t>, std::vector<uint32_t>, RangesHash> cubeParts_;
+    // Every fabric: the dimensions of the fields, of the source and of the destination are
+    // [0, sourceFrom_), [sourceFrom_, destinationFrom_) and the rest; the ends below a node
+    // (endsBelow, destinationsBelow).
+    size_t sourceFrom_ = 0, destinationFrom_ = 0;
+    std::unordered_map<Ref, std::vector<std::pair<uint32_t, uint32_t>>> endsBelow_;
+    std::unordered_map<Ref, uint32_t> destinationsBelow_;
 
     const Policy& policy(size_t p) const { return space_.policy(p); }
 
@@ -583,13 +600,108 @@ class Differ {
                               oldRule < policy(0).rules.size() ? oldRule : NoRule};
         const QosMatch after{levelOf(1, newRule),
                              newRule < policy(1).rules.size() ? newRule : NoRule};
-        if (!pkeys_) {
-            part = cutToChangingPkeys(part, before, after);
-            if (part == DecisionDiagram::False) return;
+        if (pkeys_) {
+            space_.cubes(
+                part, [](uint32_t t) { return t == 1; },
+                [&](const RequestCube& cube) { regionsOf(cube, before, after, nullptr); });
+            return;
         }
-        space_.cubes(
-            part, [](uint32_t t) { return t == 1; },
-            [&](const RequestCube& cube) { regionsOf(cube, before, after); });
+        // Every fabric: the products of the fields, each with the ends of the requests below
+        // it, listed once per diagram node (a union of kinds of port at each end).
+        part = cutToChangingPkeys(part, before, after);
+        RequestCube cube;
+        cube.dims.resize(space_.dimensions().size());
+        products(part, 0, sourceFrom_, cube, [&](const RequestCube& fields, Ref below) {
+            regionsOf(fields, before, after, &endsBelow(below));
+        });
+    }
+
+    // The products of diagram g over dimensions [first, end): each one's index ranges there
+    // (in `cube`) and the node it leads to, for those that do not lead to False.
+    template <typename Out>
+    void products(Ref g, size_t first, size_t end, RequestCube& cube, Out&& out) {
+        if (g == DecisionDiagram::False) return;
+        if (first == end) {
+            out(cube, g);
+            return;
+        }
+        const RequestSpace::Dimension& d = space_.dimensions()[first];
+        // The runs of the dimension's values, grouped by the node they lead to, in the order met.
+        std::vector<std::pair<Ref, IndexRanges>> byTarget;
+        std::unordered_map<Ref, size_t> at;
+        auto walk = [&](auto& self, Ref h, uint32_t bit, uint64_t lo) -> void {
+            if (lo >= d.size || h == DecisionDiagram::False) return;
+            if (bit == 0 || dd_.isTerminal(h) || dd_.var(h) >= d.firstVar + d.bits) {
+                const uint64_t span = bit >= 64 ? UINT64_MAX : (uint64_t{1} << bit) - 1;
+                const uint64_t hi = std::min(lo + span, d.size - 1);
+                auto [it, fresh] = at.try_emplace(h, byTarget.size());
+                if (fresh) {
+                    byTarget.push_back({h, {{lo, hi}}});
+                } else if (IndexRanges& runs = byTarget[it->second].second;
+                           runs.back().hi + 1 == lo) {
+                    runs.back().hi = hi;
+                } else {
+                    runs.push_back({lo, hi});
+                }
+                return;
+            }
+            const uint64_t mid = lo + (uint64_t{1} << (bit - 1));
+            const bool tested = dd_.var(h) == d.firstVar + (d.bits - bit);
+            self(self, tested ? dd_.low(h) : h, bit - 1, lo);
+            self(self, tested ? dd_.high(h) : h, bit - 1, mid);
+        };
+        walk(walk, g, d.bits, 0);
+        for (auto& [target, ranges] : byTarget) {
+            cube.dims[first] = std::move(ranges);
+            products(target, first + 1, end, cube, out);
+        }
+    }
+
+    // Every fabric: the requests of diagram node g (below the fields) as pairs of lists of
+    // kinds of port, sources and destinations: one pair per node below the sources.
+    const std::vector<std::pair<uint32_t, uint32_t>>& endsBelow(Ref g) {
+        auto [memo, fresh] = endsBelow_.try_emplace(g);
+        if (!fresh) return memo->second;
+        std::vector<std::pair<Ref, std::vector<uint32_t>>> sources;
+        std::unordered_map<Ref, size_t> at;
+        RequestCube cube;
+        cube.dims.resize(space_.dimensions().size());
+        products(g, sourceFrom_, destinationFrom_, cube, [&](const RequestCube& c, Ref h) {
+            auto [it, added] = at.try_emplace(h, sources.size());
+            if (added) sources.push_back({h, {}});
+            sources[it->second].second.push_back(kindIn(c, RequestSpace::Ends::Source));
+        });
+        for (const auto& [h, kinds] : sources)
+            memo->second.emplace_back(kindList(kinds), destinationsBelow(h));
+        return memo->second;
+    }
+
+    // Every fabric: the destinations of diagram node h (below the sources), as a list of kinds.
+    uint32_t destinationsBelow(Ref h) {
+        auto [memo, fresh] = destinationsBelow_.try_emplace(h);
+        if (!fresh) return memo->second;
+        std::vector<uint32_t> kinds;
+        RequestCube cube;
+        cube.dims.resize(space_.dimensions().size());
+        products(h, destinationFrom_, space_.dimensions().size(), cube,
+                 [&](const RequestCube& c, Ref) {
+                     kinds.push_back(kindIn(c, RequestSpace::Ends::Destination));
+                 });
+        memo->second = kindList(kinds);
+        return memo->second;
+    }
+
+    // The kind of port of a product at one end (AnyPort: every port), and kinds as a list.
+    static constexpr uint32_t AnyPort = UINT32_MAX;
+    uint32_t kindIn(const RequestCube& cube, RequestSpace::Ends end) {
+        PortKind kind = kindOf(cube, end);
+        return kind == PortKind{} ? AnyPort : parts_.kindOf(std::move(kind));
+    }
+    uint32_t kindList(std::vector<uint32_t> kinds) {
+        std::sort(kinds.begin(), kinds.end());
+        kinds.erase(std::unique(kinds.begin(), kinds.end()), kinds.end());
+        if (!kinds.empty() && kinds.back() == AnyPort) kinds.clear();  // empty: any port
+        return parts_.lists.id(std::move(kinds));
     }
 
     // Every fabric, where the answers of a piece depend on the PKey alone: the answers for each
@@ -636,8 +748,11 @@ class Differ {
         throw std::logic_error("Differ: no such dimension");
     }
 
-    // The regions of one product of requests decided by `before` and `after`.
-    void regionsOf(const RequestCube& cube, QosMatch before, QosMatch after) {
+    // The regions of one product of requests decided by `before` and `after`: on a fabric a
+    // product of every dimension; on every fabric of the fields, with the pairs of ends below
+    // it.
+    void regionsOf(const RequestCube& cube, QosMatch before, QosMatch after,
+                   const std::vector<std::pair<uint32_t, uint32_t>>* ends) {
         const uint32_t beforeRules = parts_.lists.id({before.rule});
         const uint32_t afterRules = parts_.lists.id({after.rule});
         std::vector<uint64_t> pkeyIndices;
@@ -752,13 +867,10 @@ class Differ {
                 }
             }
         } else {
-            // Every fabric: ports by kind; the answers where both ends share every partition,
-            // which depend on the PKey alone (cutToChangingPkeys).
-            const uint32_t sources = kindsOf(cube, RequestSpace::Ends::Source);
-            const uint32_t destinations = kindsOf(cube, RequestSpace::Ends::Destination);
+            // Every fabric: the answers where both ends share every partition, which depend on
+            // the PKey alone (cutToChangingPkeys); the ends come with each group.
             for (uint64_t index : pkeyIndices) {
-                if (pkeyAnswers_[index] != NoChange)
-                    add(pkeyAnswers_[index], sources, destinations, index);
+                if (pkeyAnswers_[index] != NoChange) add(pkeyAnswers_[index], 0, 0, index);
             }
         }
         // One region per group and per part of the other fields.
@@ -776,13 +888,17 @@ class Differ {
                     merged.push_back(r);
                 }
             }
-            for (uint32_t pk : fieldPartsOf(RequestField::Pkey, merged)) {
-                for (uint32_t q : qos) {
-                    for (uint32_t s : sid) {
-                        regions_.push_back({g.key,
-                                            {q, s, pk, g.sources, g.destinations},
-                                            beforeRules,
-                                            afterRules});
+            const std::pair<uint32_t, uint32_t> own{g.sources, g.destinations};
+            for (const auto& [sources, destinations] :
+                 ends ? *ends : std::vector<std::pair<uint32_t, uint32_t>>{own}) {
+                for (uint32_t pk : fieldPartsOf(RequestField::Pkey, merged)) {
+                    for (uint32_t q : qos) {
+                        for (uint32_t s : sid) {
+                            regions_.push_back({g.key,
+                                                {q, s, pk, sources, destinations},
+                                                beforeRules,
+                                                afterRules});
+                        }
                     }
                 }
             }
@@ -806,30 +922,6 @@ class Differ {
                 it->second.push_back(parts_.fields.id(std::move(v)));
         }
         return it->second;
-    }
-
-    // The kinds of port a product holds at one end (every fabric), as a list: empty for any
-    // port; worked out once per set of attribute values.
-    uint32_t kindsOf(const RequestCube& cube, RequestSpace::Ends end) {
-        using DK = RequestSpace::DimKind;
-        const auto& dims = space_.dimensions();
-        std::vector<uint64_t> key{3 + static_cast<uint64_t>(end)};
-        for (size_t d = 0; d < dims.size(); ++d) {
-            if (dims[d].end != end || dims[d].kind == DK::Field || dims[d].kind == DK::Classes)
-                continue;
-            key.push_back(cube.dims[d].size());
-            for (const Range& r : cube.dims[d]) {
-                key.push_back(r.lo);
-                key.push_back(r.hi);
-            }
-        }
-        auto [it, fresh] = cubeParts_.try_emplace(std::move(key));
-        if (fresh) {
-            PortKind kind = kindOf(cube, end);
-            it->second.push_back(kind == PortKind{} ? parts_.lists.id({})
-                                                    : parts_.lists.id({parts_.kindOf(kind)}));
-        }
-        return it->second[0];
     }
 
     // The kind of port a product holds at one end (every fabric).
