@@ -572,14 +572,11 @@ class Differ {
         return f;
     }
 
-    // f, requests rule r of policy p matches, without those an earlier rule gets: nothing when
-    // one earlier rule holds all of rule r (no diagram is made); else the earlier rules that
-    // may meet it taken out widest first, which leaves less to work on for the rest.
+    // f, requests rule r of policy p matches, without those an earlier rule gets: the earlier
+    // rules that may meet it taken out widest first, which leaves less to work on for the rest
+    // (and often nothing soon).
     Ref outsideEarlier(size_t p, Ref f, uint32_t r) {
         std::vector<uint32_t> earlier = space_.overlapping(p, r, p, r);
-        for (uint32_t e : earlier) {
-            if (space_.within(p, r, e)) return DecisionDiagram::False;
-        }
         std::stable_sort(earlier.begin(), earlier.end(), [&](uint32_t a, uint32_t b) {
             return space_.extent(p, a) > space_.extent(p, b);
         });
