@@ -25,6 +25,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -174,8 +175,6 @@ size_t hashOf(const RegionKey& k) {
     return m.h;
 }
 
-size_t hashOf(const std::string& s) { return std::hash<std::string>{}(s); }
-
 // Values kept once each and named by their number, in the order they first came.
 template <typename T>
 class Interned {
@@ -207,8 +206,7 @@ struct RegionParts {
     // Sorted lists: of classes (a fabric's ends), of kinds (an end on every fabric; empty: any
     // port), of rules.
     Interned<std::vector<uint32_t>> lists;
-    Interned<std::string> kindNames;  // kinds by what they say (describePortKind)
-    std::vector<PortKind> kinds;      // per kind name: the first kind
+    std::vector<PortKind> kinds;  // each made once, from a product's ranges at one end
 
     uint32_t answersOf(const PathAnswer& before, const PathAnswer& after, Loopback loopback,
                        bool pkeyKnown) {
@@ -217,9 +215,8 @@ struct RegionParts {
         return id;
     }
     uint32_t kindOf(PortKind kind) {
-        auto [id, fresh] = kindNames.add(describePortKind(kind));
-        if (fresh) kinds.push_back(std::move(kind));
-        return id;
+        kinds.push_back(std::move(kind));
+        return static_cast<uint32_t>(kinds.size() - 1);
     }
 };
 
@@ -330,7 +327,9 @@ DiffRegion unpack(const PackedRegion& p, const RegionParts& parts, bool onFabric
         r.sources = sources;
         r.destinations = destinations;
     } else {
+        r.sourceKinds.reserve(sources.size());
         for (uint32_t k : sources) r.sourceKinds.push_back(parts.kinds[k]);
+        r.destinationKinds.reserve(destinations.size());
         for (uint32_t k : destinations) r.destinationKinds.push_back(parts.kinds[k]);
         r.anySource = sources.empty();
         r.anyDestination = destinations.empty();
@@ -539,11 +538,12 @@ class Differ {
     // not change).
     static constexpr uint32_t NoChange = UINT32_MAX;
     std::vector<uint32_t> pkeyAnswers_;
-    // A product's field values by its index ranges (fieldPartsOf).
+    // What a product's index ranges come to (onceFor), and a key of it being written.
     struct RangesHash {
         size_t operator()(const std::vector<uint64_t>& v) const { return hashOf(v); }
     };
     std::unordered_map<std::vector<uint64_t>, std::vector<uint32_t>, RangesHash> cubeParts_;
+    std::vector<uint64_t> rangesKey_;
     // Every fabric: the dimensions of the fields, of the source and of the destination are
     // [0, sourceFrom_), [sourceFrom_, destinationFrom_) and the rest; the ends below a node
     // (endsBelow, destinationsBelow).
@@ -688,11 +688,19 @@ class Differ {
         return memo->second;
     }
 
-    // The kind of port of a product at one end (AnyPort: every port), and kinds as a list.
+    // The kind of port of a product at one end (AnyPort: every port), made once for each
+    // distinct ranges (distinct ranges make distinct kinds); and kinds as a list.
     static constexpr uint32_t AnyPort = UINT32_MAX;
     uint32_t kindIn(const RequestCube& cube, RequestSpace::Ends end) {
-        PortKind kind = kindOf(cube, end);
-        return kind == PortKind{} ? AnyPort : parts_.kindOf(std::move(kind));
+        const bool source = end == RequestSpace::Ends::Source;
+        const size_t first = source ? sourceFrom_ : destinationFrom_;
+        const size_t last = source ? destinationFrom_ : cube.dims.size();
+        const std::span<const IndexRanges> sets(cube.dims.data() + first, last - first);
+        return onceFor(source ? 3 : 4, sets, [&] {
+            PortKind kind = kindOf(cube, end);
+            return std::vector<uint32_t>{kind == PortKind{} ? AnyPort
+                                                            : parts_.kindOf(std::move(kind))};
+        })[0];
     }
     uint32_t kindList(std::vector<uint32_t> kinds) {
         std::sort(kinds.begin(), kinds.end());
@@ -902,23 +910,35 @@ class Differ {
         }
     }
 
-    // A field's values in a product (index ranges) as the parts a region can say, each
-    // worked out once.
-    const std::vector<uint32_t>& fieldPartsOf(RequestField f, const IndexRanges& set) {
-        std::vector<uint64_t> key{static_cast<uint64_t>(f)};
-        for (const Range& r : set) {
-            key.push_back(r.lo);
-            key.push_back(r.hi);
+    // What some index ranges of a product come to (`tag` tells the questions apart), worked
+    // out once for each distinct ranges.
+    template <typename Compute>
+    const std::vector<uint32_t>& onceFor(uint64_t tag, std::span<const IndexRanges> sets,
+                                         Compute&& compute) {
+        rangesKey_.assign(1, tag);
+        for (const IndexRanges& set : sets) {
+            rangesKey_.push_back(set.size());
+            for (const Range& r : set) {
+                rangesKey_.push_back(r.lo);
+                rangesKey_.push_back(r.hi);
+            }
         }
-        auto [it, fresh] = cubeParts_.try_emplace(std::move(key));
-        if (fresh) {
+        auto it = cubeParts_.find(rangesKey_);
+        if (it == cubeParts_.end()) it = cubeParts_.emplace(rangesKey_, compute()).first;
+        return it->second;
+    }
+
+    // A field's values in a product (index ranges) as the parts a region can say.
+    const std::vector<uint32_t>& fieldPartsOf(RequestField f, const IndexRanges& set) {
+        return onceFor(static_cast<uint64_t>(f), {&set, 1}, [&] {
             const size_t dim = f == RequestField::QosClass    ? qosDim_
                                : f == RequestField::ServiceId ? sidDim_
                                                               : pkeyDim_;
+            std::vector<uint32_t> out;
             for (FieldValues& v : fieldParts(space_, f, sizes_[dim], set))
-                it->second.push_back(parts_.fields.id(std::move(v)));
-        }
-        return it->second;
+                out.push_back(parts_.fields.id(std::move(v)));
+            return out;
+        });
     }
 
     // The kind of port a product holds at one end (every fabric).
