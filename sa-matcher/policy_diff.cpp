@@ -254,6 +254,7 @@ std::vector<PackedRegion> joinRegions(std::vector<PackedRegion> regions, RegionP
     };
     for (size_t dim = 0; dim < 5; ++dim) {
         std::unordered_map<Key, uint32_t, KeyHash> index;
+        index.reserve(regions.size());
         std::vector<PackedRegion> joined;
         joined.reserve(regions.size());
         // Per joined region: the regions joined into it (their indices), itself first.
@@ -1251,9 +1252,12 @@ std::optional<PolicyDiff> diffPolicies(const Policy& before, const Policy& after
         DecisionDiagram dd(workBudget);
         RequestSpace space(dd, std::vector<const Policy*>{&before, &after},
                            diffCuts(before, after, nullptr));
-        // On every fabric, groups are the same when they select by the same things.
-        const Policy* policies[] = {&before, &after};
-        auto groupKey = [&](size_t p, uint32_t g) { return selectorKey(policies[p]->groups[g]); };
+        // On every fabric, groups are the same when they select by the same things (their
+        // keys written once per group: rules are compared by them).
+        std::vector<std::string> selectors[2];
+        for (const PortGroup& g : before.groups) selectors[0].push_back(selectorKey(g));
+        for (const PortGroup& g : after.groups) selectors[1].push_back(selectorKey(g));
+        auto groupKey = [&](size_t p, uint32_t g) { return selectors[p][g]; };
         PolicyDiff diff;
         RegionParts parts;
         for (const PackedRegion& r : joinRegions(
