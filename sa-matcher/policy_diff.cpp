@@ -15,7 +15,12 @@
 // rule that gets it; their common requests are one piece, answered under both, and taken out;
 // then the requests no old rule matches, new rule by new rule; then those neither policy
 // matches. Each piece is split into products, and the products into regions by the answers
-// the SA gives (on a fabric, per pair of PKey tables and for loopback paths apart).
+// the SA gives (on a fabric, per pair of PKey tables and for loopback paths apart). On every
+// fabric the answers of a piece depend on the PKey alone: the piece is cut to the PKeys whose
+// answers change and split into products of the fields only, each taking the ends of the
+// requests below its diagram node, listed once per node as pairs of unions of kinds of port.
+// Regions are collected and joined as numbers into their parts, each part kept once, and
+// written out as DiffRegions at the end.
 #include "sa-matcher/policy_diff.hpp"
 
 #include <algorithm>
