@@ -15,18 +15,26 @@
 // rule that gets it; their common requests are one piece, answered under both, and taken out;
 // then the requests no old rule matches, new rule by new rule; then those neither policy
 // matches. Each piece is split into products, and the products into regions by the answers
-// the SA gives (on a fabric, per pair of PKey tables and for loopback paths apart).
+// the SA gives (on a fabric, per pair of PKey tables and for loopback paths apart). On every
+// fabric the answers of a piece depend on the PKey alone: the piece is cut to the PKeys whose
+// answers change and split into products of the fields only, each taking the ends of the
+// requests below its diagram node, listed once per node as pairs of unions of kinds of port.
+// Regions are collected and joined as numbers into their parts, each part kept once, and
+// written out as DiffRegions at the end.
 #include "sa-matcher/policy_diff.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <functional>
 #include <map>
 #include <numeric>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 
 #include "common/text.hpp"
 #include "ib/qos.hpp"
@@ -113,150 +121,226 @@ std::vector<FieldValues> fieldParts(const RequestSpace& space, RequestField f, u
     return out;
 }
 
-// The part of a region that is not one of its dimensions, which joined regions share.
+// What joined regions share besides their dimensions: the two answers (without the deciding
+// rule), which paths, and whether the PKey answered is known.
 struct RegionKey {
     AnswerKey before, after;
     Loopback loopback;
     bool pkeyKnown;
-    auto tie() const { return std::tie(before, after, loopback, pkeyKnown); }
-    bool operator<(const RegionKey& o) const { return tie() < o.tie(); }
+    bool operator==(const RegionKey&) const = default;
 };
 
-RegionKey keyOf(const DiffRegion& r) {
-    return {keyOf(r.before), keyOf(r.after), r.loopback, r.pkeyKnown};
+// Hashes of the parts regions are made of (a collision costs time, never a wrong answer).
+struct Mix {
+    uint64_t h = 0xcbf29ce484222325;
+    void add(uint64_t v) {
+        h = (h ^ v) * 0x100000001b3;
+        h ^= h >> 32;
+    }
+    template <typename T>
+    void add(const std::optional<T>& v) {
+        add(v ? uint64_t{*v} + 1 : 0);
+    }
+};
+
+size_t hashOf(const std::vector<uint32_t>& list) {
+    Mix m;
+    for (uint32_t v : list) m.add(v);
+    return m.h;
 }
 
+size_t hashOf(const std::vector<uint64_t>& list) {
+    Mix m;
+    for (uint64_t v : list) m.add(v);
+    return m.h;
+}
+
+size_t hashOf(const FieldValues& v) {
+    Mix m;
+    m.add(uint64_t{v.any} | uint64_t{v.absent} << 1);
+    for (const Range& r : v.ranges) {
+        m.add(r.lo);
+        m.add(r.hi);
+    }
+    return m.h;
+}
+
+size_t hashOf(const RegionKey& k) {
+    Mix m;
+    for (const AnswerKey* a : {&k.before, &k.after}) {
+        const auto& [ok, level, sl, mtu, rate, life, pkey, rejection] = *a;
+        m.add(uint64_t{ok} | uint64_t{sl} << 1 | uint64_t{pkey} << 8 |
+              static_cast<uint64_t>(rejection) << 24);
+        m.add(level);
+        m.add(mtu);
+        m.add(rate);
+        m.add(life);
+    }
+    m.add(static_cast<uint64_t>(k.loopback) << 1 | uint64_t{k.pkeyKnown});
+    return m.h;
+}
+
+// Values kept once each and named by their number, in the order they first came.
 template <typename T>
-void addSorted(std::vector<T>& into, const std::vector<T>& more) {
-    into.insert(into.end(), more.begin(), more.end());
-    std::sort(into.begin(), into.end());
-    into.erase(std::unique(into.begin(), into.end()), into.end());
+class Interned {
+  public:
+    // The value's number, and whether it is new.
+    std::pair<uint32_t, bool> add(T value) {
+        auto [it, fresh] =
+            ids_.try_emplace(std::move(value), static_cast<uint32_t>(values_.size()));
+        if (fresh) values_.push_back(&it->first);
+        return {it->second, fresh};
+    }
+    uint32_t id(T value) { return add(std::move(value)).first; }
+    const T& operator[](uint32_t id) const { return *values_[id]; }
+
+  private:
+    struct Hash {
+        size_t operator()(const T& v) const { return hashOf(v); }
+    };
+    std::unordered_map<T, uint32_t, Hash> ids_;
+    std::vector<const T*> values_;  // into ids_'s keys (a node-based map never moves them)
+};
+
+// The parts regions are made of, each kept once: regions are collected and joined as a few
+// numbers (PackedRegion), and written out as DiffRegions only at the end.
+struct RegionParts {
+    Interned<RegionKey> keys;
+    std::vector<std::pair<PathAnswer, PathAnswer>> answers;  // per key: the first answers
+    Interned<FieldValues> fields;
+    // Sorted lists: of classes (a fabric's ends), of kinds (an end on every fabric; empty: any
+    // port), of rules.
+    Interned<std::vector<uint32_t>> lists;
+    std::vector<PortKind> kinds;  // each made once, from a product's ranges at one end
+
+    uint32_t answersOf(const PathAnswer& before, const PathAnswer& after, Loopback loopback,
+                       bool pkeyKnown) {
+        auto [id, fresh] = keys.add({keyOf(before), keyOf(after), loopback, pkeyKnown});
+        if (fresh) answers.emplace_back(before, after);
+        return id;
+    }
+    uint32_t kindOf(PortKind kind) {
+        kinds.push_back(std::move(kind));
+        return static_cast<uint32_t>(kinds.size() - 1);
+    }
+};
+
+// A region as numbers into RegionParts.
+struct PackedRegion {
+    uint32_t key = 0;  // RegionParts::keys
+    // Its dimensions, in the order they are joined: QoS classes, service IDs, PKeys
+    // (RegionParts::fields), sources, destinations (RegionParts::lists).
+    std::array<uint32_t, 5> dims{};
+    uint32_t beforeRules = 0, afterRules = 0;  // RegionParts::lists
+};
+
+constexpr size_t SourceDim = 3, DestinationDim = 4;
+
+// The sorted union of lists.
+uint32_t listUnion(RegionParts& parts, const std::vector<uint32_t>& ids) {
+    std::vector<uint32_t> all;
+    for (uint32_t id : ids) all.insert(all.end(), parts.lists[id].begin(), parts.lists[id].end());
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    return parts.lists.id(std::move(all));
 }
 
 // Joins regions with the same answers that differ in one dimension only, one dimension after
-// the other: the union along that dimension is a product too.
-std::vector<DiffRegion> joinRegions(std::vector<DiffRegion> regions, bool onFabric) {
-    auto fieldForm = [](const FieldValues& v) {
-        std::vector<std::pair<uint64_t, uint64_t>> out;
-        for (const Range& r : v.ranges) out.emplace_back(r.lo, r.hi);
-        return std::make_tuple(v.any, v.absent, out);
-    };
-    using FieldForm = decltype(fieldForm(FieldValues{}));
-    auto kindsForm = [](const std::vector<PortKind>& kinds) {
-        std::vector<std::string> out;
-        for (const PortKind& k : kinds) out.push_back(describePortKind(k));
-        std::sort(out.begin(), out.end());
-        out.erase(std::unique(out.begin(), out.end()), out.end());
-        return out;
-    };
-    // Two sorted lists of written kinds, as one.
-    auto mergeForms = [](std::vector<std::string>& into, const std::vector<std::string>& more) {
-        std::vector<std::string> out;
-        out.reserve(into.size() + more.size());
-        std::set_union(into.begin(), into.end(), more.begin(), more.end(), std::back_inserter(out));
-        into = std::move(out);
-    };
-    // A region with its kinds of ports written out once (they are compared on every pass).
-    struct Joining {
-        DiffRegion r;
-        std::vector<std::string> sourceForm, destinationForm;
-    };
-    std::vector<Joining> items;
-    items.reserve(regions.size());
-    for (DiffRegion& r : regions) {
-        Joining j{std::move(r), {}, {}};
-        if (!onFabric) {
-            j.sourceForm = kindsForm(j.r.sourceKinds);
-            j.destinationForm = kindsForm(j.r.destinationKinds);
+// the other: the union along that dimension is a product too. A region joins the first one
+// before it that matches it in every other part.
+std::vector<PackedRegion> joinRegions(std::vector<PackedRegion> regions, RegionParts& parts) {
+    using Key = std::array<uint32_t, 6>;
+    struct KeyHash {
+        size_t operator()(const Key& k) const {
+            Mix m;
+            for (uint32_t v : k) m.add(v);
+            return m.h;
         }
-        items.push_back(std::move(j));
-    }
-    regions.clear();
-    for (int dim = 0; dim < 5; ++dim) {
-        std::map<std::tuple<RegionKey, std::vector<uint32_t>, std::vector<uint32_t>,
-                            std::vector<std::string>, std::vector<std::string>, bool, bool,
-                            FieldForm, FieldForm, FieldForm>,
-                 size_t>
-            index;
-        std::vector<Joining> joined;
-        joined.reserve(items.size());
-        for (Joining& item : items) {
-            DiffRegion& r = item.r;
-            // A ranges-only field can grow; "any" and "absent" stand as they are.
-            if (dim < 3) {
-                const FieldValues& v = dim == 0 ? r.qosClasses : dim == 1 ? r.serviceIds : r.pkeys;
-                if (v.any || v.absent) {
-                    joined.push_back(std::move(item));
-                    continue;
-                }
-            }
-            // A loopback-only region is one set of ports at both ends: it joins by both.
-            if (r.loopback == Loopback::Only && dim >= 3) {
-                joined.push_back(std::move(item));
-                continue;
-            }
-            auto key = std::make_tuple(keyOf(r), dim == 3 ? std::vector<uint32_t>{} : r.sources,
-                                       dim == 4 ? std::vector<uint32_t>{} : r.destinations,
-                                       dim == 3 ? std::vector<std::string>{} : item.sourceForm,
-                                       dim == 4 ? std::vector<std::string>{} : item.destinationForm,
-                                       r.anySource, r.anyDestination,
-                                       dim == 0 ? FieldForm{} : fieldForm(r.qosClasses),
-                                       dim == 1 ? FieldForm{} : fieldForm(r.serviceIds),
-                                       dim == 2 ? FieldForm{} : fieldForm(r.pkeys));
-            auto [it, fresh] = index.emplace(std::move(key), joined.size());
+    };
+    for (size_t dim = 0; dim < 5; ++dim) {
+        std::unordered_map<Key, uint32_t, KeyHash> index;
+        index.reserve(regions.size());
+        std::vector<PackedRegion> joined;
+        joined.reserve(regions.size());
+        // Per joined region: the regions joined into it (their indices), itself first.
+        std::vector<std::vector<uint32_t>> members;
+        members.reserve(regions.size());
+        for (uint32_t i = 0; i < regions.size(); ++i) {
+            const PackedRegion& r = regions[i];
+            // A field joins by its ranges ("any" and "absent" stand as they are); an end by its
+            // list ("any port" stands as it is). A loopback-only region is one set of ports at
+            // both ends: it joins by neither.
+            const bool joins = dim < SourceDim ? !parts.fields[r.dims[dim]].any &&
+                                                     !parts.fields[r.dims[dim]].absent
+                                               : parts.keys[r.key].loopback != Loopback::Only &&
+                                                     !parts.lists[r.dims[dim]].empty();
+            Key key{r.key, r.dims[0], r.dims[1], r.dims[2], r.dims[3], r.dims[4]};
+            key[1 + dim] = UINT32_MAX;
+            const auto [it, fresh] =
+                joins ? index.try_emplace(key, static_cast<uint32_t>(joined.size()))
+                      : std::make_pair(index.end(), true);
             if (fresh) {
-                joined.push_back(std::move(item));
-                continue;
+                joined.push_back(r);
+                members.push_back({i});
+            } else {
+                members[it->second].push_back(i);
             }
-            Joining& intoItem = joined[it->second];
-            DiffRegion& into = intoItem.r;
-            switch (dim) {
-                case 0:
-                case 1:
-                case 2: {
-                    FieldValues& v = dim == 0   ? into.qosClasses
-                                     : dim == 1 ? into.serviceIds
-                                                : into.pkeys;
-                    const FieldValues& w = dim == 0   ? r.qosClasses
-                                           : dim == 1 ? r.serviceIds
-                                                      : r.pkeys;
-                    std::vector<Range> all = v.ranges;
-                    all.insert(all.end(), w.ranges.begin(), w.ranges.end());
-                    v.ranges = RangeSet::build(std::move(all)).ranges();
-                    break;
-                }
-                case 3:
-                    if (onFabric) {
-                        addSorted(into.sources, r.sources);
-                    } else {
-                        for (PortKind& k : r.sourceKinds) {
-                            if (std::find(into.sourceKinds.begin(), into.sourceKinds.end(), k) ==
-                                into.sourceKinds.end())
-                                into.sourceKinds.push_back(std::move(k));
-                        }
-                        mergeForms(intoItem.sourceForm, item.sourceForm);
-                    }
-                    break;
-                default:
-                    if (onFabric) {
-                        addSorted(into.destinations, r.destinations);
-                    } else {
-                        for (PortKind& k : r.destinationKinds) {
-                            if (std::find(into.destinationKinds.begin(),
-                                          into.destinationKinds.end(),
-                                          k) == into.destinationKinds.end())
-                                into.destinationKinds.push_back(std::move(k));
-                        }
-                        mergeForms(intoItem.destinationForm, item.destinationForm);
-                    }
-            }
-            addSorted(into.beforeRules, r.beforeRules);
-            addSorted(into.afterRules, r.afterRules);
         }
-        items = std::move(joined);
+        for (size_t j = 0; j < joined.size(); ++j) {
+            if (members[j].size() == 1) continue;
+            PackedRegion& into = joined[j];
+            std::vector<uint32_t> dims, before, after;
+            std::vector<Range> ranges;
+            for (uint32_t i : members[j]) {
+                const PackedRegion& r = regions[i];
+                if (dim < SourceDim) {
+                    const std::vector<Range>& more = parts.fields[r.dims[dim]].ranges;
+                    ranges.insert(ranges.end(), more.begin(), more.end());
+                } else {
+                    dims.push_back(r.dims[dim]);
+                }
+                before.push_back(r.beforeRules);
+                after.push_back(r.afterRules);
+            }
+            into.dims[dim] = dim < SourceDim
+                                 ? parts.fields.id(FieldValues{
+                                       false, false, RangeSet::build(std::move(ranges)).ranges()})
+                                 : listUnion(parts, dims);
+            into.beforeRules = listUnion(parts, before);
+            into.afterRules = listUnion(parts, after);
+        }
+        regions = std::move(joined);
     }
-    for (Joining& item : items) regions.push_back(std::move(item.r));
     return regions;
+}
+
+// A region as the diff gives it (on a fabric its ends are still classes).
+DiffRegion unpack(const PackedRegion& p, const RegionParts& parts, bool onFabric) {
+    DiffRegion r;
+    const RegionKey& key = parts.keys[p.key];
+    r.before = parts.answers[p.key].first;
+    r.after = parts.answers[p.key].second;
+    r.loopback = key.loopback;
+    r.pkeyKnown = key.pkeyKnown;
+    r.qosClasses = parts.fields[p.dims[0]];
+    r.serviceIds = parts.fields[p.dims[1]];
+    r.pkeys = parts.fields[p.dims[2]];
+    r.beforeRules = parts.lists[p.beforeRules];
+    r.afterRules = parts.lists[p.afterRules];
+    const std::vector<uint32_t>& sources = parts.lists[p.dims[SourceDim]];
+    const std::vector<uint32_t>& destinations = parts.lists[p.dims[DestinationDim]];
+    if (onFabric) {
+        r.sources = sources;
+        r.destinations = destinations;
+    } else {
+        r.sourceKinds.reserve(sources.size());
+        for (uint32_t k : sources) r.sourceKinds.push_back(parts.kinds[k]);
+        r.destinationKinds.reserve(destinations.size());
+        for (uint32_t k : destinations) r.destinationKinds.push_back(parts.kinds[k]);
+        r.anySource = sources.empty();
+        r.anyDestination = destinations.empty();
+    }
+    return r;
 }
 
 // The rules of the two policies with the same conditions (ranges, and groups that hold the same
@@ -317,15 +401,38 @@ std::string selectorKey(const PortGroup& g) {
 
 class Differ {
   public:
-    Differ(RequestSpace& space, const PkeyTables* pkeys, Pairing pairing)
-        : space_(space), dd_(space.diagram()), pkeys_(pkeys), pairing_(std::move(pairing)) {
-        for (size_t p = 0; p < 2; ++p) {
+    Differ(RequestSpace& space, const PkeyTables* pkeys, Pairing pairing, RegionParts& parts)
+        : space_(space),
+          dd_(space.diagram()),
+          pkeys_(pkeys),
+          pairing_(std::move(pairing)),
+          parts_(parts) {
+        using DK = RequestSpace::DimKind;
+        for (size_t p = 0; p < 2; ++p)
             reach_[p].assign(space_.policy(p).rules.size(), std::nullopt);
-            for (const RequestSpace::Dimension& d : space_.dimensions()) sizes_.push_back(d.size);
+        for (const RequestSpace::Dimension& d : space_.dimensions()) sizes_.push_back(d.size);
+        qosDim_ = dimOf(DK::Field, RequestField::QosClass);
+        sidDim_ = dimOf(DK::Field, RequestField::ServiceId);
+        pkeyDim_ = dimOf(DK::Field, RequestField::Pkey);
+        if (pkeys_) {
+            classDims_[0] = dimOf(DK::Classes, {}, RequestSpace::Ends::Source);
+            classDims_[1] = dimOf(DK::Classes, {}, RequestSpace::Ends::Destination);
+        }
+        pkeyAnswers_.assign(sizes_[pkeyDim_], NoChange);
+        const auto& dims = space_.dimensions();
+        while (sourceFrom_ < dims.size() && dims[sourceFrom_].kind == DK::Field) ++sourceFrom_;
+        destinationFrom_ = sourceFrom_;
+        while (destinationFrom_ < dims.size() && dims[destinationFrom_].kind != DK::Field &&
+               dims[destinationFrom_].end == RequestSpace::Ends::Source)
+            ++destinationFrom_;
+        for (size_t d = sourceFrom_; d < dims.size(); ++d) {
+            if (dims[d].kind == DK::Field ||
+                (d >= destinationFrom_) != (dims[d].end == RequestSpace::Ends::Destination))
+                throw std::logic_error("Differ: the fields, sources and destinations interleave");
         }
     }
 
-    std::vector<DiffRegion> run() {
+    std::vector<PackedRegion> run() {
         const auto oldRules = static_cast<uint32_t>(space_.policy(0).rules.size());
         const auto newRules = static_cast<uint32_t>(space_.policy(1).rules.size());
         // With few unpaired rules, only what they match is walked in full.
@@ -363,7 +470,7 @@ class Differ {
     std::vector<std::optional<Ref>> reachInX_[2];
     Ref unpairedX_ = DecisionDiagram::False;
 
-    std::vector<DiffRegion> runPaired(uint32_t oldRules, uint32_t newRules) {
+    std::vector<PackedRegion> runPaired(uint32_t oldRules, uint32_t newRules) {
         // X: the requests some unpaired rule matches; the rules that may meet it.
         std::set<uint32_t> meeting[2];
         for (size_t p = 0; p < 2; ++p) {
@@ -425,13 +532,30 @@ class Differ {
     Ref reachInX(size_t p, uint32_t r) {
         std::optional<Ref>& memo = reachInX_[p][r];
         if (!memo) {
-            memo = outside(p, dd_.conj(space_.rule(p, r), unpairedX_), r,
-                           space_.overlapping(p, r, p, r));
+            memo = outsideEarlier(p, dd_.conj(space_.rule(p, r), unpairedX_), r);
         }
         return *memo;
     }
     std::vector<uint64_t> sizes_;
-    std::vector<DiffRegion> regions_;
+    size_t qosDim_ = 0, sidDim_ = 0, pkeyDim_ = 0, classDims_[2] = {};
+    RegionParts& parts_;
+    std::vector<PackedRegion> regions_;
+    // Every fabric, per PKey index: the answers' key in the current piece (NoChange: they do
+    // not change).
+    static constexpr uint32_t NoChange = UINT32_MAX;
+    std::vector<uint32_t> pkeyAnswers_;
+    // What a product's index ranges come to (onceFor), and a key of it being written.
+    struct RangesHash {
+        size_t operator()(const std::vector<uint64_t>& v) const { return hashOf(v); }
+    };
+    std::unordered_map<std::vector<uint64_t>, std::vector<uint32_t>, RangesHash> cubeParts_;
+    std::vector<uint64_t> rangesKey_;
+    // Every fabric: the dimensions of the fields, of the source and of the destination are
+    // [0, sourceFrom_), [sourceFrom_, destinationFrom_) and the rest; the ends below a node
+    // (endsBelow, destinationsBelow).
+    size_t sourceFrom_ = 0, destinationFrom_ = 0;
+    std::unordered_map<Ref, std::vector<std::pair<uint32_t, uint32_t>>> endsBelow_;
+    std::unordered_map<Ref, uint32_t> destinationsBelow_;
 
     const Policy& policy(size_t p) const { return space_.policy(p); }
 
@@ -454,10 +578,21 @@ class Differ {
         return f;
     }
 
+    // f, requests rule r of policy p matches, without those an earlier rule gets: the earlier
+    // rules that may meet it taken out widest first, which leaves less to work on for the rest
+    // (and often nothing soon).
+    Ref outsideEarlier(size_t p, Ref f, uint32_t r) {
+        std::vector<uint32_t> earlier = space_.overlapping(p, r, p, r);
+        std::stable_sort(earlier.begin(), earlier.end(), [&](uint32_t a, uint32_t b) {
+            return space_.extent(p, a) > space_.extent(p, b);
+        });
+        return outside(p, f, r, earlier);
+    }
+
     // The requests rule r of policy p gets first.
     Ref reach(size_t p, uint32_t r) {
         std::optional<Ref>& memo = reach_[p][r];
-        if (!memo) memo = outside(p, space_.rule(p, r), r, space_.overlapping(p, r, p, r));
+        if (!memo) memo = outsideEarlier(p, space_.rule(p, r), r);
         return *memo;
     }
 
@@ -468,9 +603,148 @@ class Differ {
                               oldRule < policy(0).rules.size() ? oldRule : NoRule};
         const QosMatch after{levelOf(1, newRule),
                              newRule < policy(1).rules.size() ? newRule : NoRule};
-        space_.cubes(
-            part, [](uint32_t t) { return t == 1; },
-            [&](const RequestCube& cube) { regionsOf(cube, before, after); });
+        if (pkeys_) {
+            space_.cubes(
+                part, [](uint32_t t) { return t == 1; },
+                [&](const RequestCube& cube) { regionsOf(cube, before, after, nullptr); });
+            return;
+        }
+        // Every fabric: the products of the fields, each with the ends of the requests below
+        // it, listed once per diagram node (a union of kinds of port at each end).
+        part = cutToChangingPkeys(part, before, after);
+        RequestCube cube;
+        cube.dims.resize(space_.dimensions().size());
+        products(part, 0, sourceFrom_, cube, [&](const RequestCube& fields, Ref below) {
+            regionsOf(fields, before, after, &endsBelow(below));
+        });
+    }
+
+    // The products of diagram g over dimensions [first, end): each one's index ranges there
+    // (in `cube`) and the node it leads to, for those that do not lead to False.
+    template <typename Out>
+    void products(Ref g, size_t first, size_t end, RequestCube& cube, Out&& out) {
+        if (g == DecisionDiagram::False) return;
+        if (first == end) {
+            out(cube, g);
+            return;
+        }
+        const RequestSpace::Dimension& d = space_.dimensions()[first];
+        // The runs of the dimension's values, grouped by the node they lead to, in the order met.
+        std::vector<std::pair<Ref, IndexRanges>> byTarget;
+        std::unordered_map<Ref, size_t> at;
+        auto walk = [&](auto& self, Ref h, uint32_t bit, uint64_t lo) -> void {
+            if (lo >= d.size || h == DecisionDiagram::False) return;
+            if (bit == 0 || dd_.isTerminal(h) || dd_.var(h) >= d.firstVar + d.bits) {
+                const uint64_t span = bit >= 64 ? UINT64_MAX : (uint64_t{1} << bit) - 1;
+                const uint64_t hi = std::min(lo + span, d.size - 1);
+                auto [it, fresh] = at.try_emplace(h, byTarget.size());
+                if (fresh) {
+                    byTarget.push_back({h, {{lo, hi}}});
+                } else if (IndexRanges& runs = byTarget[it->second].second;
+                           runs.back().hi + 1 == lo) {
+                    runs.back().hi = hi;
+                } else {
+                    runs.push_back({lo, hi});
+                }
+                return;
+            }
+            const uint64_t mid = lo + (uint64_t{1} << (bit - 1));
+            const bool tested = dd_.var(h) == d.firstVar + (d.bits - bit);
+            self(self, tested ? dd_.low(h) : h, bit - 1, lo);
+            self(self, tested ? dd_.high(h) : h, bit - 1, mid);
+        };
+        walk(walk, g, d.bits, 0);
+        for (auto& [target, ranges] : byTarget) {
+            cube.dims[first] = std::move(ranges);
+            products(target, first + 1, end, cube, out);
+        }
+    }
+
+    // Every fabric: the requests of diagram node g (below the fields) as pairs of lists of
+    // kinds of port, sources and destinations: one pair per node below the sources.
+    const std::vector<std::pair<uint32_t, uint32_t>>& endsBelow(Ref g) {
+        auto [memo, fresh] = endsBelow_.try_emplace(g);
+        if (!fresh) return memo->second;
+        std::vector<std::pair<Ref, std::vector<uint32_t>>> sources;
+        std::unordered_map<Ref, size_t> at;
+        RequestCube cube;
+        cube.dims.resize(space_.dimensions().size());
+        products(g, sourceFrom_, destinationFrom_, cube, [&](const RequestCube& c, Ref h) {
+            auto [it, added] = at.try_emplace(h, sources.size());
+            if (added) sources.push_back({h, {}});
+            sources[it->second].second.push_back(kindIn(c, RequestSpace::Ends::Source));
+        });
+        for (const auto& [h, kinds] : sources)
+            memo->second.emplace_back(kindList(kinds), destinationsBelow(h));
+        return memo->second;
+    }
+
+    // Every fabric: the destinations of diagram node h (below the sources), as a list of kinds.
+    uint32_t destinationsBelow(Ref h) {
+        auto [memo, fresh] = destinationsBelow_.try_emplace(h);
+        if (!fresh) return memo->second;
+        std::vector<uint32_t> kinds;
+        RequestCube cube;
+        cube.dims.resize(space_.dimensions().size());
+        products(h, destinationFrom_, space_.dimensions().size(), cube,
+                 [&](const RequestCube& c, Ref) {
+                     kinds.push_back(kindIn(c, RequestSpace::Ends::Destination));
+                 });
+        memo->second = kindList(kinds);
+        return memo->second;
+    }
+
+    // The kind of port of a product at one end (AnyPort: every port), made once for each
+    // distinct ranges (distinct ranges make distinct kinds); and kinds as a list.
+    static constexpr uint32_t AnyPort = UINT32_MAX;
+    uint32_t kindIn(const RequestCube& cube, RequestSpace::Ends end) {
+        const bool source = end == RequestSpace::Ends::Source;
+        const size_t first = source ? sourceFrom_ : destinationFrom_;
+        const size_t last = source ? destinationFrom_ : cube.dims.size();
+        const std::span<const IndexRanges> sets(cube.dims.data() + first, last - first);
+        return onceFor(source ? 3 : 4, sets, [&] {
+            PortKind kind = kindOf(cube, end);
+            return std::vector<uint32_t>{kind == PortKind{} ? AnyPort
+                                                            : parts_.kindOf(std::move(kind))};
+        })[0];
+    }
+    uint32_t kindList(std::vector<uint32_t> kinds) {
+        std::sort(kinds.begin(), kinds.end());
+        kinds.erase(std::unique(kinds.begin(), kinds.end()), kinds.end());
+        if (!kinds.empty() && kinds.back() == AnyPort) kinds.clear();  // empty: any port
+        return parts_.lists.id(std::move(kinds));
+    }
+
+    // Every fabric, where the answers of a piece depend on the PKey alone: the answers for each
+    // PKey index (pkeyAnswers_), and the piece cut to the PKeys whose answers change (no
+    // product is listed for the others).
+    Ref cutToChangingPkeys(Ref part, QosMatch before, QosMatch after) {
+        std::vector<Range> changing;
+        bool absentChanges = false;
+        for (uint64_t i = 0; i < sizes_[pkeyDim_]; ++i) {
+            std::optional<uint16_t> pkey;
+            if (i > 0) pkey = space_.fieldInterval(RequestField::Pkey, i).lo;
+            const PathAnswer a = answerEverywhere(policy(0), before, pkey);
+            const PathAnswer b = answerEverywhere(policy(1), after, pkey);
+            pkeyAnswers_[i] = NoChange;
+            if (!answersDiffer(policy(0), a, policy(1), b)) continue;
+            // A loopback path answers packet life 0 under both: where only the packet life
+            // changes, loopback paths keep their answer.
+            PathAnswer same = b;
+            same.packetLife = a.packetLife;
+            const bool lifeOnly = a.ok() && b.ok() && !answersDiffer(policy(0), a, policy(1), same);
+            pkeyAnswers_[i] =
+                parts_.answersOf(a, b, lifeOnly ? Loopback::Excluded : Loopback::Both, false);
+            if (i == 0) {
+                absentChanges = true;
+            } else {
+                changing.push_back(space_.fieldInterval(RequestField::Pkey, i));
+            }
+        }
+        if (absentChanges && changing.size() + 1 == sizes_[pkeyDim_]) return part;
+        Ref cut = space_.fieldIn(RequestField::Pkey, RangeSet::build(std::move(changing)));
+        if (absentChanges) cut = dd_.disj(cut, space_.fieldAbsent(RequestField::Pkey));
+        return dd_.conj(part, cut);
     }
 
     size_t dimOf(RequestSpace::DimKind kind, RequestField field = RequestField::QosClass,
@@ -485,47 +759,40 @@ class Differ {
         throw std::logic_error("Differ: no such dimension");
     }
 
-    // The regions of one product of requests decided by `before` and `after`.
-    void regionsOf(const RequestCube& cube, QosMatch before, QosMatch after) {
-        using DK = RequestSpace::DimKind;
-        DiffRegion base;
-        base.beforeRules = {before.rule};
-        base.afterRules = {after.rule};
-        const size_t pkeyDim = dimOf(DK::Field, RequestField::Pkey);
-        // The fields other than the PKey, split into what a region can say.
-        const auto qos = fieldParts(space_, RequestField::QosClass,
-                                    sizes_[dimOf(DK::Field, RequestField::QosClass)],
-                                    cube.dims[dimOf(DK::Field, RequestField::QosClass)]);
-        const auto sid = fieldParts(space_, RequestField::ServiceId,
-                                    sizes_[dimOf(DK::Field, RequestField::ServiceId)],
-                                    cube.dims[dimOf(DK::Field, RequestField::ServiceId)]);
-        // The PKey's values one by one (an interval answers alike throughout), and absent.
-        std::vector<std::optional<uint64_t>> pkeyIndices;
-        for (const Range& r : cube.dims[pkeyDim]) {
-            for (uint64_t i = r.lo; i <= r.hi; ++i)
-                pkeyIndices.push_back(i == 0 ? std::nullopt : std::optional<uint64_t>(i));
+    // The regions of one product of requests decided by `before` and `after`: on a fabric a
+    // product of every dimension; on every fabric of the fields, with the pairs of ends below
+    // it.
+    void regionsOf(const RequestCube& cube, QosMatch before, QosMatch after,
+                   const std::vector<std::pair<uint32_t, uint32_t>>* ends) {
+        const uint32_t beforeRules = parts_.lists.id({before.rule});
+        const uint32_t afterRules = parts_.lists.id({after.rule});
+        std::vector<uint64_t> pkeyIndices;
+        for (const Range& r : cube.dims[pkeyDim_]) {
+            for (uint64_t i = r.lo; i <= r.hi; ++i) pkeyIndices.push_back(i);
         }
-        auto pkeyValue = [&](std::optional<uint64_t> index) -> std::optional<uint16_t> {
-            if (!index) return std::nullopt;
-            return static_cast<uint16_t>(space_.fieldInterval(RequestField::Pkey, *index).lo);
+        auto pkeyValue = [&](uint64_t index) -> std::optional<uint16_t> {
+            if (index == 0) return std::nullopt;
+            return static_cast<uint16_t>(space_.fieldInterval(RequestField::Pkey, index).lo);
         };
-        // Regions by their answers: (answers, loopback, ports) -> PKey indices.
+        // The PKey's values one by one (an interval answers alike throughout, index 0 is
+        // absent), grouped by their answers and ends.
         struct Group {
-            DiffRegion region;
+            uint32_t key, sources, destinations;
             IndexRanges pkeys;
         };
         std::vector<Group> groups;
-        auto add = [&](DiffRegion region, std::optional<uint64_t> pkeyIndex) {
-            const uint64_t i = pkeyIndex.value_or(0);
+        auto add = [&](uint32_t key, uint32_t sources, uint32_t destinations, uint64_t index) {
             for (Group& g : groups) {
-                if (keyOf(g.region) < keyOf(region) || keyOf(region) < keyOf(g.region)) continue;
-                if (g.region.sources != region.sources ||
-                    g.region.destinations != region.destinations)
-                    continue;
-                g.pkeys.push_back({i, i});
-                return;
+                if (g.key == key && g.sources == sources && g.destinations == destinations) {
+                    if (g.pkeys.back().hi + 1 == index) {
+                        g.pkeys.back().hi = index;
+                    } else {
+                        g.pkeys.push_back({index, index});
+                    }
+                    return;
+                }
             }
-            groups.push_back({std::move(region), {{i, i}}});
+            groups.push_back({key, sources, destinations, {{index, index}}});
         };
 
         if (pkeys_) {
@@ -541,15 +808,15 @@ class Differ {
                 }
                 return out;
             };
-            const auto sources =
-                byTable(cube.dims[dimOf(DK::Classes, {}, RequestSpace::Ends::Source)]);
-            const auto destinations =
-                byTable(cube.dims[dimOf(DK::Classes, {}, RequestSpace::Ends::Destination)]);
+            const auto sources = byTable(cube.dims[classDims_[0]]);
+            const auto destinations = byTable(cube.dims[classDims_[1]]);
             for (const auto& [st, ss] : sources) {
                 for (const auto& [dt, ds] : destinations) {
                     std::vector<uint32_t> common;
                     std::set_intersection(ss.begin(), ss.end(), ds.begin(), ds.end(),
                                           std::back_inserter(common));
+                    const uint32_t ssId = parts_.lists.id(ss), dsId = parts_.lists.id(ds);
+                    const uint32_t commonId = parts_.lists.id(common);
                     // A path between two different ports of these classes, if there is one.
                     std::optional<std::pair<uint32_t, uint32_t>> path;
                     const uint32_t s = classes[ss.front()].front();
@@ -571,7 +838,7 @@ class Differ {
                             }
                         }
                     }
-                    for (std::optional<uint64_t> index : pkeyIndices) {
+                    for (uint64_t index : pkeyIndices) {
                         PathQuery query;
                         query.pkey = pkeyValue(index);
                         auto answer = [&](uint32_t s, uint32_t d) {
@@ -591,12 +858,9 @@ class Differ {
                             answersDiffer(policy(0), between->first, policy(1), between->second);
                         const bool loopChanges =
                             loop && answersDiffer(policy(0), loop->first, policy(1), loop->second);
-                        auto region = [&](const std::pair<PathAnswer, PathAnswer>& a, Loopback lb) {
-                            DiffRegion r = base;
-                            r.before = asNonLoopback(policy(0), a.first);
-                            r.after = asNonLoopback(policy(1), a.second);
-                            r.loopback = lb;
-                            return r;
+                        auto keyFor = [&](const std::pair<PathAnswer, PathAnswer>& a, Loopback lb) {
+                            return parts_.answersOf(asNonLoopback(policy(0), a.first),
+                                                    asNonLoopback(policy(1), a.second), lb, true);
                         };
                         const bool sameWay = betweenChanges && loopChanges &&
                                              keyOf(asNonLoopback(policy(0), between->first)) ==
@@ -604,54 +868,26 @@ class Differ {
                                              keyOf(asNonLoopback(policy(1), between->second)) ==
                                                  keyOf(asNonLoopback(policy(1), loop->second));
                         if (betweenChanges) {
-                            DiffRegion r =
-                                region(*between, sameWay || common.empty() ? Loopback::Both
-                                                                           : Loopback::Excluded);
-                            r.sources = ss;
-                            r.destinations = ds;
-                            add(std::move(r), index);
+                            add(keyFor(*between, sameWay || common.empty() ? Loopback::Both
+                                                                           : Loopback::Excluded),
+                                ssId, dsId, index);
                         }
-                        if (loopChanges && !sameWay) {
-                            DiffRegion r = region(*loop, Loopback::Only);
-                            r.sources = common;
-                            r.destinations = common;
-                            add(std::move(r), index);
-                        }
+                        if (loopChanges && !sameWay)
+                            add(keyFor(*loop, Loopback::Only), commonId, commonId, index);
                     }
                 }
             }
         } else {
-            // Every fabric: ports by kind; the answers where both ends share every partition.
-            base.pkeyKnown = false;
-            base.anySource = true;
-            base.anyDestination = true;
-            for (RequestSpace::Ends end :
-                 {RequestSpace::Ends::Source, RequestSpace::Ends::Destination}) {
-                PortKind kind = kindOf(cube, end);
-                if (kind == PortKind{}) continue;
-                auto& kinds =
-                    end == RequestSpace::Ends::Source ? base.sourceKinds : base.destinationKinds;
-                (end == RequestSpace::Ends::Source ? base.anySource : base.anyDestination) = false;
-                kinds.push_back(std::move(kind));
-            }
-            for (std::optional<uint64_t> index : pkeyIndices) {
-                const std::optional<uint16_t> pkey = pkeyValue(index);
-                const PathAnswer a = answerEverywhere(policy(0), before, pkey);
-                const PathAnswer b = answerEverywhere(policy(1), after, pkey);
-                if (!answersDiffer(policy(0), a, policy(1), b)) continue;
-                DiffRegion r = base;
-                r.before = a;
-                r.after = b;
-                // A loopback path answers packet life 0 under both: where only the packet
-                // life changes, loopback paths keep their answer.
-                PathAnswer same = b;
-                same.packetLife = a.packetLife;
-                if (a.ok() && b.ok() && !answersDiffer(policy(0), a, policy(1), same))
-                    r.loopback = Loopback::Excluded;
-                add(std::move(r), index);
+            // Every fabric: the answers where both ends share every partition, which depend on
+            // the PKey alone (cutToChangingPkeys); the ends come with each group.
+            for (uint64_t index : pkeyIndices) {
+                if (pkeyAnswers_[index] != NoChange) add(pkeyAnswers_[index], 0, 0, index);
             }
         }
-        // One region per answer group and per part of the other fields.
+        // One region per group and per part of the other fields.
+        const std::vector<uint32_t>& qos = fieldPartsOf(RequestField::QosClass, cube.dims[qosDim_]);
+        const std::vector<uint32_t>& sid =
+            fieldPartsOf(RequestField::ServiceId, cube.dims[sidDim_]);
         for (Group& g : groups) {
             std::sort(g.pkeys.begin(), g.pkeys.end(),
                       [](const Range& a, const Range& b) { return a.lo < b.lo; });
@@ -663,19 +899,52 @@ class Differ {
                     merged.push_back(r);
                 }
             }
-            for (const FieldValues& pk :
-                 fieldParts(space_, RequestField::Pkey, sizes_[pkeyDim], merged)) {
-                for (const FieldValues& q : qos) {
-                    for (const FieldValues& s : sid) {
-                        DiffRegion r = g.region;
-                        r.qosClasses = q;
-                        r.serviceIds = s;
-                        r.pkeys = pk;
-                        regions_.push_back(std::move(r));
+            const std::pair<uint32_t, uint32_t> own{g.sources, g.destinations};
+            for (const auto& [sources, destinations] :
+                 ends ? *ends : std::vector<std::pair<uint32_t, uint32_t>>{own}) {
+                for (uint32_t pk : fieldPartsOf(RequestField::Pkey, merged)) {
+                    for (uint32_t q : qos) {
+                        for (uint32_t s : sid) {
+                            regions_.push_back({g.key,
+                                                {q, s, pk, sources, destinations},
+                                                beforeRules,
+                                                afterRules});
+                        }
                     }
                 }
             }
         }
+    }
+
+    // What some index ranges of a product come to (`tag` tells the questions apart), worked
+    // out once for each distinct ranges.
+    template <typename Compute>
+    const std::vector<uint32_t>& onceFor(uint64_t tag, std::span<const IndexRanges> sets,
+                                         Compute&& compute) {
+        rangesKey_.assign(1, tag);
+        for (const IndexRanges& set : sets) {
+            rangesKey_.push_back(set.size());
+            for (const Range& r : set) {
+                rangesKey_.push_back(r.lo);
+                rangesKey_.push_back(r.hi);
+            }
+        }
+        auto it = cubeParts_.find(rangesKey_);
+        if (it == cubeParts_.end()) it = cubeParts_.emplace(rangesKey_, compute()).first;
+        return it->second;
+    }
+
+    // A field's values in a product (index ranges) as the parts a region can say.
+    const std::vector<uint32_t>& fieldPartsOf(RequestField f, const IndexRanges& set) {
+        return onceFor(static_cast<uint64_t>(f), {&set, 1}, [&] {
+            const size_t dim = f == RequestField::QosClass    ? qosDim_
+                               : f == RequestField::ServiceId ? sidDim_
+                                                              : pkeyDim_;
+            std::vector<uint32_t> out;
+            for (FieldValues& v : fieldParts(space_, f, sizes_[dim], set))
+                out.push_back(parts_.fields.id(std::move(v)));
+            return out;
+        });
     }
 
     // The kind of port a product holds at one end (every fabric).
@@ -931,8 +1200,12 @@ std::optional<PolicyDiff> diffPolicies(const BoundPolicy& before, const BoundPol
         }
         auto groupKey = [&](size_t p, uint32_t g) { return groupIds[p][g]; };
         PolicyDiff diff;
-        diff.regions = joinRegions(
-            Differ(space, &pkeys, pairRules(*before.policy, *after.policy, groupKey)).run(), true);
+        RegionParts parts;
+        for (const PackedRegion& r : joinRegions(
+                 Differ(space, &pkeys, pairRules(*before.policy, *after.policy, groupKey), parts)
+                     .run(),
+                 parts))
+            diff.regions.push_back(unpack(r, parts, true));
         // The regions' classes as their endpoints, and the port pairs they hold.
         const auto& classes = space.classes();
         // Ports marked while a region's classes are listed (left cleared for the next).
@@ -984,12 +1257,17 @@ std::optional<PolicyDiff> diffPolicies(const Policy& before, const Policy& after
         DecisionDiagram dd(workBudget);
         RequestSpace space(dd, std::vector<const Policy*>{&before, &after},
                            diffCuts(before, after, nullptr));
-        // On every fabric, groups are the same when they select by the same things.
-        const Policy* policies[] = {&before, &after};
-        auto groupKey = [&](size_t p, uint32_t g) { return selectorKey(policies[p]->groups[g]); };
+        // On every fabric, groups are the same when they select by the same things (their
+        // keys written once per group: rules are compared by them).
+        std::vector<std::string> selectors[2];
+        for (const PortGroup& g : before.groups) selectors[0].push_back(selectorKey(g));
+        for (const PortGroup& g : after.groups) selectors[1].push_back(selectorKey(g));
+        auto groupKey = [&](size_t p, uint32_t g) { return selectors[p][g]; };
         PolicyDiff diff;
-        diff.regions =
-            joinRegions(Differ(space, nullptr, pairRules(before, after, groupKey)).run(), false);
+        RegionParts parts;
+        for (const PackedRegion& r : joinRegions(
+                 Differ(space, nullptr, pairRules(before, after, groupKey), parts).run(), parts))
+            diff.regions.push_back(unpack(r, parts, false));
         diff.scopes = scopeChanges(before, after);
         diff.qosSetupApplied[0] = before.hasQosSetup && !before.qosSetupIgnored;
         diff.qosSetupApplied[1] = after.hasQosSetup && !after.qosSetupIgnored;
