@@ -215,7 +215,11 @@ int diff(const DiffOptions& o) {
 
     if (o.json) {
         const AnswerWriter oldWriter(oldPolicy), newWriter(newPolicy);
-        Json regionList = Json::array();
+        // Regions are written out one by one (a large diff has tens of thousands); the
+        // document is the one dumpJson would print for them as a list.
+        std::string out = "{\"equivalent\":";
+        out += equivalent ? "true" : "false";
+        out += ",\"regions\":[";
         for (const DiffRegion& r : d.regions) {
             Json region = {
                 {"sources", endJson(fabric, r.sources, r.sourceKinds, r.anySource)},
@@ -236,8 +240,10 @@ int diff(const DiffOptions& o) {
             if (!absent.empty()) region["absent"] = std::move(absent);
             if (r.loopback != Loopback::Both)
                 region["loopback"] = r.loopback == Loopback::Only ? "only" : "excluded";
-            regionList.push_back(std::move(region));
+            if (&r != &d.regions.front()) out += ',';
+            out += dumpJson(region);
         }
+        out += ']';
         Json portList = Json::array();
         for (const TableChange& c : ports) {
             const PortTables& a = compiled[0]->tables().ports[c.before];
@@ -271,11 +277,8 @@ int diff(const DiffOptions& o) {
                                  {"new_line", line(newPolicy, c.after)},
                                  {"changes", c.fields}});
         }
-        std::cout << dumpJson({{"equivalent", equivalent},
-                               {"regions", std::move(regionList)},
-                               {"ports", std::move(portList)},
-                               {"scopes", std::move(scopeList)}})
-                  << "\n";
+        out += ",\"ports\":" + dumpJson(portList) + ",\"scopes\":" + dumpJson(scopeList) + "}\n";
+        std::cout << out;
     } else if (equivalent) {
         std::cout << "No change: every request gets the same answer"
                   << (fabric ? " and every port keeps its tables"
