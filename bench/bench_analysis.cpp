@@ -4,12 +4,14 @@
 // pass, the dead-rule analysis within its default budget), the same with the budget unlimited
 // (every rule decided), and `ibqos diff` of a pair (one level's SL changed) without a topology
 // and with the 50,667-endpoint fat tree of bench/synthetic.hpp. Each figure is measured in a
-// fresh process: CPU time, the median of at least three runs and a second; then a small fresh
-// process runs the ibqos command itself once and gives its peak memory (the maximum resident set
-// size that `/usr/bin/time -v` shows, from wait4) and CPU time. A size's time is also given against the
+// fresh process: CPU time, the median of at least three runs and a second, and the median of
+// that over three such processes (--processes); then a small fresh process runs the ibqos
+// command itself once and gives its peak memory (the maximum resident set size that
+// `/usr/bin/time -v` shows, from wait4) and CPU time. A size's time is also given against the
 // previous size's (time(10N) / time(N)).
 //   ibqos-bench-analysis [--what check,decided,diff,diff-topology] [--sizes 10,100,1000,10000]
-//                        [--diff-most N] [--family F] [--write DIR] [--json] [--benchmark_...]
+//                        [--diff-most N] [--family F] [--processes N] [--write DIR] [--json]
+//                        [--benchmark_...]
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -187,6 +189,24 @@ CliRun runCli(const char* self, const std::vector<std::string>& args) {
     return out;
 }
 
+// The measuring child run `runs` times, each figure the median of its runs: the same
+// measurement in two fresh processes can differ by half on a shared machine (where the heap
+// lands, whether it gets huge pages).
+std::map<std::string, double> medianOfChildren(const char* self,
+                                               const std::vector<std::string>& args,
+                                               unsigned runs) {
+    std::map<std::string, std::vector<double>> all;
+    for (unsigned i = 0; i < runs; ++i) {
+        for (const auto& [name, value] : bench::runMeasuringChild(self, args, {}))
+            all[name].push_back(value);
+    }
+    std::map<std::string, double> out;
+    for (auto& [name, values] : all) {
+        if (values.size() == runs) out[name] = bench::median(std::move(values));
+    }
+    return out;
+}
+
 enum class What { Check, Decided, Diff, DiffTopology };
 const char* whatName(What w) {
     switch (w) {
@@ -206,6 +226,7 @@ struct Setup {
     const char* self;
     std::string dir;  // where the files go
     std::string topology;
+    unsigned processes = 3;  // measuring children per figure
 };
 
 test::FamilyPolicy familyOptions(test::Family family, bool ulps, unsigned rules, bool topology,
@@ -261,10 +282,10 @@ void registerSeries(const Setup& setup, What what, test::Family family, bool ulp
                           test::familyPolicy(familyOptions(family, ulps, rules, topology)));
                 if (what == What::Check || what == What::Decided) {
                     const bool unlimited = what == What::Decided;
-                    figures = bench::runMeasuringChild(setup.self,
-                                                       {"--measure-check", before, "--budget",
-                                                        unlimited ? "unlimited" : "default"},
-                                                       {});
+                    figures = medianOfChildren(setup.self,
+                                               {"--measure-check", before, "--budget",
+                                                unlimited ? "unlimited" : "default"},
+                                               setup.processes);
                     std::vector<std::string> args{"check", before};
                     if (unlimited) args.insert(args.end(), {"--analysis-budget", "unlimited"});
                     cli = runCli(setup.self, args);
@@ -279,7 +300,7 @@ void registerSeries(const Setup& setup, What what, test::Family family, bool ulp
                         measure.push_back(setup.topology);
                         args.insert(args.end(), {"--topology", setup.topology});
                     }
-                    figures = bench::runMeasuringChild(setup.self, measure, {});
+                    figures = medianOfChildren(setup.self, measure, setup.processes);
                     cli = runCli(setup.self, args);
                 }
             }
@@ -321,7 +342,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> whats{"check", "decided", "diff", "diff-topology"};
     std::vector<unsigned> sizes{10, 100, 1000, 10000};
     std::string familyName = "all";
-    unsigned diffMost = 1000;
+    unsigned diffMost = 1000, processes = 3;
     bench::Program program(
         "ibqos-bench-analysis",
         "the policy-space analyses on the policy families (one core, CPU time): ibqos check by "
@@ -338,6 +359,9 @@ int main(int argc, char** argv) {
     o.add_option("--diff-most", diffMost,
                  "diff without a topology: the largest size measured (default 1000; the random "
                  "family's 10,000-rule pair takes minutes and gigabytes)");
+    o.add_option("--processes", processes,
+                 "fresh measuring processes per figure, their median taken (default 3)")
+        ->check(CLI::Range(1u, 99u));
     o.add_option("--family", familyName,
                  "shifted, nested, same-ranges, pair-rules, random or all (default)");
     o.add_option("--write", writeDir,
@@ -360,7 +384,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "ibqos-bench-analysis: no family is named '%s'\n", familyName.c_str());
         return 2;
     }
-    Setup setup{argv[0], writeDir, ""};
+    Setup setup{argv[0], writeDir, "", processes};
     const bool temporary = writeDir.empty();
     if (temporary) {
         char dir[] = "/tmp/ibqos-bench-analysis-XXXXXX";
