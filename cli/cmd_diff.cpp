@@ -215,11 +215,9 @@ int diff(const DiffOptions& o) {
 
     if (o.json) {
         const AnswerWriter oldWriter(oldPolicy), newWriter(newPolicy);
-        // Regions are written out one by one (a large diff has tens of thousands); the
-        // document is the one dumpJson would print for them as a list.
-        std::string out = "{\"equivalent\":";
-        out += equivalent ? "true" : "false";
-        out += ",\"regions\":[";
+        // Each region printed as it is made: a large diff has tens of thousands.
+        std::vector<std::string> regions;
+        regions.reserve(d.regions.size());
         for (const DiffRegion& r : d.regions) {
             Json region = {
                 {"sources", endJson(fabric, r.sources, r.sourceKinds, r.anySource)},
@@ -240,10 +238,8 @@ int diff(const DiffOptions& o) {
             if (!absent.empty()) region["absent"] = std::move(absent);
             if (r.loopback != Loopback::Both)
                 region["loopback"] = r.loopback == Loopback::Only ? "only" : "excluded";
-            if (&r != &d.regions.front()) out += ',';
-            out += dumpJson(region);
+            regions.push_back(dumpJson(region));
         }
-        out += ']';
         Json portList = Json::array();
         for (const TableChange& c : ports) {
             const PortTables& a = compiled[0]->tables().ports[c.before];
@@ -277,8 +273,11 @@ int diff(const DiffOptions& o) {
                                  {"new_line", line(newPolicy, c.after)},
                                  {"changes", c.fields}});
         }
-        out += ",\"ports\":" + dumpJson(portList) + ",\"scopes\":" + dumpJson(scopeList) + "}\n";
-        std::cout << out;
+        std::cout << dumpJsonObject({{"equivalent", dumpJson(equivalent)},
+                                     {"regions", dumpJsonArray(regions)},
+                                     {"ports", dumpJson(portList)},
+                                     {"scopes", dumpJson(scopeList)}})
+                  << "\n";
     } else if (equivalent) {
         std::cout << "No change: every request gets the same answer"
                   << (fabric ? " and every port keeps its tables"

@@ -10,6 +10,32 @@ std::string dumpJson(const Json& value) {
     return value.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+std::string dumpJsonArray(const std::vector<std::string>& elements) {
+    size_t size = 2;
+    for (const std::string& e : elements) size += e.size() + 1;
+    std::string out;
+    out.reserve(size);
+    out += '[';
+    for (size_t i = 0; i < elements.size(); ++i) {
+        if (i) out += ',';
+        out += elements[i];
+    }
+    out += ']';
+    return out;
+}
+
+std::string dumpJsonObject(const std::vector<std::pair<std::string, std::string>>& members) {
+    std::string out = "{";
+    for (size_t i = 0; i < members.size(); ++i) {
+        if (i) out += ',';
+        out += dumpJson(members[i].first);
+        out += ':';
+        out += members[i].second;
+    }
+    out += '}';
+    return out;
+}
+
 Json jsonNumber(double v) {
     if (!std::isfinite(v)) return nullptr;
     double rounded = std::round(v * 1000) / 1000;

@@ -7,6 +7,8 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ibqos {
 
@@ -15,6 +17,10 @@ using Json = nlohmann::ordered_json;
 
 // The document on one line, without a newline; invalid UTF-8 in a string becomes U+FFFD.
 std::string dumpJson(const Json& value);
+// A document too large to build whole (tens of thousands of regions), printed from its parts
+// as dumpJson would print it whole: an array of printed elements, an object of printed members.
+std::string dumpJsonArray(const std::vector<std::string>& elements);
+std::string dumpJsonObject(const std::vector<std::pair<std::string, std::string>>& members);
 // A measured quantity: rounded to three decimals, a whole number as an integer, null when not
 // finite.
 Json jsonNumber(double v);
