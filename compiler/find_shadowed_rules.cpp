@@ -205,7 +205,8 @@ void findShadowedRules(const Reporter& report, Policy& policy, uint64_t workBudg
     }
     // The undecided notes' two messages, written once (a large policy may have thousands).
     const std::string undecidedRule = std::string("whether this match rule can match") + undecided;
-    const std::string undecidedLine = std::string("whether this qos-ulps line can match") + undecided;
+    const std::string undecidedLine =
+        std::string("whether this qos-ulps line can match") + undecided;
     for (uint32_t j = 0; j < rules.size(); ++j) {
         const Verdict& v = verdicts[j];
         if (v.kind == Verdict::Undecided) {

@@ -77,9 +77,9 @@ void addEmbeddedUses(std::vector<ast::Item>& items, const SourceFile& source,
             text = list->empty() ? nullptr : &list->back();
         if (!text || text->useFirst < 0) continue;
         // The description: after the colon of "use:", blanks trimmed.
-        const std::string_view line = source.text().substr(
-            static_cast<size_t>(text->useFirst),
-            static_cast<size_t>(text->useLast - text->useFirst));
+        const std::string_view line =
+            source.text().substr(static_cast<size_t>(text->useFirst),
+                                 static_cast<size_t>(text->useLast - text->useFirst));
         ast::Text use;
         use.value = std::string(line.substr(line.find(':') + 1));
         grammar::trimBlanks(use.value);
