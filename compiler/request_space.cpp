@@ -281,6 +281,12 @@ void RequestSpace::addPortDimensions(Ends end) {
     at.guid = add(DimKind::Guid, attributes_.guidIntervals.size());
 }
 
+IndexRanges RequestSpace::Selectors::ownNameRanges() const {
+    IndexRanges out;
+    for (uint64_t n : ownNames) addRange(out, n, n);
+    return out;
+}
+
 RequestSpace::Selectors RequestSpace::selectorsOf(const PortGroup& g) const {
     Selectors s;
     for (uint8_t t = 0; t < 3; ++t) {
@@ -474,10 +480,8 @@ Ref RequestSpace::group(size_t p, uint32_t g, Ends end) {
         any = dd_.disj(any, indexIn(at.nodeType, types));
         if (s.self) any = dd_.disj(any, indexIn(at.sm, {{1, 1}}));
         any = dd_.disj(any, indexIn(at.guid, s.guids));
-        IndexRanges own;
-        for (uint64_t n : s.ownNames) addRange(own, n, n);
-        any =
-            dd_.disj(any, dd_.conj(indexIn(at.nodeType, {{0, 0}, {2, 2}}), indexIn(at.name, own)));
+        any = dd_.disj(any, dd_.conj(indexIn(at.nodeType, {{0, 0}, {2, 2}}),
+                                     indexIn(at.name, s.ownNameRanges())));
         any = dd_.disj(any, dd_.conj(indexIn(at.nodeType, {{SwitchType, SwitchType}}),
                                      indexIn(at.name, s.switchNames)));
         for (uint32_t item : s.partitions)

@@ -203,6 +203,8 @@ class RequestSpace {
         std::vector<uint64_t> ownNames;  // name indices a CA or router port answers to
         IndexRanges switchNames;         // name indices a switch answers to (its descriptions)
         std::vector<uint32_t> partitions, pkeys;  // atom items
+        // ownNames as index ranges.
+        IndexRanges ownNameRanges() const;
     };
     // Where each attribute of one end lives among the dimensions.
     struct PortDims {

@@ -6,6 +6,7 @@
 #include "compiler/request_space.hpp"
 
 #include <algorithm>
+#include <deque>
 
 namespace ibqos {
 
@@ -145,20 +146,8 @@ void RequestSpace::buildPointIndex(size_t p) {
         x.byPkey[e].assign(attributes_.pkeyIntervals.size(), none);
         // Each rule's GUID intervals and names on this side: its one group's own (sorted and
         // disjoint), or the union of its groups'.
-        std::vector<IndexRanges> merged;
-        merged.reserve(3 * n);
+        std::deque<IndexRanges> merged;  // (a deque: what is pointed at never moves)
         std::vector<const IndexRanges*> guids(n), own(n), switches(n);
-        auto ownOf = [](const Selectors& sel) {  // (ownNames is sorted)
-            IndexRanges o;
-            for (uint64_t name : sel.ownNames) {
-                if (o.empty() || o.back().hi + 1 < name) {
-                    o.push_back({name, name});
-                } else {
-                    o.back().hi = name;
-                }
-            }
-            return o;
-        };
         for (uint32_t r = 0; r < n; ++r) {
             const auto& groups =
                 end == Ends::Source ? policy.rules[r].sources : policy.rules[r].destinations;
@@ -174,7 +163,7 @@ void RequestSpace::buildPointIndex(size_t p) {
             if (groups.size() == 1) {
                 const Selectors& sel = selectors_[p][groups[0]];
                 guids[r] = &sel.guids;
-                if (!sel.ownNames.empty()) own[r] = &merged.emplace_back(ownOf(sel));
+                if (!sel.ownNames.empty()) own[r] = &merged.emplace_back(sel.ownNameRanges());
                 switches[r] = &sel.switchNames;
                 continue;
             }
@@ -182,7 +171,7 @@ void RequestSpace::buildPointIndex(size_t p) {
             for (uint32_t gi : groups) {
                 const Selectors& sel = selectors_[p][gi];
                 g.insert(g.end(), sel.guids.begin(), sel.guids.end());
-                const IndexRanges names = ownOf(sel);
+                const IndexRanges names = sel.ownNameRanges();
                 o.insert(o.end(), names.begin(), names.end());
                 s.insert(s.end(), sel.switchNames.begin(), sel.switchNames.end());
             }
