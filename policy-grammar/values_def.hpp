@@ -105,13 +105,6 @@ struct FieldChoice : x3::parser<FieldChoice<Values...>> {
     bool parse(It& first, It const& last, Ctx const& ctx, RCtx& rctx, ast::Field& attr) const {
         return parseFrom<0>(first, last, ctx, rctx, attr);
     }
-    template <typename It, typename Ctx, typename RCtx, typename Attr>
-    bool parse(It& first, It const& last, Ctx const& ctx, RCtx& rctx, Attr& attr) const {
-        ast::Field field;
-        if (!parseFrom<0>(first, last, ctx, rctx, field)) return false;
-        x3::traits::move_to(std::move(field), attr);
-        return true;
-    }
 
   private:
     template <size_t I, typename It, typename Ctx, typename RCtx>
