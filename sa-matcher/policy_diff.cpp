@@ -444,8 +444,7 @@ class Differ {
         // What no old rule matches, new rule by new rule.
         for (uint32_t k = 0; k < newRules; ++k) {
             if (!differ(oldRules, k)) continue;
-            piece(outside(0, reach(1, k), oldRules, space_.overlapping(0, oldRules, 1, k)),
-                  oldRules, k);
+            piece(outside(0, reach(1, k), space_.overlapping(0, oldRules, 1, k)), oldRules, k);
         }
         // What neither matches.
         if (differ(oldRules, newRules)) {
@@ -453,8 +452,8 @@ class Differ {
             for (size_t p = 0; p < 2; ++p) {
                 const auto n = static_cast<uint32_t>(space_.policy(p).rules.size());
                 std::vector<uint32_t> all(n);
-                for (uint32_t r = 0; r < n; ++r) all[r] = r;
-                rest = outside(p, rest, n, all);
+                std::iota(all.begin(), all.end(), 0u);
+                rest = outside(p, rest, all);
             }
             piece(rest, oldRules, newRules);
         }
@@ -497,7 +496,7 @@ class Differ {
             // Matched by no rule in either policy (outside X the rules are the pairs').
             std::vector<uint32_t> all(oldRules);
             std::iota(all.begin(), all.end(), 0u);
-            piece(outside(0, outsideX, oldRules, all), oldRules, newRules);
+            piece(outside(0, outsideX, all), oldRules, newRules);
         }
         if (unpairedX_ == DecisionDiagram::False) return std::move(regions_);
         // Inside X, the full walk, every reach cut to X.
@@ -505,8 +504,7 @@ class Differ {
             splitByNewRules(i, reachInX(0, i), [this](uint32_t k) { return reachInX(1, k); });
         for (uint32_t k : meeting[1]) {
             if (!differ(oldRules, k)) continue;
-            piece(outside(0, reachInX(1, k), oldRules, space_.overlapping(0, oldRules, 1, k)),
-                  oldRules, k);
+            piece(outside(0, reachInX(1, k), space_.overlapping(0, oldRules, 1, k)), oldRules, k);
         }
         return std::move(regions_);
     }
@@ -520,7 +518,7 @@ class Differ {
             dd_.spend(space_.pointSteps() + space_.lookupSteps(1, newRules));
             const std::optional<uint32_t> k = space_.firstMatch(1, space_.pointIn(rest), newRules);
             const Ref part = k ? dd_.conj(rest, newReach(*k))
-                               : outside(1, rest, newRules, space_.overlapping(1, newRules, 0, i));
+                               : outside(1, rest, space_.overlapping(1, newRules, 0, i));
             if (part == DecisionDiagram::False)
                 throw std::logic_error("Differ: a request lies in no rule's reach");
             piece(part, i, k.value_or(newRules));
@@ -570,7 +568,7 @@ class Differ {
     }
 
     // f without the requests any of `rules` of policy p matches.
-    Ref outside(size_t p, Ref f, uint32_t, const std::vector<uint32_t>& rules) {
+    Ref outside(size_t p, Ref f, const std::vector<uint32_t>& rules) {
         for (uint32_t r : rules) {
             if (f == DecisionDiagram::False) break;
             f = dd_.minus(f, space_.rule(p, r));
@@ -586,7 +584,7 @@ class Differ {
         std::stable_sort(earlier.begin(), earlier.end(), [&](uint32_t a, uint32_t b) {
             return space_.extent(p, a) > space_.extent(p, b);
         });
-        return outside(p, f, r, earlier);
+        return outside(p, f, earlier);
     }
 
     // The requests rule r of policy p gets first.
