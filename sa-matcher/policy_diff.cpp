@@ -887,16 +887,7 @@ class Differ {
         const std::vector<uint32_t>& sid =
             fieldPartsOf(RequestField::ServiceId, cube.dims[sidDim_]);
         for (Group& g : groups) {
-            std::sort(g.pkeys.begin(), g.pkeys.end(),
-                      [](const Range& a, const Range& b) { return a.lo < b.lo; });
-            IndexRanges merged;
-            for (const Range& r : g.pkeys) {
-                if (!merged.empty() && merged.back().hi + 1 == r.lo) {
-                    merged.back().hi = r.hi;
-                } else {
-                    merged.push_back(r);
-                }
-            }
+            const IndexRanges merged = RangeSet::build(std::move(g.pkeys)).ranges();
             const std::pair<uint32_t, uint32_t> own{g.sources, g.destinations};
             for (const auto& [sources, destinations] :
                  ends ? *ends : std::vector<std::pair<uint32_t, uint32_t>>{own}) {
