@@ -676,6 +676,10 @@ bool RequestSpace::within(size_t p, uint32_t inner, uint32_t outer) const {
     auto sideWithin = [&](const std::vector<uint32_t>& small, const std::vector<uint32_t>& large) {
         if (large.empty()) return true;
         if (small.empty()) return false;
+        auto inLarge = [&](uint32_t g) {
+            return std::find(large.begin(), large.end(), g) != large.end();
+        };
+        if (std::all_of(small.begin(), small.end(), inLarge)) return true;  // the same groups
         if (onFabric()) {
             Bits all((classes_.size() + 63) / 64);
             for (uint32_t g : large) {
@@ -688,36 +692,43 @@ bool RequestSpace::within(size_t p, uint32_t inner, uint32_t outer) const {
             }
             return true;
         }
-        Selectors any;
-        std::vector<Range> guids, switches;
-        for (uint32_t g : large) {
-            const Selectors& s = selectors_[p][g];
-            any.types |= s.types;
-            any.self = any.self || s.self;
-            guids.insert(guids.end(), s.guids.begin(), s.guids.end());
-            any.ownNames.insert(any.ownNames.end(), s.ownNames.begin(), s.ownNames.end());
-            switches.insert(switches.end(), s.switchNames.begin(), s.switchNames.end());
-            any.partitions.insert(any.partitions.end(), s.partitions.begin(), s.partitions.end());
-            any.pkeys.insert(any.pkeys.end(), s.pkeys.begin(), s.pkeys.end());
+        // Outer's side as one group's selectors: its only group's, or its groups' union.
+        const Selectors* any = &selectors_[p][large[0]];
+        Selectors merged;
+        if (large.size() > 1) {
+            std::vector<Range> guids, switches;
+            for (uint32_t g : large) {
+                const Selectors& s = selectors_[p][g];
+                merged.types |= s.types;
+                merged.self = merged.self || s.self;
+                guids.insert(guids.end(), s.guids.begin(), s.guids.end());
+                merged.ownNames.insert(merged.ownNames.end(), s.ownNames.begin(),
+                                       s.ownNames.end());
+                switches.insert(switches.end(), s.switchNames.begin(), s.switchNames.end());
+                merged.partitions.insert(merged.partitions.end(), s.partitions.begin(),
+                                         s.partitions.end());
+                merged.pkeys.insert(merged.pkeys.end(), s.pkeys.begin(), s.pkeys.end());
+            }
+            merged.guids = RangeSet::build(std::move(guids)).ranges();
+            merged.switchNames = RangeSet::build(std::move(switches)).ranges();
+            any = &merged;
         }
-        const IndexRanges anyGuids = RangeSet::build(std::move(guids)).ranges();
-        const IndexRanges anySwitches = RangeSet::build(std::move(switches)).ranges();
         auto in = [](const auto& list, auto v) {
             return std::find(list.begin(), list.end(), v) != list.end();
         };
         for (uint32_t g : small) {
             const Selectors& s = selectors_[p][g];
-            if ((s.types & ~any.types) != 0 || (s.self && !any.self) ||
-                !covered(s.guids, anyGuids) || !covered(s.switchNames, anySwitches))
+            if ((s.types & ~any->types) != 0 || (s.self && !any->self) ||
+                !covered(s.guids, any->guids) || !covered(s.switchNames, any->switchNames))
                 return false;
             for (uint64_t n : s.ownNames) {
-                if (!in(any.ownNames, n)) return false;
+                if (!in(any->ownNames, n)) return false;
             }
             for (uint32_t x : s.partitions) {
-                if (!in(any.partitions, x)) return false;
+                if (!in(any->partitions, x)) return false;
             }
             for (uint32_t x : s.pkeys) {
-                if (!in(any.pkeys, x)) return false;
+                if (!in(any->pkeys, x)) return false;
             }
         }
         return true;
