@@ -161,7 +161,7 @@ class RequestSpace {
     struct StabIndex {
         std::vector<uint64_t> positions;
         Bits checkpoints;     // `words` words at each position, one after the other
-        uint64_t replay = 0;  // the most changes and indices a lookup replays
+        uint64_t replay = 0;  // the most changes a lookup replays
         // The changes at index i: change[changeStart[i] .. changeStart[i + 1]), each a rule
         // (ascending) and whether it enters (Enters bit) or leaves.
         static constexpr uint32_t Enters = 1u << 31;
@@ -171,9 +171,8 @@ class RequestSpace {
         // the work done, in words.
         uint64_t build(uint64_t domain, const std::vector<const IndexRanges*>& perRule,
                        size_t words);
-        // out |= the rules holding index i (of the first out.size() words); scratch: room for
-        // as many words.
-        void addTo(uint64_t i, Bits& out, Bits& scratch) const;
+        // out[0 .. n) = the rules holding index i, of the first n words.
+        void stab(uint64_t i, uint64_t* out, size_t n) const;
     };
     // Which rules of one policy each value of each dimension satisfies.
     struct PointIndex {
@@ -191,8 +190,10 @@ class RequestSpace {
     };
     void buildPointIndex(size_t p);
     double measureExtent(size_t p, uint32_t r) const;
-    // The rules of policy p that match a request, as bits (below `before` only).
-    Bits matchBits(size_t p, const RequestPoint& point, uint32_t before) const;
+    // The rules of policy p that match a request, as bits (below `before` only; past the
+    // span's end, none), in `work`.
+    std::span<const uint64_t> matchBits(size_t p, const RequestPoint& point, uint32_t before,
+                                        Bits& work) const;
     const Bits& classRules(size_t p, Ends end, uint64_t c) const;
 
     // What a group selects, in the attributes' indices (every fabric).

@@ -22,22 +22,16 @@ const RangeSet& ruleField(const MatchRule& r, RequestField f) {
                                           : r.pkeys;
 }
 
-// out |= in, over out's words (in may be longer).
-void orInto(Bits& out, const Bits& in) {
-    for (size_t w = 0; w < out.size(); ++w) out[w] |= in[w];
-}
-
 }  // namespace
 
 uint64_t RequestSpace::StabIndex::build(uint64_t domain,
                                         const std::vector<const IndexRanges*>& perRule,
                                         size_t wordCount) {
-    // Checkpoints where the changes since the last one would cost more to replay than a
-    // lookup's other work (a few passes over its words), and at least every `gap` indices: a
-    // lookup replays O(words) changes, and the checkpoints number O(ranges / words + 256).
+    // A checkpoint wherever the changes since the last one would cost more to replay than
+    // copying it (a change costs a few word operations): a lookup replays at most `most`
+    // changes, and the checkpoints hold about four words per change.
     words = wordCount;
-    const uint64_t most = std::max<uint64_t>(64, 4 * uint64_t{words});
-    const uint64_t gap = std::max<uint64_t>(16, domain / 256);
+    const uint64_t most = std::max<uint64_t>(8, words / 4);
     // The changes by index, counted first and then placed (rules ascending in each list).
     changeStart.assign(domain + 2, 0);
     auto eachChange = [&](auto&& f) {
@@ -71,7 +65,7 @@ uint64_t RequestSpace::StabIndex::build(uint64_t domain,
             }
         }
         pending += changeStart[i + 1] - changeStart[i];
-        if (positions.empty() || pending > most || i - positions.back() >= gap) {
+        if (positions.empty() || pending > most) {
             positions.push_back(i);
             checkpoints.insert(checkpoints.end(), current.begin(), current.end());
             pending = 0;
@@ -81,31 +75,25 @@ uint64_t RequestSpace::StabIndex::build(uint64_t domain,
         positions.push_back(0);
         checkpoints.insert(checkpoints.end(), current.begin(), current.end());
     }
-    replay = most + gap;
+    replay = most;
     return domain + changeStart[domain] + checkpoints.size();
 }
 
-void RequestSpace::StabIndex::addTo(uint64_t i, Bits& out, Bits& current) const {
+void RequestSpace::StabIndex::stab(uint64_t i, uint64_t* out, size_t n) const {
     const size_t at = static_cast<size_t>(std::upper_bound(positions.begin(), positions.end(), i) -
                                           positions.begin()) -
                       1;
-    const size_t n = out.size();
     const uint64_t rules = uint64_t{n} * 64;
-    const auto first = checkpoints.begin() + static_cast<ptrdiff_t>(at * words);
-    current.assign(first, first + static_cast<ptrdiff_t>(n));
+    std::copy_n(checkpoints.begin() + static_cast<ptrdiff_t>(at * words), n, out);
+    // The changes after the checkpoint's index up to i, in one run of the array.
     const uint64_t end = std::min<uint64_t>(i + 1, changeStart.size() - 1);
-    for (uint64_t k = positions[at] + 1; k < end; ++k) {
-        for (uint32_t c = changeStart[k]; c < changeStart[k + 1]; ++c) {
-            const uint32_t r = change[c] & ~Enters;
-            if (r >= rules) break;  // a list holds its rules in ascending order
-            if (change[c] & Enters) {
-                current[r / 64] |= uint64_t{1} << (r % 64);
-            } else {
-                current[r / 64] &= ~(uint64_t{1} << (r % 64));
-            }
-        }
+    const uint32_t last = changeStart[end];
+    for (uint32_t c = changeStart[positions[at] + 1]; c < last; ++c) {
+        const uint32_t r = change[c] & ~Enters;
+        if (r >= rules) continue;
+        const uint64_t bit = uint64_t{1} << (r % 64);
+        out[r / 64] = change[c] & Enters ? out[r / 64] | bit : out[r / 64] & ~bit;
     }
-    orInto(out, current);
 }
 
 void RequestSpace::buildPointIndex(size_t p) {
@@ -210,50 +198,66 @@ const RequestSpace::Bits& RequestSpace::classRules(size_t p, Ends end, uint64_t 
     return rules;
 }
 
-RequestSpace::Bits RequestSpace::matchBits(size_t p, const RequestPoint& point,
-                                           uint32_t before) const {
+std::span<const uint64_t> RequestSpace::matchBits(size_t p, const RequestPoint& point,
+                                                  uint32_t before, Bits& work) const {
     const PointIndex& x = pointIndex_[p];
     const size_t words = std::min(x.words, size_t{before} / 64 + 1);
-    Bits all(words, ~uint64_t{0});
+    // One allocation: the answer, then room for two dimensions' sets of rules.
+    work.assign(3 * words, ~uint64_t{0});
+    uint64_t* all = work.data();
+    uint64_t* one = all + words;
+    uint64_t* two = one + words;
     if (before % 64) all[words - 1] = (uint64_t{1} << (before % 64)) - 1;
     if (before % 64 == 0) all[words - 1] = 0;
-    Bits one(words), scratch(words);
-    auto narrow = [&]() {
-        for (size_t w = 0; w < words; ++w) all[w] &= one[w];
-    };
-    auto unnamed = [&](const Bits& b) {
-        std::copy(b.begin(), b.begin() + static_cast<ptrdiff_t>(words), one.begin());
+    // The rules still in the running lie in all's first n words: each dimension reads and
+    // replays only those, and a request no rule below `before` matches stops early.
+    size_t n = words;
+    auto trim = [&] {
+        while (n > 0 && all[n - 1] == 0) --n;
+        return n > 0;
     };
     for (RequestField f : RequestFields) {
         const auto k = static_cast<size_t>(f);
-        unnamed(x.fieldUnnamed[k]);
+        const Bits& unnamed = x.fieldUnnamed[k];
         const uint64_t v = point.values[fieldDim(f)];
-        if (v != 0) x.fields[k].addTo(v, one, scratch);
-        narrow();
+        if (v == 0) {
+            for (size_t w = 0; w < n; ++w) all[w] &= unnamed[w];
+        } else {
+            x.fields[k].stab(v, one, n);
+            for (size_t w = 0; w < n; ++w) all[w] &= unnamed[w] | one[w];
+        }
+        if (!trim()) return {all, 0};
     }
     for (Ends end : {Ends::Source, Ends::Destination}) {
         const auto e = static_cast<size_t>(end);
-        unnamed(x.sideUnnamed[e]);
+        const Bits& unnamed = x.sideUnnamed[e];
         if (onFabric()) {
-            orInto(one, classRules(p, end, point.values[classDim(end)]));
+            const Bits& holding = classRules(p, end, point.values[classDim(end)]);
+            for (size_t w = 0; w < n; ++w) all[w] &= unnamed[w] | holding[w];
         } else {
+            // A side holds the port when one of its groups does: by type, as the SM's port, by
+            // GUID, by name, by partition or by PKey.
             const PortDims& at = portDims_[e];
             const uint64_t type = point.values[at.nodeType];
-            orInto(one, x.byType[e][type]);
-            if (point.values[at.sm]) orInto(one, x.bySelf[e]);
-            x.byGuid[e].addTo(point.values[at.guid], one, scratch);
+            x.byGuid[e].stab(point.values[at.guid], one, n);
             (type == 1 ? x.bySwitchName[e] : x.byOwnName[e])
-                .addTo(point.values[at.name], one, scratch);
+                .stab(point.values[at.name], two, n);
+            auto orInto = [&](const Bits& in) {
+                for (size_t w = 0; w < n; ++w) one[w] |= in[w];
+            };
+            if (point.values[at.sm]) orInto(x.bySelf[e]);
             for (size_t i = 0; i < at.partitions.size(); ++i) {
-                if (point.values[at.partitions[i]]) orInto(one, x.byPartition[e][i]);
+                if (point.values[at.partitions[i]]) orInto(x.byPartition[e][i]);
             }
             for (size_t i = 0; i < at.pkeys.size(); ++i) {
-                if (point.values[at.pkeys[i]]) orInto(one, x.byPkey[e][i]);
+                if (point.values[at.pkeys[i]]) orInto(x.byPkey[e][i]);
             }
+            const Bits& byType = x.byType[e][type];
+            for (size_t w = 0; w < n; ++w) all[w] &= unnamed[w] | byType[w] | one[w] | two[w];
         }
-        narrow();
+        if (!trim()) return {all, 0};
     }
-    return all;
+    return {all, n};
 }
 
 uint64_t RequestSpace::lookupSteps(size_t p, uint32_t before) const {
@@ -267,7 +271,8 @@ uint64_t RequestSpace::lookupSteps(size_t p, uint32_t before) const {
 
 std::optional<uint32_t> RequestSpace::firstMatch(size_t p, const RequestPoint& point,
                                                  uint32_t before) const {
-    const Bits all = matchBits(p, point, before);
+    Bits work;
+    const std::span<const uint64_t> all = matchBits(p, point, before, work);
     for (size_t w = 0; w < all.size(); ++w) {
         if (all[w])
             return static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(all[w])));
@@ -277,7 +282,8 @@ std::optional<uint32_t> RequestSpace::firstMatch(size_t p, const RequestPoint& p
 
 std::vector<uint32_t> RequestSpace::allMatches(size_t p, const RequestPoint& point, uint32_t before,
                                                size_t limit) const {
-    const Bits all = matchBits(p, point, before);
+    Bits work;
+    const std::span<const uint64_t> all = matchBits(p, point, before, work);
     std::vector<uint32_t> out;
     for (size_t w = 0; w < all.size() && out.size() < limit; ++w) {
         for (uint64_t m = all[w]; m && out.size() < limit; m &= m - 1)
