@@ -82,8 +82,8 @@ DecisionDiagram::Ref DecisionDiagram::node(uint32_t v, Ref lo, Ref hi) {
     return intern(v, lo, hi);
 }
 
-DecisionDiagram::Memo& DecisionDiagram::memoFor(uint32_t op, Ref a, Ref b, Ref c) {
-    return memo_[(hash(a, b, c) + op * 0x27d4eb2fULL) & (memo_.size() - 1)];
+uint64_t DecisionDiagram::memoKey(uint32_t op, Ref a, Ref b, Ref c) {
+    return hash(a, b, c) + op * 0x27d4eb2fULL;
 }
 
 uint32_t DecisionDiagram::top(Ref a, Ref b) const { return std::min(nodes_[a].var, nodes_[b].var); }
@@ -107,7 +107,8 @@ DecisionDiagram::Ref DecisionDiagram::boolean(Op op, Ref a, Ref b) {
             if (b == False) return a;
             break;
     }
-    Memo& m = memoFor(op, a, b, 0);
+    const uint64_t key = memoKey(op, a, b, 0);
+    const Memo& m = memoAt(key);
     if (m.op == op && m.a == a && m.b == b && m.c == 0) return m.result;
     step();
     const uint32_t v = top(a, b);
@@ -116,9 +117,8 @@ DecisionDiagram::Ref DecisionDiagram::boolean(Op op, Ref a, Ref b) {
     Ref lo = boolean(op, a0, b0);
     Ref hi = boolean(op, a1, b1);
     Ref r = node(v, lo, hi);
-    // The memo may have moved while the recursion grew it.
-    Memo& slot = memoFor(op, a, b, 0);
-    slot = {op, a, b, 0, r};
+    // (The memo may have grown during the recursion: memoAt finds the slot again.)
+    memoAt(key) = {op, a, b, 0, r};
     return r;
 }
 
@@ -130,14 +130,15 @@ bool DecisionDiagram::intersects(Ref a, Ref b) {
     if (a == False || b == False) return false;
     if (a == True || b == True || a == b) return true;
     if (a > b) std::swap(a, b);
-    Memo& m = memoFor(Intersects, a, b, 0);
+    const uint64_t key = memoKey(Intersects, a, b, 0);
+    const Memo& m = memoAt(key);
     if (m.op == Intersects && m.a == a && m.b == b) return m.result != 0;
     step();
     const uint32_t v = top(a, b);
     auto [a0, a1] = split(a, v);
     auto [b0, b1] = split(b, v);
     bool r = intersects(a0, b0) || intersects(a1, b1);
-    memoFor(Intersects, a, b, 0) = {Intersects, a, b, 0, r ? 1u : 0u};
+    memoAt(key) = {Intersects, a, b, 0, r ? 1u : 0u};
     return r;
 }
 
@@ -146,21 +147,23 @@ bool DecisionDiagram::implies(Ref a, Ref b) {
     if (a == False || b == True || a == b) return true;
     if (b == False) return false;  // a is not False
     if (a == True) return false;   // b is not True
-    Memo& m = memoFor(Intersects + 1, a, b, 0);
+    const uint64_t key = memoKey(Intersects + 1, a, b, 0);
+    const Memo& m = memoAt(key);
     if (m.op == Intersects + 1 && m.a == a && m.b == b) return m.result != 0;
     step();
     const uint32_t v = top(a, b);
     auto [a0, a1] = split(a, v);
     auto [b0, b1] = split(b, v);
     bool r = implies(a0, b0) && implies(a1, b1);
-    memoFor(Intersects + 1, a, b, 0) = {Intersects + 1, a, b, 0, r ? 1u : 0u};
+    memoAt(key) = {Intersects + 1, a, b, 0, r ? 1u : 0u};
     return r;
 }
 
 DecisionDiagram::Ref DecisionDiagram::ite(Ref cond, Ref then, Ref otherwise) {
     if (cond == True || then == otherwise) return then;
     if (cond == False) return otherwise;
-    Memo& m = memoFor(Ite, cond, then, otherwise);
+    const uint64_t key = memoKey(Ite, cond, then, otherwise);
+    const Memo& m = memoAt(key);
     if (m.op == Ite && m.a == cond && m.b == then && m.c == otherwise) return m.result;
     step();
     const uint32_t v = std::min({nodes_[cond].var, nodes_[then].var, nodes_[otherwise].var});
@@ -170,14 +173,15 @@ DecisionDiagram::Ref DecisionDiagram::ite(Ref cond, Ref then, Ref otherwise) {
     Ref lo = ite(c0, t0, e0);
     Ref hi = ite(c1, t1, e1);
     Ref r = node(v, lo, hi);
-    memoFor(Ite, cond, then, otherwise) = {Ite, cond, then, otherwise, r};
+    memoAt(key) = {Ite, cond, then, otherwise, r};
     return r;
 }
 
 DecisionDiagram::Ref DecisionDiagram::combine(
     Ref a, Ref b, uint32_t op, const std::function<uint32_t(uint32_t, uint32_t)>& f) {
     if (isTerminal(a) && isTerminal(b)) return terminal(f(terminalValue(a), terminalValue(b)));
-    Memo& m = memoFor(op, a, b, 0);
+    const uint64_t key = memoKey(op, a, b, 0);
+    const Memo& m = memoAt(key);
     if (m.op == op && m.a == a && m.b == b && m.c == 0) return m.result;
     step();
     const uint32_t v = top(a, b);
@@ -186,20 +190,21 @@ DecisionDiagram::Ref DecisionDiagram::combine(
     Ref lo = combine(a0, b0, op, f);
     Ref hi = combine(a1, b1, op, f);
     Ref r = node(v, lo, hi);
-    memoFor(op, a, b, 0) = {op, a, b, 0, r};
+    memoAt(key) = {op, a, b, 0, r};
     return r;
 }
 
 DecisionDiagram::Ref DecisionDiagram::mapTerminals(Ref a, uint32_t op,
                                                    const std::function<uint32_t(uint32_t)>& f) {
     if (isTerminal(a)) return terminal(f(terminalValue(a)));
-    Memo& m = memoFor(op, a, 0, 1);
+    const uint64_t key = memoKey(op, a, 0, 1);
+    const Memo& m = memoAt(key);
     if (m.op == op && m.a == a && m.b == 0 && m.c == 1) return m.result;
     step();
     Ref lo = mapTerminals(low(a), op, f);
     Ref hi = mapTerminals(high(a), op, f);
     Ref r = node(var(a), lo, hi);
-    memoFor(op, a, 0, 1) = {op, a, 0, 1, r};
+    memoAt(key) = {op, a, 0, 1, r};
     return r;
 }
 

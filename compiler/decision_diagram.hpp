@@ -109,7 +109,10 @@ class DecisionDiagram {
     static uint64_t hash(uint32_t a, uint32_t b, uint32_t c);
     void growUnique();
     Ref intern(uint32_t v, Ref lo, Ref hi);
-    Memo& memoFor(uint32_t op, Ref a, Ref b, Ref c);
+    // A memo entry's key, and its slot: hashed once, found again after a recursion that may
+    // have grown the memo.
+    static uint64_t memoKey(uint32_t op, Ref a, Ref b, Ref c);
+    Memo& memoAt(uint64_t key) { return memo_[key & (memo_.size() - 1)]; }
     Ref boolean(Op op, Ref a, Ref b);
     uint32_t top(Ref a, Ref b) const;
     std::pair<Ref, Ref> split(Ref f, uint32_t v) const {
