@@ -95,15 +95,12 @@ class RuleJudge {
         while (rest != DecisionDiagram::False) {
             // Of the earlier rules that match this request, the largest goes out: few rounds
             // cover a dead rule, as in a greedy set cover.
-            dd_.spend(space_.pointSteps());
-            const std::vector<uint32_t> matching =
-                allMatches(space_.pointIn(rest, used.empty() ? 0 : j * 7919 + used.size()), j);
-            if (matching.empty()) return v;  // this request reaches rule j
-            const uint32_t largest = *std::max_element(
-                matching.begin(), matching.end(),
-                [&](uint32_t a, uint32_t b) { return space_.extent(0, a) < space_.extent(0, b); });
-            used.push_back(largest);
-            rest = takeOut(rest, largest);
+            dd_.spend(space_.pointSteps() + space_.lookupSteps(0, j));
+            const std::optional<uint32_t> largest = space_.largestMatch(
+                0, space_.pointIn(rest, used.empty() ? 0 : j * 7919 + used.size()), j);
+            if (!largest) return v;  // this request reaches rule j
+            used.push_back(*largest);
+            rest = takeOut(rest, *largest);
         }
         v.kind = Verdict::Dead;
         std::sort(used.begin(), used.end());
@@ -142,11 +139,6 @@ class RuleJudge {
         if (left == rest)
             throw std::logic_error("RuleJudge: a rule matches a request its diagram lacks");
         return left;
-    }
-
-    std::vector<uint32_t> allMatches(const RequestPoint& point, uint32_t before) {
-        dd_.spend(space_.lookupSteps(0, before));
-        return space_.allMatches(0, point, before);
     }
 
     std::optional<uint32_t> firstMatch(const RequestPoint& point, uint32_t before) {

@@ -134,7 +134,11 @@ class RequestSpace {
     // `limit` of them).
     std::vector<uint32_t> allMatches(size_t p, const RequestPoint& point, uint32_t before,
                                      size_t limit = SIZE_MAX) const;
-    // The work, in diagram steps, that firstMatch or allMatches below `before`, pointIn and
+    // Of the rules of policy p below `before` that match a request, the one of largest extent
+    // (the first of equals), or nullopt when none does.
+    std::optional<uint32_t> largestMatch(size_t p, const RequestPoint& point,
+                                         uint32_t before) const;
+    // The work, in diagram steps, that a lookup of rules below `before`, pointIn and
     // witness cost (for the analyses' budgets: a query spends nothing itself, so that a built
     // space may be queried from several threads).
     uint64_t lookupSteps(size_t p, uint32_t before) const;
@@ -186,6 +190,13 @@ class RequestSpace {
         std::vector<Bits> byPartition[2], byPkey[2];
         // One fabric: per class, filled when first asked.
         mutable std::vector<Bits> byClass[2];
+        // The rules in about 16 tiers of extent, largest first; rules of one extent share a
+        // tier, so the largest rule among some is in the first tier that holds one of them.
+        struct Tier {
+            double low = 0, high = 0;
+            Bits rules;
+        };
+        std::vector<Tier> byExtent;
         uint64_t replayBound = 0;  // the changes a lookup may replay, in all
     };
     void buildPointIndex(size_t p);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <numeric>
 
 namespace ibqos {
 
@@ -175,6 +176,25 @@ void RequestSpace::buildPointIndex(size_t p) {
         setupWords_ += uint64_t{n} * x.words / 8 +
                        (attributes_.partitions.size() + attributes_.pkeyIntervals.size()) * x.words;
     }
+    // The tiers of extent: the rules by extent, largest first, cut every n / 16 rules at a
+    // change of extent.
+    const std::vector<double>& extent = extents_[p];
+    std::vector<uint32_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t a, uint32_t b) { return extent[a] > extent[b]; });
+    const size_t tierSize = std::max<size_t>(64, n / 16);
+    size_t inTier = 0;
+    for (uint32_t r : order) {
+        if (x.byExtent.empty() || (inTier >= tierSize && extent[r] != x.byExtent.back().low)) {
+            x.byExtent.push_back({extent[r], extent[r], none});
+            inTier = 0;
+        }
+        x.byExtent.back().low = extent[r];
+        setBit(x.byExtent.back().rules, r);
+        ++inTier;
+    }
+    setupWords_ += x.byExtent.size() * x.words;
 }
 
 const RequestSpace::Bits& RequestSpace::classRules(size_t p, Ends end, uint64_t c) const {
@@ -290,6 +310,26 @@ std::vector<uint32_t> RequestSpace::allMatches(size_t p, const RequestPoint& poi
             out.push_back(static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(m))));
     }
     return out;
+}
+
+std::optional<uint32_t> RequestSpace::largestMatch(size_t p, const RequestPoint& point,
+                                                   uint32_t before) const {
+    Bits work;
+    const std::span<const uint64_t> all = matchBits(p, point, before, work);
+    const std::vector<double>& extent = extents_[p];
+    for (const PointIndex::Tier& tier : pointIndex_[p].byExtent) {
+        std::optional<uint32_t> best;
+        for (size_t w = 0; w < all.size(); ++w) {
+            for (uint64_t m = all[w] & tier.rules[w]; m; m &= m - 1) {
+                const auto r =
+                    static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(m)));
+                if (tier.low == tier.high) return r;  // one extent: the first is the largest
+                if (!best || extent[r] > extent[*best]) best = r;
+            }
+        }
+        if (best) return best;
+    }
+    return std::nullopt;
 }
 
 }  // namespace ibqos
