@@ -3,15 +3,18 @@
 // reporter over the library's results.
 #include "bench/harness.hpp"
 
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <string_view>
 #include <utility>
 
 namespace ibqos::bench {
@@ -57,9 +60,11 @@ Json argsJson(const std::string& args) {
     return out;
 }
 
-// One JSON object per figure and line.
+// One JSON object per figure and line; `cpu` (>= 0) goes on every line.
 class JsonLinesReporter : public benchmark::BenchmarkReporter {
   public:
+    explicit JsonLinesReporter(int cpu) : cpu_(cpu) {}
+
     bool ReportContext(const Context&) override { return true; }
 
     void ReportRuns(const std::vector<Run>& runs) override {
@@ -69,6 +74,7 @@ class JsonLinesReporter : public benchmark::BenchmarkReporter {
                 continue;
             }
             Json params = argsJson(run.run_name.args);
+            if (cpu_ >= 0) params["cpu"] = cpu_;
             if (!run.report_label.empty() && run.report_label[0] == '{') {
                 Json label = Json::parse(run.report_label, nullptr, false);
                 if (label.is_object()) params.update(label);
@@ -92,6 +98,8 @@ class JsonLinesReporter : public benchmark::BenchmarkReporter {
     }
 
   private:
+    int cpu_;
+
     static void emit(const std::string& name, double value, const std::string& unit,
                      const Json& params) {
         Json line = {{"name", name}, {"value", value}, {"unit", unit}};
@@ -120,25 +128,43 @@ void setGrowth(benchmark::State& state, Json& params, const std::string& counter
 Program::Program(const std::string& name, const std::string& description)
     : app_(description, name) {
     app_.add_flag("--json", json_, "print one JSON object per figure and line");
+    app_.add_option("--cpu", cpu_,
+                    "run on this CPU only, measuring processes included (the CPUs of a virtual "
+                    "machine can differ in speed; default: any)")
+        ->check(CLI::Range(0, CPU_SETSIZE - 1));
     app_.footer(
         "Google Benchmark's options (--benchmark_filter, --benchmark_repetitions, "
-        "--benchmark_min_time, ...) are taken first; see --benchmark_help... or its "
-        "documentation.");
+        "--benchmark_min_time, ...) are taken first; Google Benchmark's documentation lists "
+        "them.");
 }
 
 std::optional<int> Program::parse(int argc, char** argv) {
-    benchmark::Initialize(&argc, argv);
+    // --help is the program's own (Google Benchmark would print only its flags and stop).
+    const bool help = std::any_of(argv + 1, argv + argc, [](const char* a) {
+        return std::string_view(a) == "--help" || std::string_view(a) == "-h";
+    });
+    if (!help) benchmark::Initialize(&argc, argv);
     try {
         app_.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         return app_.exit(e);
+    }
+    if (cpu_ >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu_, &set);
+        if (sched_setaffinity(0, sizeof set, &set) != 0) {
+            std::fprintf(stderr, "%s: --cpu %d: this machine does not let it run there\n",
+                         app_.get_name().c_str(), cpu_);
+            return 2;
+        }
     }
     return std::nullopt;
 }
 
 int Program::run() {
     if (json_) {
-        JsonLinesReporter reporter;
+        JsonLinesReporter reporter(cpu_);
         benchmark::RunSpecifiedBenchmarks(&reporter);
     } else {
         benchmark::RunSpecifiedBenchmarks();

@@ -55,6 +55,7 @@ class Program {
   private:
     CLI::App app_;
     bool json_ = false;
+    int cpu_ = -1;  // --cpu: the one CPU this process and its children run on (-1: any)
 };
 
 // Peak resident memory of this process so far, in bytes (VmHWM), and a reset of that peak so
