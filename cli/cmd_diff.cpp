@@ -117,8 +117,8 @@ Json portKindJson(const PortKind& k) {
 }
 
 // The ports one end of a region names: GUIDs on a fabric, kinds without one; null for all.
-Json endJson(const Fabric* fabric, const std::vector<uint32_t>& ports,
-             const std::vector<PortKind>& kinds, bool any) {
+Json endJson(const Fabric* fabric, const EndpointSet& ports, const std::vector<PortKind>& kinds,
+             bool any) {
     if (!fabric) {
         if (any) return nullptr;
         Json out = Json::array();
@@ -126,12 +126,12 @@ Json endJson(const Fabric* fabric, const std::vector<uint32_t>& ports,
         return out;
     }
     Json out = Json::array();
-    for (uint32_t p : ports) out.push_back(hex(fabric->ports[p].guid, 16));
+    for (uint32_t p : ports.list()) out.push_back(hex(fabric->ports[p].guid, 16));
     return out;
 }
 
 // For people: up to four ports by name, or the kinds.
-std::string endText(const Fabric* fabric, const std::vector<uint32_t>& ports,
+std::string endText(const Fabric* fabric, const EndpointSet& ports,
                     const std::vector<PortKind>& kinds, bool any) {
     std::string out;
     if (!fabric) {
@@ -139,14 +139,8 @@ std::string endText(const Fabric* fabric, const std::vector<uint32_t>& ports,
         for (const PortKind& k : kinds) out += (out.empty() ? "" : "; or ") + describePortKind(k);
         return out;
     }
-    size_t shown = 0;
-    for (uint32_t p : ports) {
-        if (shown == 4) {
-            out += ", ... (" + std::to_string(ports.size()) + " in all)";
-            break;
-        }
-        out += (shown++ ? ", " : "") + fabric->portName(p);
-    }
+    for (uint32_t p : ports.list(4)) out += (out.empty() ? "" : ", ") + fabric->portName(p);
+    if (ports.size() > 4) out += ", ... (" + std::to_string(ports.size()) + " in all)";
     return out;
 }
 

@@ -29,6 +29,7 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <queue>
 #include <set>
 #include <span>
 #include <stdexcept>
@@ -315,7 +316,9 @@ std::vector<PackedRegion> joinRegions(std::vector<PackedRegion> regions, RegionP
 }
 
 // A region as the diff gives it (on a fabric its ends are still classes).
-DiffRegion unpack(const PackedRegion& p, const RegionParts& parts, bool onFabric) {
+// classes: the fabric's membership classes, or null without a fabric.
+DiffRegion unpack(const PackedRegion& p, const RegionParts& parts,
+                  const std::shared_ptr<const EndpointSet::Classes>& classes) {
     DiffRegion r;
     const RegionKey& key = parts.keys[p.key];
     r.before = parts.answers[p.key].first;
@@ -329,9 +332,9 @@ DiffRegion unpack(const PackedRegion& p, const RegionParts& parts, bool onFabric
     r.afterRules = parts.lists[p.afterRules];
     const std::vector<uint32_t>& sources = parts.lists[p.dims[SourceDim]];
     const std::vector<uint32_t>& destinations = parts.lists[p.dims[DestinationDim]];
-    if (onFabric) {
-        r.sources = sources;
-        r.destinations = destinations;
+    if (classes) {
+        r.sources = EndpointSet(classes, sources);
+        r.destinations = EndpointSet(classes, destinations);
     } else {
         r.sourceKinds.reserve(sources.size());
         for (uint32_t k : sources) r.sourceKinds.push_back(parts.kinds[k]);
@@ -1190,49 +1193,25 @@ std::optional<PolicyDiff> diffPolicies(const BoundPolicy& before, const BoundPol
         auto groupKey = [&](size_t p, uint32_t g) { return groupIds[p][g]; };
         PolicyDiff diff;
         RegionParts parts;
+        const auto classes = std::make_shared<const EndpointSet::Classes>(space.classes());
         for (const PackedRegion& r : joinRegions(
                  Differ(space, &pkeys, pairRules(*before.policy, *after.policy, groupKey), parts)
                      .run(),
                  parts))
-            diff.regions.push_back(unpack(r, parts, true));
-        // The regions' classes as their endpoints, and the port pairs they hold.
-        const auto& classes = space.classes();
-        // Ports marked while a region's classes are listed (left cleared for the next).
-        std::vector<uint64_t> marked((before.fabric->ports.size() + 63) / 64);
+            diff.regions.push_back(unpack(r, parts, classes));
+        // The port pairs each region holds.
         for (DiffRegion& r : diff.regions) {
-            uint64_t sources = 0, destinations = 0, same = 0;
-            for (uint32_t c : r.sources) sources += classes[c].size();
-            for (uint32_t c : r.destinations) destinations += classes[c].size();
+            const std::vector<uint32_t>& from = r.sources.classes();
+            const std::vector<uint32_t>& to = r.destinations.classes();
             std::vector<uint32_t> shared;
-            std::set_intersection(r.sources.begin(), r.sources.end(), r.destinations.begin(),
-                                  r.destinations.end(), std::back_inserter(shared));
-            for (uint32_t c : shared) same += classes[c].size();
+            std::set_intersection(from.begin(), from.end(), to.begin(), to.end(),
+                                  std::back_inserter(shared));
+            uint64_t same = 0;
+            for (uint32_t c : shared) same += (*classes)[c].size();
+            const uint64_t sources = r.sources.size(), destinations = r.destinations.size();
             r.portPairs = r.loopback == Loopback::Only       ? sources
                           : r.loopback == Loopback::Excluded ? sources * destinations - same
                                                              : sources * destinations;
-            // The classes' endpoints in port order, through the bitmap (cheaper than sorting a
-            // region of a large fabric).
-            auto ports = [&](const std::vector<uint32_t>& cs) {
-                if (cs.size() == 1) return classes[cs[0]];
-                size_t n = 0, from = marked.size(), to = 0;
-                for (uint32_t c : cs) {
-                    for (uint32_t p : classes[c]) marked[p / 64] |= uint64_t{1} << (p % 64);
-                    n += classes[c].size();
-                    from = std::min<size_t>(from, classes[c].front() / 64);
-                    to = std::max<size_t>(to, classes[c].back() / 64 + 1);
-                }
-                std::vector<uint32_t> out;
-                out.reserve(n);
-                for (size_t w = from; w < to; ++w) {
-                    for (uint64_t m = marked[w]; m; m &= m - 1)
-                        out.push_back(static_cast<uint32_t>(
-                            w * 64 + static_cast<size_t>(std::countr_zero(m))));
-                    marked[w] = 0;
-                }
-                return out;
-            };
-            r.sources = ports(r.sources);
-            r.destinations = ports(r.destinations);
         }
         return diff;
     } catch (const AnalysisBudgetSpent&) {
@@ -1256,7 +1235,7 @@ std::optional<PolicyDiff> diffPolicies(const Policy& before, const Policy& after
         RegionParts parts;
         for (const PackedRegion& r : joinRegions(
                  Differ(space, nullptr, pairRules(before, after, groupKey), parts).run(), parts))
-            diff.regions.push_back(unpack(r, parts, false));
+            diff.regions.push_back(unpack(r, parts, nullptr));
         diff.scopes = scopeChanges(before, after);
         diff.qosSetupApplied[0] = before.hasQosSetup && !before.qosSetupIgnored;
         diff.qosSetupApplied[1] = after.hasQosSetup && !after.qosSetupIgnored;
@@ -1264,6 +1243,44 @@ std::optional<PolicyDiff> diffPolicies(const Policy& before, const Policy& after
     } catch (const AnalysisBudgetSpent&) {
         return std::nullopt;
     }
+}
+
+EndpointSet::EndpointSet(std::shared_ptr<const Classes> classes, std::vector<uint32_t> members)
+    : classes_(std::move(classes)), members_(std::move(members)) {
+    for (uint32_t c : members_) size_ += (*classes_)[c].size();
+}
+
+bool EndpointSet::contains(uint32_t endpoint) const {
+    return std::any_of(members_.begin(), members_.end(), [&](uint32_t c) {
+        const std::vector<uint32_t>& ports = (*classes_)[c];
+        return std::binary_search(ports.begin(), ports.end(), endpoint);
+    });
+}
+
+std::vector<uint32_t> EndpointSet::list(size_t most) const {
+    std::vector<uint32_t> out;
+    out.reserve(static_cast<size_t>(std::min<uint64_t>(most, size_)));
+    if (members_.size() == 1) {
+        const std::vector<uint32_t>& ports = (*classes_)[members_[0]];
+        out.assign(ports.begin(), ports.begin() + static_cast<ptrdiff_t>(out.capacity()));
+        return out;
+    }
+    // The classes' lists merged: the smallest head next (a class's endpoints are in port order).
+    using Head = std::pair<uint32_t, uint32_t>;  // (endpoint, member), next position below
+    std::vector<size_t> at(members_.size(), 0);
+    std::priority_queue<Head, std::vector<Head>, std::greater<>> heads;
+    for (uint32_t m = 0; m < members_.size(); ++m) {
+        const std::vector<uint32_t>& ports = (*classes_)[members_[m]];
+        if (!ports.empty()) heads.push({ports[0], m});
+    }
+    while (!heads.empty() && out.size() < most) {
+        const auto [endpoint, m] = heads.top();
+        heads.pop();
+        out.push_back(endpoint);
+        const std::vector<uint32_t>& ports = (*classes_)[members_[m]];
+        if (++at[m] < ports.size()) heads.push({ports[at[m]], m});
+    }
+    return out;
 }
 
 }  // namespace ibqos

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,11 +50,34 @@ enum class Loopback : uint8_t {
     Only,      // only loopback paths: each source to itself (destinations are the sources)
 };
 
+// One end of a region on a fabric: the endpoints (Fabric::ports indices) of some membership
+// classes. Kept as the classes, each a list of endpoints in port order, and listed in port
+// order only as far as asked: a region of a large fabric may hold tens of thousands of ports,
+// and a diff thousands of regions.
+class EndpointSet {
+  public:
+    using Classes = std::vector<std::vector<uint32_t>>;
+    EndpointSet() = default;
+    EndpointSet(std::shared_ptr<const Classes> classes, std::vector<uint32_t> members);
+    uint64_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    bool contains(uint32_t endpoint) const;
+    // The first `most` endpoints in port order.
+    std::vector<uint32_t> list(size_t most = SIZE_MAX) const;
+    // The classes (indices into the fabric's classes), sorted.
+    const std::vector<uint32_t>& classes() const { return members_; }
+
+  private:
+    std::shared_ptr<const Classes> classes_;
+    std::vector<uint32_t> members_;
+    uint64_t size_ = 0;
+};
+
 // A product of requests whose answers all change the same way.
 struct DiffRegion {
-    // With a fabric: endpoints (Fabric::ports indices). Without: the kinds of ports (a union);
-    // empty with `anyPorts...` for every port.
-    std::vector<uint32_t> sources, destinations;
+    // With a fabric: endpoints. Without: the kinds of ports (a union); empty with
+    // `any...` for every port.
+    EndpointSet sources, destinations;
     std::vector<PortKind> sourceKinds, destinationKinds;
     bool anySource = false, anyDestination = false;
     FieldValues serviceIds, qosClasses, pkeys;
