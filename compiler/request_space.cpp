@@ -126,24 +126,45 @@ RequestSpace::RequestSpace(DecisionDiagram& dd, const std::vector<const BoundPol
     }
     addFieldCuts(extra);
     // Endpoints in the same groups of every policy (and with the same tag) are one class. The
-    // classes are refined group by group: the members of a group leave their class for a new
-    // one, so the work is the groups' sizes.
+    // classes are refined group by group: a class some of whose ports are in the group splits,
+    // its members in the group moving to a new class, so the work is the groups' sizes and the
+    // classes number at most the ports.
     const Fabric& fabric = *bound[0]->fabric;
     std::vector<uint32_t> refined(fabric.ports.size(), 0);
-    uint32_t count = 1;
-    // For each class: the class its members in the current group move to, and for which group.
-    std::vector<std::pair<uint32_t, uint32_t>> split(1, {0, UINT32_MAX});
+    std::vector<uint32_t> size(1, static_cast<uint32_t>(fabric.ports.size()));
+    // Per class, for the group being applied: the round it was last met in, how many of its
+    // ports the group holds, and the class those move to (itself when it holds them all).
+    std::vector<uint32_t> met(1, UINT32_MAX), held(1, 0), moveTo(1, 0);
     uint32_t round = 0;
     auto refine = [&](auto&& eachPort) {
         eachPort([&](uint32_t port) {
-            if (split[refined[port]].second != round) {
-                split[refined[port]] = {count++, round};
-                if (split.size() < count) split.resize(2 * count, {0, UINT32_MAX});
+            const uint32_t c = refined[port];
+            if (met[c] != round) {
+                met[c] = round;
+                held[c] = 0;
             }
-            refined[port] = split[refined[port]].first;
-            ++setupWords_;
+            ++held[c];
         });
-        ++round;
+        eachPort([&](uint32_t port) {
+            const uint32_t c = refined[port];
+            if (met[c] != round + 1) {  // its first member: the class stays whole, or splits
+                met[c] = round + 1;
+                moveTo[c] = c;
+                if (held[c] != size[c]) {
+                    moveTo[c] = static_cast<uint32_t>(size.size());
+                    size.push_back(0);
+                    met.push_back(UINT32_MAX);
+                    held.push_back(0);
+                    moveTo.push_back(0);
+                }
+            }
+            ++setupWords_;
+            if (moveTo[c] == c) return;
+            refined[port] = moveTo[c];
+            --size[c];
+            ++size[moveTo[c]];
+        });
+        round += 2;
     };
     // A group's members, without building their list (node types never repeat a listed port).
     auto members = [&fabric](const GroupMembers& g) {
@@ -169,13 +190,16 @@ RequestSpace::RequestSpace(DecisionDiagram& dd, const std::vector<const BoundPol
         }
     }
     // Classes numbered in port order.
-    std::unordered_map<uint32_t, uint32_t> number;
+    std::vector<uint32_t> number(size.size(), UINT32_MAX);
     classOf_.assign(fabric.ports.size(), UINT32_MAX);
     for (uint32_t port : fabric.endpoints()) {
-        auto [it, fresh] = number.emplace(refined[port], static_cast<uint32_t>(classes_.size()));
-        if (fresh) classes_.emplace_back();
-        classes_[it->second].push_back(port);
-        classOf_[port] = it->second;
+        uint32_t& n = number[refined[port]];
+        if (n == UINT32_MAX) {
+            n = static_cast<uint32_t>(classes_.size());
+            classes_.emplace_back();
+        }
+        classes_[n].push_back(port);
+        classOf_[port] = n;
     }
     std::vector<uint32_t> seen(classes_.size(), UINT32_MAX);
     uint32_t stamp = 0;
