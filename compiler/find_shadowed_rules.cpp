@@ -68,7 +68,8 @@ class RuleJudge {
             }
             // The first few earlier rules that match it: one of them often holds rule j.
             dd_.spend(space_.lookupSteps(0, j) + WithinTries / 4);
-            const std::vector<uint32_t> matching = space_.allMatches(0, *point, j, WithinTries);
+            const std::vector<uint32_t> matching =
+                space_.allMatches(0, *point, j, room_, WithinTries);
             if (matching.empty()) return Verdict{};
             for (uint32_t i : matching) {
                 if (space_.within(0, j, i)) {
@@ -97,7 +98,7 @@ class RuleJudge {
             // cover a dead rule, as in a greedy set cover.
             dd_.spend(space_.pointSteps() + space_.lookupSteps(0, j));
             const std::optional<uint32_t> largest = space_.largestMatch(
-                0, space_.pointIn(rest, used.empty() ? 0 : j * 7919 + used.size()), j);
+                0, space_.pointIn(rest, used.empty() ? 0 : j * 7919 + used.size()), j, room_);
             if (!largest) return v;  // this request reaches rule j
             used.push_back(*largest);
             rest = takeOut(rest, *largest);
@@ -130,6 +131,7 @@ class RuleJudge {
   private:
     RequestSpace& space_;
     DecisionDiagram& dd_;
+    RequestSpace::LookupRoom room_;
 
     // What is left once rule i, which matches a request of rest, is taken out.
     Ref takeOut(Ref rest, uint32_t i) { return takeOut(rest, std::vector<uint32_t>{i}); }
@@ -143,7 +145,7 @@ class RuleJudge {
 
     std::optional<uint32_t> firstMatch(const RequestPoint& point, uint32_t before) {
         dd_.spend(space_.lookupSteps(0, before));
-        return space_.firstMatch(0, point, before);
+        return space_.firstMatch(0, point, before, room_);
     }
 };
 
@@ -188,7 +190,7 @@ const char* undecided =
 void findShadowedRules(const Reporter& report, Policy& policy, uint64_t workBudget) {
     auto& rules = policy.rules;
     DecisionDiagram dd(workBudget);
-    std::vector<Verdict> verdicts(rules.size(), Verdict{Verdict::Undecided});
+    std::vector<Verdict> verdicts(rules.size(), Verdict{Verdict::Undecided, false, {}});
     try {
         RequestSpace space(dd, std::vector<const Policy*>{&policy});
         verdicts = judgeRules(space);
@@ -245,7 +247,7 @@ void checkReachability(const BoundPolicy& bound, Diagnostics& diagnostics, uint6
     };
     DecisionDiagram here(workBudget);
     std::optional<RequestSpace> thisFabric;
-    std::vector<Verdict> verdicts(policy.rules.size(), Verdict{Verdict::Undecided});
+    std::vector<Verdict> verdicts(policy.rules.size(), Verdict{Verdict::Undecided, false, {}});
     try {
         thisFabric.emplace(here, std::vector<const BoundPolicy*>{&bound});
         verdicts = judgeRules(*thisFabric);

@@ -127,17 +127,21 @@ class RequestSpace {
     // judged from their ranges and groups without a diagram: true only when it holds (it may
     // say false of a rule the others' union hides).
     bool within(size_t p, uint32_t inner, uint32_t outer) const;
+    // Room for the bitsets of the lookups below, kept by the caller (one per thread) and used
+    // again from one lookup to the next: a lookup then allocates nothing.
+    using LookupRoom = std::vector<uint64_t>;
     // The first rule of policy p, below `before`, that matches a request (nullopt: none), from
     // an index of which rules each value of each dimension satisfies: a few bitset ANDs.
-    std::optional<uint32_t> firstMatch(size_t p, const RequestPoint& point, uint32_t before) const;
+    std::optional<uint32_t> firstMatch(size_t p, const RequestPoint& point, uint32_t before,
+                                       LookupRoom& room) const;
     // Every rule of policy p below `before` that matches a request, in order (the first
     // `limit` of them).
     std::vector<uint32_t> allMatches(size_t p, const RequestPoint& point, uint32_t before,
-                                     size_t limit = SIZE_MAX) const;
+                                     LookupRoom& room, size_t limit = SIZE_MAX) const;
     // Of the rules of policy p below `before` that match a request, the one of largest extent
     // (the first of equals), or nullopt when none does.
-    std::optional<uint32_t> largestMatch(size_t p, const RequestPoint& point,
-                                         uint32_t before) const;
+    std::optional<uint32_t> largestMatch(size_t p, const RequestPoint& point, uint32_t before,
+                                         LookupRoom& room) const;
     // The work, in diagram steps, that a lookup of rules below `before`, pointIn and
     // witness cost (for the analyses' budgets: a query spends nothing itself, so that a built
     // space may be queried from several threads).
@@ -204,7 +208,7 @@ class RequestSpace {
     // The rules of policy p that match a request, as bits (below `before` only; past the
     // span's end, none), in `work`.
     std::span<const uint64_t> matchBits(size_t p, const RequestPoint& point, uint32_t before,
-                                        Bits& work) const;
+                                        LookupRoom& work) const;
     const Bits& classRules(size_t p, Ends end, uint64_t c) const;
 
     // What a group selects, in the attributes' indices (every fabric).

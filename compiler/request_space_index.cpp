@@ -219,14 +219,15 @@ const RequestSpace::Bits& RequestSpace::classRules(size_t p, Ends end, uint64_t 
 }
 
 std::span<const uint64_t> RequestSpace::matchBits(size_t p, const RequestPoint& point,
-                                                  uint32_t before, Bits& work) const {
+                                                  uint32_t before, LookupRoom& work) const {
     const PointIndex& x = pointIndex_[p];
     const size_t words = std::min(x.words, size_t{before} / 64 + 1);
     // One allocation: the answer, then room for two dimensions' sets of rules.
-    work.assign(3 * words, ~uint64_t{0});
+    if (work.size() < 3 * words) work.resize(3 * words);
     uint64_t* all = work.data();
     uint64_t* one = all + words;
     uint64_t* two = one + words;
+    std::fill_n(all, words, ~uint64_t{0});
     if (before % 64) all[words - 1] = (uint64_t{1} << (before % 64)) - 1;
     if (before % 64 == 0) all[words - 1] = 0;
     // The rules still in the running lie in all's first n words: each dimension reads and
@@ -290,9 +291,8 @@ uint64_t RequestSpace::lookupSteps(size_t p, uint32_t before) const {
 }
 
 std::optional<uint32_t> RequestSpace::firstMatch(size_t p, const RequestPoint& point,
-                                                 uint32_t before) const {
-    Bits work;
-    const std::span<const uint64_t> all = matchBits(p, point, before, work);
+                                                 uint32_t before, LookupRoom& room) const {
+    const std::span<const uint64_t> all = matchBits(p, point, before, room);
     for (size_t w = 0; w < all.size(); ++w) {
         if (all[w])
             return static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(all[w])));
@@ -301,9 +301,8 @@ std::optional<uint32_t> RequestSpace::firstMatch(size_t p, const RequestPoint& p
 }
 
 std::vector<uint32_t> RequestSpace::allMatches(size_t p, const RequestPoint& point, uint32_t before,
-                                               size_t limit) const {
-    Bits work;
-    const std::span<const uint64_t> all = matchBits(p, point, before, work);
+                                               LookupRoom& room, size_t limit) const {
+    const std::span<const uint64_t> all = matchBits(p, point, before, room);
     std::vector<uint32_t> out;
     for (size_t w = 0; w < all.size() && out.size() < limit; ++w) {
         for (uint64_t m = all[w]; m && out.size() < limit; m &= m - 1)
@@ -313,9 +312,8 @@ std::vector<uint32_t> RequestSpace::allMatches(size_t p, const RequestPoint& poi
 }
 
 std::optional<uint32_t> RequestSpace::largestMatch(size_t p, const RequestPoint& point,
-                                                   uint32_t before) const {
-    Bits work;
-    const std::span<const uint64_t> all = matchBits(p, point, before, work);
+                                                   uint32_t before, LookupRoom& room) const {
+    const std::span<const uint64_t> all = matchBits(p, point, before, room);
     const std::vector<double>& extent = extents_[p];
     for (const PointIndex::Tier& tier : pointIndex_[p].byExtent) {
         std::optional<uint32_t> best;

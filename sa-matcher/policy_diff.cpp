@@ -466,6 +466,7 @@ class Differ {
   private:
     RequestSpace& space_;
     DecisionDiagram& dd_;
+    RequestSpace::LookupRoom room_;
     const PkeyTables* pkeys_;  // on a fabric
     Pairing pairing_;
     std::vector<std::optional<Ref>> reach_[2];
@@ -519,7 +520,7 @@ class Differ {
         const auto newRules = static_cast<uint32_t>(space_.policy(1).rules.size());
         while (rest != DecisionDiagram::False) {
             dd_.spend(space_.pointSteps() + space_.lookupSteps(1, newRules));
-            const std::optional<uint32_t> k = space_.firstMatch(1, space_.pointIn(rest), newRules);
+            const std::optional<uint32_t> k = space_.firstMatch(1, space_.pointIn(rest), newRules, room_);
             const Ref part = k ? dd_.conj(rest, newReach(*k))
                                : outside(1, rest, space_.overlapping(1, newRules, 0, i));
             if (part == DecisionDiagram::False)
