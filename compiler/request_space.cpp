@@ -726,8 +726,7 @@ bool RequestSpace::within(size_t p, uint32_t inner, uint32_t outer) const {
                 merged.types |= s.types;
                 merged.self = merged.self || s.self;
                 guids.insert(guids.end(), s.guids.begin(), s.guids.end());
-                merged.ownNames.insert(merged.ownNames.end(), s.ownNames.begin(),
-                                       s.ownNames.end());
+                merged.ownNames.insert(merged.ownNames.end(), s.ownNames.begin(), s.ownNames.end());
                 switches.insert(switches.end(), s.switchNames.begin(), s.switchNames.end());
                 merged.partitions.insert(merged.partitions.end(), s.partitions.begin(),
                                          s.partitions.end());

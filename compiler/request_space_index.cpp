@@ -222,7 +222,7 @@ std::span<const uint64_t> RequestSpace::matchBits(size_t p, const RequestPoint& 
                                                   uint32_t before, LookupRoom& work) const {
     const PointIndex& x = pointIndex_[p];
     const size_t words = std::min(x.words, size_t{before} / 64 + 1);
-    // One allocation: the answer, then room for two dimensions' sets of rules.
+    // The room: the answer, then two dimensions' sets of rules.
     if (work.size() < 3 * words) work.resize(3 * words);
     uint64_t* all = work.data();
     uint64_t* one = all + words;
@@ -261,8 +261,7 @@ std::span<const uint64_t> RequestSpace::matchBits(size_t p, const RequestPoint& 
             const PortDims& at = portDims_[e];
             const uint64_t type = point.values[at.nodeType];
             x.byGuid[e].stab(point.values[at.guid], one, n);
-            (type == 1 ? x.bySwitchName[e] : x.byOwnName[e])
-                .stab(point.values[at.name], two, n);
+            (type == 1 ? x.bySwitchName[e] : x.byOwnName[e]).stab(point.values[at.name], two, n);
             auto orInto = [&](const Bits& in) {
                 for (size_t w = 0; w < n; ++w) one[w] |= in[w];
             };

@@ -315,7 +315,7 @@ std::vector<PackedRegion> joinRegions(std::vector<PackedRegion> regions, RegionP
     return regions;
 }
 
-// A region as the diff gives it (on a fabric its ends are still classes).
+// A region as the diff gives it (on a fabric its ends as membership classes).
 // classes: the fabric's membership classes, or null without a fabric.
 DiffRegion unpack(const PackedRegion& p, const RegionParts& parts,
                   const std::shared_ptr<const EndpointSet::Classes>& classes) {
@@ -520,7 +520,8 @@ class Differ {
         const auto newRules = static_cast<uint32_t>(space_.policy(1).rules.size());
         while (rest != DecisionDiagram::False) {
             dd_.spend(space_.pointSteps() + space_.lookupSteps(1, newRules));
-            const std::optional<uint32_t> k = space_.firstMatch(1, space_.pointIn(rest), newRules, room_);
+            const std::optional<uint32_t> k =
+                space_.firstMatch(1, space_.pointIn(rest), newRules, room_);
             const Ref part = k ? dd_.conj(rest, newReach(*k))
                                : outside(1, rest, space_.overlapping(1, newRules, 0, i));
             if (part == DecisionDiagram::False)
