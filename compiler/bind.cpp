@@ -70,11 +70,16 @@ class Binder {
         std::vector<uint32_t>& out = m.ports;
         const auto& byGuid = fabric_.endpointsByGuid();
         for (const WrittenRange& w : g.guidRanges) {
-            auto it = std::lower_bound(byGuid.begin(), byGuid.end(),
-                                       std::make_pair(w.range.lo, uint32_t{0}));
-            size_t before = out.size();
-            for (; it != byGuid.end() && it->first <= w.range.hi; ++it) out.push_back(it->second);
-            if (out.size() == before) {
+            const auto from = std::lower_bound(byGuid.begin(), byGuid.end(),
+                                               std::make_pair(w.range.lo, uint32_t{0}));
+            const auto to =
+                std::upper_bound(from, byGuid.end(), std::make_pair(w.range.hi, UINT32_MAX));
+            // Room for them at once (a group of one range is then never copied).
+            const size_t count = static_cast<size_t>(to - from);
+            if (out.capacity() < out.size() + count)
+                out.reserve(std::max(2 * out.capacity(), out.size() + count));
+            for (auto it = from; it != to; ++it) out.push_back(it->second);
+            if (count == 0) {
                 std::string what = w.range.lo == w.range.hi
                                        ? "GUID " + hex(w.range.lo)
                                        : "GUIDs " + hex(w.range.lo) + "-" + hex(w.range.hi);
@@ -150,7 +155,8 @@ class Binder {
                 out.push_back(fabric_.smPort);
             }
         }
-        std::sort(out.begin(), out.end());
+        // (On most fabrics a GUID range's endpoints come in port order already.)
+        if (!std::is_sorted(out.begin(), out.end())) std::sort(out.begin(), out.end());
         out.erase(std::unique(out.begin(), out.end()), out.end());
         // Endpoints the node types already hold need not be listed.
         if (m.nodeTypes) {
@@ -160,7 +166,7 @@ class Binder {
                                      }),
                       out.end());
         }
-        out.shrink_to_fit();
+        if (out.capacity() > out.size() + out.size() / 4) out.shrink_to_fit();
         return m;
     }
 
