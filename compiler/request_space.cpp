@@ -9,6 +9,7 @@
 #include "compiler/request_space.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <map>
 #include <stdexcept>
 #include <unordered_map>
@@ -201,31 +202,25 @@ RequestSpace::RequestSpace(DecisionDiagram& dd, const std::vector<const BoundPol
         classes_[n].push_back(port);
         classOf_[port] = n;
     }
-    std::vector<uint32_t> seen(classes_.size(), UINT32_MAX);
-    uint32_t stamp = 0;
+    // Each group's classes, as a bitset (to tell quickly whether two groups meet) and read
+    // from it in order.
+    const size_t classWords = (classes_.size() + 63) / 64;
     for (const BoundPolicy* b : bound) {
         groupClasses_.emplace_back();
+        groupClassBits_.emplace_back();
         for (const GroupMembers& g : b->groups) {
-            std::vector<uint32_t> cs;
+            Bits bits(classWords);
             members(g)([&](uint32_t port) {
                 const uint32_t c = classOf_[port];
-                if (seen[c] != stamp) {
-                    seen[c] = stamp;
-                    cs.push_back(c);
-                }
+                bits[c / 64] |= uint64_t{1} << (c % 64);
             });
-            ++stamp;
-            std::sort(cs.begin(), cs.end());
+            std::vector<uint32_t> cs;
+            for (size_t w = 0; w < classWords; ++w) {
+                for (uint64_t m = bits[w]; m; m &= m - 1)
+                    cs.push_back(static_cast<uint32_t>(w * 64 + std::countr_zero(m)));
+            }
+            setupWords_ += classWords;
             groupClasses_.back().push_back(std::move(cs));
-        }
-    }
-    // The same as bitsets, to tell quickly whether two groups meet.
-    for (const auto& policy : groupClasses_) {
-        groupClassBits_.emplace_back();
-        for (const auto& cs : policy) {
-            Bits bits((classes_.size() + 63) / 64);
-            for (uint32_t c : cs) bits[c / 64] |= uint64_t{1} << (c % 64);
-            setupWords_ += bits.size();
             groupClassBits_.back().push_back(std::move(bits));
         }
     }
