@@ -1182,12 +1182,17 @@ std::optional<PolicyDiff> diffPolicies(const BoundPolicy& before, const BoundPol
                            diffCuts(*before.policy, *after.policy, before.fabric), tableOf);
         // On a fabric, groups are the same when they hold the same ports: numbered once.
         const BoundPolicy* bound[] = {&before, &after};
-        std::map<std::pair<uint8_t, std::vector<uint32_t>>, uint32_t> groupNumbers;
+        // (Keyed by the groups themselves, compared by what they hold: a large fabric's groups
+        // hold tens of thousands of ports each, not to be copied.)
+        auto sameMembers = [](const GroupMembers* a, const GroupMembers* b) {
+            return std::tie(a->nodeTypes, a->ports) < std::tie(b->nodeTypes, b->ports);
+        };
+        std::map<const GroupMembers*, uint32_t, decltype(sameMembers)> groupNumbers(sameMembers);
         std::vector<std::string> groupIds[2];
         for (size_t p = 0; p < 2; ++p) {
             for (const GroupMembers& m : bound[p]->groups) {
                 const uint32_t id =
-                    groupNumbers.emplace(std::make_pair(m.nodeTypes, m.ports), groupNumbers.size())
+                    groupNumbers.emplace(&m, static_cast<uint32_t>(groupNumbers.size()))
                         .first->second;
                 groupIds[p].push_back(std::to_string(id));
             }
