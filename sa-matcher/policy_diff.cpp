@@ -1265,13 +1265,13 @@ bool EndpointSet::contains(uint32_t endpoint) const {
 }
 
 std::vector<uint32_t> EndpointSet::list(size_t most) const {
-    std::vector<uint32_t> out;
-    out.reserve(static_cast<size_t>(std::min<uint64_t>(most, size_)));
+    const auto n = static_cast<size_t>(std::min<uint64_t>(most, size_));
     if (members_.size() == 1) {
         const std::vector<uint32_t>& ports = (*classes_)[members_[0]];
-        out.assign(ports.begin(), ports.begin() + static_cast<ptrdiff_t>(out.capacity()));
-        return out;
+        return {ports.begin(), ports.begin() + static_cast<ptrdiff_t>(n)};
     }
+    std::vector<uint32_t> out;
+    out.reserve(n);
     // The classes' lists merged: the smallest head next (a class's endpoints are in port order).
     using Head = std::pair<uint32_t, uint32_t>;  // (endpoint, member), next position below
     std::vector<size_t> at(members_.size(), 0);
