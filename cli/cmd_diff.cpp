@@ -209,7 +209,9 @@ int diff(const DiffOptions& o) {
 
     if (o.json) {
         const AnswerWriter oldWriter(oldPolicy), newWriter(newPolicy);
-        // Each region printed as it is made: a large diff has tens of thousands.
+        // Each region dumped on its own as it is made, and the document joined from the parts
+        // (dumpJsonArray, dumpJsonObject): a large diff has tens of thousands of regions, too
+        // many to hold as one Json tree.
         std::vector<std::string> regions;
         regions.reserve(d.regions.size());
         for (const DiffRegion& r : d.regions) {
