@@ -210,10 +210,7 @@ RequestSpace::RequestSpace(DecisionDiagram& dd, const std::vector<const BoundPol
         groupClassBits_.emplace_back();
         for (const GroupMembers& g : b->groups) {
             Bits bits(classWords);
-            members(g)([&](uint32_t port) {
-                const uint32_t c = classOf_[port];
-                bits[c / 64] |= uint64_t{1} << (c % 64);
-            });
+            members(g)([&](uint32_t port) { setBit(bits, classOf_[port]); });
             std::vector<uint32_t> cs;
             for (size_t w = 0; w < classWords; ++w) {
                 for (uint64_t m = bits[w]; m; m &= m - 1)
@@ -866,12 +863,12 @@ std::vector<uint32_t> RequestSpace::overlapping(size_t p, uint32_t before, size_
         // The lists' union in rule order, through a bitmap (each list is in rule order).
         std::vector<uint64_t> marked((before + 63) / 64);
         for (const auto& v : *best) {
-            for (uint32_t r : v.first(below(v))) marked[r / 64] |= uint64_t{1} << (r % 64);
+            for (uint32_t r : v.first(below(v))) setBit(marked, r);
         }
         for (size_t w = 0; w < marked.size(); ++w) {
             for (uint64_t m = marked[w]; m; m &= m - 1)
                 out.push_back(
-                    static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(m))));
+                    static_cast<uint32_t>(w * 64 + static_cast<size_t>(std::countr_zero(m))));
         }
     }
     // Keep those that meet the query in every field and on both sides.

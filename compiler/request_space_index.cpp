@@ -6,16 +6,13 @@
 #include "compiler/request_space.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <deque>
 #include <numeric>
 
 namespace ibqos {
 
 namespace {
-
-using Bits = std::vector<uint64_t>;
-
-void setBit(Bits& b, uint32_t r) { b[r / 64] |= uint64_t{1} << (r % 64); }
 
 const RangeSet& ruleField(const MatchRule& r, RequestField f) {
     return f == RequestField::QosClass    ? r.qosClasses
@@ -294,7 +291,7 @@ std::optional<uint32_t> RequestSpace::firstMatch(size_t p, const RequestPoint& p
     const std::span<const uint64_t> all = matchBits(p, point, before, room);
     for (size_t w = 0; w < all.size(); ++w) {
         if (all[w])
-            return static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(all[w])));
+            return static_cast<uint32_t>(w * 64 + static_cast<size_t>(std::countr_zero(all[w])));
     }
     return std::nullopt;
 }
@@ -305,7 +302,7 @@ std::vector<uint32_t> RequestSpace::allMatches(size_t p, const RequestPoint& poi
     std::vector<uint32_t> out;
     for (size_t w = 0; w < all.size() && out.size() < limit; ++w) {
         for (uint64_t m = all[w]; m && out.size() < limit; m &= m - 1)
-            out.push_back(static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(m))));
+            out.push_back(static_cast<uint32_t>(w * 64 + static_cast<size_t>(std::countr_zero(m))));
     }
     return out;
 }
@@ -319,7 +316,7 @@ std::optional<uint32_t> RequestSpace::largestMatch(size_t p, const RequestPoint&
         for (size_t w = 0; w < all.size(); ++w) {
             for (uint64_t m = all[w] & tier.rules[w]; m; m &= m - 1) {
                 const auto r =
-                    static_cast<uint32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(m)));
+                    static_cast<uint32_t>(w * 64 + static_cast<size_t>(std::countr_zero(m)));
                 if (tier.low == tier.high) return r;  // one extent: the first is the largest
                 if (!best || extent[r] > extent[*best]) best = r;
             }
