@@ -35,12 +35,6 @@ constexpr uint64_t SwitchType = 1;
 
 size_t fieldNumber(RequestField f) { return static_cast<size_t>(f); }
 
-const RangeSet& ruleField(const MatchRule& r, RequestField f) {
-    return f == RequestField::QosClass    ? r.qosClasses
-           : f == RequestField::ServiceId ? r.serviceIds
-                                          : r.pkeys;
-}
-
 void addRange(IndexRanges& out, uint64_t lo, uint64_t hi) {
     if (!out.empty() && out.back().hi + 1 >= lo) {
         out.back().hi = std::max(out.back().hi, hi);
@@ -403,6 +397,12 @@ void RequestSpace::indexRules() {
     for (const Dimension& d : dims_) setupWords_ += d.size / 8;
     // Building the space is work of the analysis too: a large policy may spend its budget here.
     dd_.spend(1 + setupWords_ / 16);
+}
+
+const RangeSet& RequestSpace::ruleField(const MatchRule& r, RequestField f) {
+    return f == RequestField::QosClass    ? r.qosClasses
+           : f == RequestField::ServiceId ? r.serviceIds
+                                          : r.pkeys;
 }
 
 Range RequestSpace::fieldInterval(RequestField f, uint64_t index) const {

@@ -165,6 +165,8 @@ class RequestSpace {
   private:
     using Bits = std::vector<uint64_t>;  // one bit per rule
     static void setBit(Bits& b, uint32_t i) { b[i / 64] |= uint64_t{1} << (i % 64); }
+    // The values of a field a rule names (empty: it names none).
+    static const RangeSet& ruleField(const MatchRule& r, RequestField f);
     // Which rules hold each index of a domain, from the ranges each rule holds: the bitsets at
     // some indices (positions) and the rules that enter or leave at each index in between.
     struct StabIndex {

@@ -12,16 +12,6 @@
 
 namespace ibqos {
 
-namespace {
-
-const RangeSet& ruleField(const MatchRule& r, RequestField f) {
-    return f == RequestField::QosClass    ? r.qosClasses
-           : f == RequestField::ServiceId ? r.serviceIds
-                                          : r.pkeys;
-}
-
-}  // namespace
-
 uint64_t RequestSpace::StabIndex::build(uint64_t domain,
                                         const std::vector<const IndexRanges*>& perRule,
                                         size_t wordCount) {
