@@ -297,6 +297,26 @@ IndexRanges RequestSpace::Selectors::ownNameRanges() const {
     return out;
 }
 
+RequestSpace::Selectors RequestSpace::unionOf(size_t p, const std::vector<uint32_t>& groups) const {
+    Selectors u;
+    std::vector<Range> guids, switches;
+    for (uint32_t g : groups) {
+        const Selectors& s = selectors_[p][g];
+        u.types |= s.types;
+        u.self = u.self || s.self;
+        guids.insert(guids.end(), s.guids.begin(), s.guids.end());
+        u.ownNames.insert(u.ownNames.end(), s.ownNames.begin(), s.ownNames.end());
+        switches.insert(switches.end(), s.switchNames.begin(), s.switchNames.end());
+        u.partitions.insert(u.partitions.end(), s.partitions.begin(), s.partitions.end());
+        u.pkeys.insert(u.pkeys.end(), s.pkeys.begin(), s.pkeys.end());
+    }
+    u.guids = RangeSet::build(std::move(guids)).ranges();
+    u.switchNames = RangeSet::build(std::move(switches)).ranges();
+    std::sort(u.ownNames.begin(), u.ownNames.end());
+    u.ownNames.erase(std::unique(u.ownNames.begin(), u.ownNames.end()), u.ownNames.end());
+    return u;
+}
+
 RequestSpace::Selectors RequestSpace::selectorsOf(const PortGroup& g) const {
     Selectors s;
     for (uint8_t t = 0; t < 3; ++t) {
@@ -709,25 +729,9 @@ bool RequestSpace::within(size_t p, uint32_t inner, uint32_t outer) const {
             return true;
         }
         // Outer's side as one group's selectors: its only group's, or its groups' union.
-        const Selectors* any = &selectors_[p][large[0]];
         Selectors merged;
-        if (large.size() > 1) {
-            std::vector<Range> guids, switches;
-            for (uint32_t g : large) {
-                const Selectors& s = selectors_[p][g];
-                merged.types |= s.types;
-                merged.self = merged.self || s.self;
-                guids.insert(guids.end(), s.guids.begin(), s.guids.end());
-                merged.ownNames.insert(merged.ownNames.end(), s.ownNames.begin(), s.ownNames.end());
-                switches.insert(switches.end(), s.switchNames.begin(), s.switchNames.end());
-                merged.partitions.insert(merged.partitions.end(), s.partitions.begin(),
-                                         s.partitions.end());
-                merged.pkeys.insert(merged.pkeys.end(), s.pkeys.begin(), s.pkeys.end());
-            }
-            merged.guids = RangeSet::build(std::move(guids)).ranges();
-            merged.switchNames = RangeSet::build(std::move(switches)).ranges();
-            any = &merged;
-        }
+        if (large.size() > 1) merged = unionOf(p, large);
+        const Selectors* any = large.size() > 1 ? &merged : &selectors_[p][large[0]];
         auto in = [](const auto& list, auto v) {
             return std::find(list.begin(), list.end(), v) != list.end();
         };

@@ -273,6 +273,9 @@ class RequestSpace {
     void addFieldDimensions();
     IndexRanges fieldIndices(RequestField f, const RangeSet& set) const;
     Selectors selectorsOf(const PortGroup& g) const;
+    // The selectors of several groups of policy p as one group's: a port one of them takes,
+    // the union takes (ranges and names sorted and merged).
+    Selectors unionOf(size_t p, const std::vector<uint32_t>& groups) const;
     // The diagram of "the dimension's value index is in these ranges" (sorted, disjoint).
     Ref indexIn(size_t dim, const IndexRanges& ranges);
     bool holds(size_t p, uint32_t g, Ends end, const RequestPoint& point) const;

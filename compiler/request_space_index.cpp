@@ -143,17 +143,10 @@ void RequestSpace::buildPointIndex(size_t p) {
                 switches[r] = &sel.switchNames;
                 continue;
             }
-            std::vector<Range> g, o, s;
-            for (uint32_t gi : groups) {
-                const Selectors& sel = selectors_[p][gi];
-                g.insert(g.end(), sel.guids.begin(), sel.guids.end());
-                const IndexRanges names = sel.ownNameRanges();
-                o.insert(o.end(), names.begin(), names.end());
-                s.insert(s.end(), sel.switchNames.begin(), sel.switchNames.end());
-            }
-            guids[r] = &merged.emplace_back(RangeSet::build(std::move(g)).ranges());
-            own[r] = &merged.emplace_back(RangeSet::build(std::move(o)).ranges());
-            switches[r] = &merged.emplace_back(RangeSet::build(std::move(s)).ranges());
+            Selectors u = unionOf(p, groups);
+            guids[r] = &merged.emplace_back(std::move(u.guids));
+            own[r] = &merged.emplace_back(u.ownNameRanges());
+            switches[r] = &merged.emplace_back(std::move(u.switchNames));
         }
         const PortDims& at = portDims_[e];
         setupWords_ += x.byGuid[e].build(dims_[at.guid].size, guids, x.words);
