@@ -457,29 +457,31 @@ IndexRanges RequestSpace::fieldIndices(RequestField f, const RangeSet& set) cons
     return indices;
 }
 
-Ref RequestSpace::indexIn(size_t dim, const IndexRanges& ranges) {
+Ref RequestSpace::indexIn(size_t dim, const IndexRanges& ranges, Ref then) {
     const Dimension& d = dims_[dim];
     dd_.spend(1 + ranges.size() * d.bits / 4);
-    if (d.bits == 0) return ranges.empty() ? DecisionDiagram::False : DecisionDiagram::True;
-    // Indices past the size stand for the last value.
-    IndexRanges padded = ranges;
+    if (ranges.empty()) return DecisionDiagram::False;
+    if (d.bits == 0) return then;
+    // Indices past the size stand for the last value: a range holding it holds them too.
     const uint64_t full = d.bits == 64 ? UINT64_MAX : (uint64_t{1} << d.bits) - 1;
-    if (!padded.empty() && padded.back().hi >= d.size - 1) padded.back().hi = full;
+    auto hiOf = [&](size_t k) {
+        return k + 1 == ranges.size() && ranges[k].hi >= d.size - 1 ? full : ranges[k].hi;
+    };
     // Over the prefix [lo, lo + 2^bit), with the ranges [from, to) that meet it.
     auto build = [&](auto& self, uint32_t bit, uint64_t lo, size_t from, size_t to) -> Ref {
         if (from == to) return DecisionDiagram::False;
         const uint64_t hi = bit == 64 ? UINT64_MAX : lo + ((uint64_t{1} << bit) - 1);
-        if (padded[from].lo <= lo && padded[from].hi >= hi) return DecisionDiagram::True;
+        if (ranges[from].lo <= lo && hiOf(from) >= hi) return then;
         const uint64_t mid = lo + (uint64_t{1} << (bit - 1));
         // Ranges below mid go low, those from mid up go high, one across mid goes both ways.
         size_t split = from;
-        while (split < to && padded[split].hi < mid) ++split;
-        const bool across = split < to && padded[split].lo < mid;
+        while (split < to && hiOf(split) < mid) ++split;
+        const bool across = split < to && ranges[split].lo < mid;
         Ref low = self(self, bit - 1, lo, from, across ? split + 1 : split);
         Ref high = self(self, bit - 1, mid, split, to);
         return dd_.node(d.firstVar + (d.bits - bit), low, high);
     };
-    return build(build, d.bits, 0, 0, padded.size());
+    return build(build, d.bits, 0, 0, ranges.size());
 }
 
 bool RequestSpace::trimDiagram(size_t nodes) {
@@ -501,29 +503,33 @@ Ref RequestSpace::fieldAbsent(RequestField f) { return indexIn(fieldDim(f), {{0,
 Ref RequestSpace::group(size_t p, uint32_t g, Ends end) {
     Ref& memo = groupMemo_[static_cast<size_t>(end)][p][g];
     if (memo != DecisionDiagram::False) return memo;
-    Ref any = DecisionDiagram::False;
     if (onFabric()) {
         IndexRanges ranges;
         for (uint32_t c : groupClasses_[p][g]) addRange(ranges, c, c);
-        any = indexIn(classDim(end), ranges);
-    } else {
-        const Selectors& s = selectors_[p][g];
-        const PortDims& at = portDims_[static_cast<size_t>(end)];
+        memo = indexIn(classDim(end), ranges);
+        return memo;
+    }
+    // A port the group takes by any of its selectors; a name only for the node types it
+    // names (a CA or router port by its own name, a switch by its description).
+    const Selectors& s = selectors_[p][g];
+    const PortDims& at = portDims_[static_cast<size_t>(end)];
+    Ref any = DecisionDiagram::False;
+    auto add = [&](Ref f) { any = dd_.disj(any, f); };
+    if (s.types) {
         IndexRanges types;
         for (uint64_t t = 0; t < 3; ++t) {
-            if (s.types >> t & 1) types.push_back({t, t});
+            if (s.types >> t & 1) addRange(types, t, t);
         }
-        any = dd_.disj(any, indexIn(at.nodeType, types));
-        if (s.self) any = dd_.disj(any, indexIn(at.sm, {{1, 1}}));
-        any = dd_.disj(any, indexIn(at.guid, s.guids));
-        any = dd_.disj(any, dd_.conj(indexIn(at.nodeType, {{0, 0}, {2, 2}}),
-                                     indexIn(at.name, s.ownNameRanges())));
-        any = dd_.disj(any, dd_.conj(indexIn(at.nodeType, {{SwitchType, SwitchType}}),
-                                     indexIn(at.name, s.switchNames)));
-        for (uint32_t item : s.partitions)
-            any = dd_.disj(any, indexIn(at.partitions[item], {{1, 1}}));
-        for (uint32_t item : s.pkeys) any = dd_.disj(any, indexIn(at.pkeys[item], {{1, 1}}));
+        add(indexIn(at.nodeType, types));
     }
+    if (s.self) add(indexIn(at.sm, {{1, 1}}));
+    if (!s.guids.empty()) add(indexIn(at.guid, s.guids));
+    if (!s.ownNames.empty())
+        add(indexIn(at.nodeType, {{0, 0}, {2, 2}}, indexIn(at.name, s.ownNameRanges())));
+    if (!s.switchNames.empty())
+        add(indexIn(at.nodeType, {{SwitchType, SwitchType}}, indexIn(at.name, s.switchNames)));
+    for (uint32_t item : s.partitions) add(indexIn(at.partitions[item], {{1, 1}}));
+    for (uint32_t item : s.pkeys) add(indexIn(at.pkeys[item], {{1, 1}}));
     memo = any;
     return any;
 }
@@ -532,17 +538,19 @@ Ref RequestSpace::rule(size_t p, uint32_t r) {
     Ref& memo = ruleMemo_[p][r];
     if (memo != DecisionDiagram::False) return memo;
     const MatchRule& rule = policies_[p]->rules[r];
+    // Built from the last dimension up, each part above what is built so far: a part's
+    // diagram leads to the rest where it holds, so no part is walked twice.
     Ref f = DecisionDiagram::True;
-    for (RequestField field : RequestFields) {
-        if (!ruleField(rule, field).empty())
-            f = dd_.conj(f, indexIn(fieldDim(field), ruleFields_[fieldNumber(field)][p][r]));
-    }
-    for (Ends end : {Ends::Source, Ends::Destination}) {
+    for (Ends end : {Ends::Destination, Ends::Source}) {
         const auto& groups = end == Ends::Source ? rule.sources : rule.destinations;
         if (groups.empty()) continue;
         Ref side = DecisionDiagram::False;
         for (uint32_t g : groups) side = dd_.disj(side, group(p, g, end));
-        f = dd_.conj(f, side);
+        f = dd_.conj(side, f);
+    }
+    for (auto field = std::rbegin(RequestFields); field != std::rend(RequestFields); ++field) {
+        if (!ruleField(rule, *field).empty())
+            f = indexIn(fieldDim(*field), ruleFields_[fieldNumber(*field)][p][r], f);
     }
     // A rule that matches nothing stays False (recomputed when asked again, which is cheap).
     memo = f;

@@ -276,8 +276,9 @@ class RequestSpace {
     // The selectors of several groups of policy p as one group's: a port one of them takes,
     // the union takes (ranges and names sorted and merged).
     Selectors unionOf(size_t p, const std::vector<uint32_t>& groups) const;
-    // The diagram of "the dimension's value index is in these ranges" (sorted, disjoint).
-    Ref indexIn(size_t dim, const IndexRanges& ranges);
+    // The diagram of "the dimension's value index is in these ranges (sorted, disjoint), and
+    // then `then`" (a diagram over the dimensions after it).
+    Ref indexIn(size_t dim, const IndexRanges& ranges, Ref then = DecisionDiagram::True);
     bool holds(size_t p, uint32_t g, Ends end, const RequestPoint& point) const;
     bool sideHolds(size_t p, const std::vector<uint32_t>& groups, Ends end,
                    const RequestPoint& point) const;
