@@ -167,23 +167,35 @@ class RequestSpace {
     static void setBit(Bits& b, uint32_t i) { b[i / 64] |= uint64_t{1} << (i % 64); }
     // The values of a field a rule names (empty: it names none).
     static const RangeSet& ruleField(const MatchRule& r, RequestField f);
-    // Which rules hold each index of a domain, from the ranges each rule holds: the bitsets at
-    // some indices (positions) and the rules that enter or leave at each index in between.
+    // The rule bitsets of the point index are cut in blocks of words, each twice the one
+    // before it (64, 128, 256, ... words): a lookup reads block after block and stops once it
+    // has its answer (the first match, a few matches), and one that reads them all pays for
+    // a few blocks more than for one.
+    static constexpr size_t FirstBlockWords = 64;
+    static size_t blockStart(size_t block) { return FirstBlockWords * ((size_t{1} << block) - 1); }
+    // Which rules hold each index of a domain, from the ranges each rule holds, block by block:
+    // a block's bitsets at some indices (checkpoints) and the rules of the block that enter or
+    // leave at each index in between, so that a lookup in one block reads that block only.
     struct StabIndex {
-        std::vector<uint64_t> positions;
-        Bits checkpoints;     // `words` words at each position, one after the other
-        uint64_t replay = 0;  // the most changes a lookup replays
-        // The changes at index i: change[changeStart[i] .. changeStart[i + 1]), each a rule
-        // (ascending) and whether it enters (Enters bit) or leaves.
         static constexpr uint32_t Enters = 1u << 31;
-        std::vector<uint32_t> changeStart, change;
-        size_t words = 0;
+        struct Block {
+            size_t words = 0;
+            std::vector<uint64_t> positions;  // the checkpoints' indices, ascending (first 0)
+            std::vector<uint32_t> resume;     // per checkpoint: its first change after it
+            Bits checkpoints;                 // `words` words at each position
+            // The changes by index: at[c] the index, change[c] the rule (its number in the
+            // block) and whether it enters (Enters bit) or leaves.
+            std::vector<uint64_t> at;
+            std::vector<uint32_t> change;
+        };
+        std::vector<Block> blocks;
+        uint64_t replay = 0;  // the most changes a lookup of every block replays
         // perRule[r]: the index ranges rule r holds (disjoint and sorted; null: none). Returns
         // the work done, in words.
         uint64_t build(uint64_t domain, const std::vector<const IndexRanges*>& perRule,
                        size_t words);
-        // out[0 .. n) = the rules holding index i, of the first n words.
-        void stab(uint64_t i, uint64_t* out, size_t n) const;
+        // out[0 .. n) = the rules holding index i, of the first n words of a block.
+        void stab(uint64_t i, size_t block, uint64_t* out, size_t n) const;
     };
     // Which rules of one policy each value of each dimension satisfies.
     struct PointIndex {
@@ -208,10 +220,13 @@ class RequestSpace {
     };
     void buildPointIndex(size_t p);
     double measureExtent(size_t p, uint32_t r) const;
-    // The rules of policy p that match a request, as bits (below `before` only; past the
-    // span's end, none), in `work`.
-    std::span<const uint64_t> matchBits(size_t p, const RequestPoint& point, uint32_t before,
-                                        LookupRoom& work) const;
+    // The words of the rule bitset a lookup of rules below `before` reads.
+    size_t wordsBelow(size_t p, uint32_t before) const;
+    // The rules of policy p below `before` that match a request, in one block of words:
+    // room[blockStart(block) ...] gets the block's bits, and the count of them up to the last
+    // one not zero is returned (0: none matches in the block).
+    size_t matchBlock(size_t p, const RequestPoint& point, uint32_t before, size_t block,
+                      LookupRoom& room) const;
     const Bits& classRules(size_t p, Ends end, uint64_t c) const;
 
     // What a group selects, in the attributes' indices (every fabric).

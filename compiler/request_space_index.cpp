@@ -15,72 +15,80 @@ namespace ibqos {
 uint64_t RequestSpace::StabIndex::build(uint64_t domain,
                                         const std::vector<const IndexRanges*>& perRule,
                                         size_t wordCount) {
-    // A checkpoint wherever the changes since the last one would cost more to replay than
-    // copying it (a change costs a few word operations): a lookup replays at most `most`
-    // changes, and the checkpoints hold about four words per change.
-    words = wordCount;
-    const uint64_t most = std::max<uint64_t>(8, words / 4);
-    // The changes by index, counted first and then placed (rules ascending in each list).
-    changeStart.assign(domain + 2, 0);
+    blocks.clear();
+    replay = 0;
+    for (size_t k = 0; blockStart(k) < wordCount; ++k)
+        blocks.emplace_back().words = std::min(blockStart(k + 1), wordCount) - blockStart(k);
+    auto blockOf = [](uint32_t r) {
+        return static_cast<size_t>(std::bit_width(r / 64 / FirstBlockWords + 1) - 1);
+    };
+    // Every change by index (rules ascending at one index), counted first and then placed, and
+    // handed to the rule's block in that order.
     auto eachChange = [&](auto&& f) {
         for (uint32_t r = 0; r < perRule.size(); ++r) {
             if (!perRule[r]) continue;
             for (const Range& x : *perRule[r]) {
                 if (x.lo >= domain) continue;
                 f(x.lo, r | Enters);
-                f(std::min(x.hi, domain - 1) + 1, r);
+                if (x.hi < domain - 1) f(x.hi + 1, r);
             }
         }
     };
-    eachChange([&](uint64_t i, uint32_t) { ++changeStart[i + 1]; });
-    for (uint64_t i = 1; i < changeStart.size(); ++i) changeStart[i] += changeStart[i - 1];
-    change.resize(changeStart.back());
-    {
-        std::vector<uint32_t> next(changeStart.begin(), changeStart.end() - 1);
-        eachChange([&](uint64_t i, uint32_t c) { change[next[i]++] = c; });
+    std::vector<uint32_t> start(domain + 1, 0);
+    eachChange([&](uint64_t i, uint32_t) { ++start[i + 1]; });
+    for (uint64_t i = 1; i < start.size(); ++i) start[i] += start[i - 1];
+    std::vector<std::pair<uint64_t, uint32_t>> changes(start.back());
+    eachChange([&](uint64_t i, uint32_t c) { changes[start[i]++] = {i, c}; });
+    for (const auto& [i, c] : changes) {
+        const uint32_t r = c & ~Enters;
+        Block& b = blocks[blockOf(r)];
+        b.at.push_back(i);
+        b.change.push_back(static_cast<uint32_t>(r - blockStart(blockOf(r)) * 64) | (c & Enters));
     }
-    Bits current(words, 0);
-    positions.clear();
-    checkpoints.clear();
-    uint64_t pending = 0;
-    for (uint64_t i = 0; i < domain; ++i) {
-        for (uint32_t k = changeStart[i]; k < changeStart[i + 1]; ++k) {
-            const uint32_t r = change[k] & ~Enters;
-            if (change[k] & Enters) {
-                current[r / 64] |= uint64_t{1} << (r % 64);
-            } else {
-                current[r / 64] &= ~(uint64_t{1} << (r % 64));
+    uint64_t work = domain + changes.size();
+    for (Block& b : blocks) {
+        // A checkpoint at index 0, and wherever the changes since the last one would cost more
+        // to replay than copying it (a change costs a few word operations): a lookup replays
+        // at most `most` changes (and those of one index), and the checkpoints hold about four
+        // words per change.
+        const uint64_t most = std::max<uint64_t>(8, b.words / 4);
+        Bits current(b.words, 0);
+        uint64_t pending = 0;
+        for (size_t c = 0; c < b.at.size() || b.positions.empty();) {
+            const uint64_t i = b.positions.empty() ? 0 : b.at[c];
+            const size_t first = c;
+            for (; c < b.at.size() && b.at[c] == i; ++c) {
+                const uint32_t r = b.change[c] & ~Enters;
+                const uint64_t bit = uint64_t{1} << (r % 64);
+                current[r / 64] =
+                    b.change[c] & Enters ? current[r / 64] | bit : current[r / 64] & ~bit;
+            }
+            pending += c - first;
+            if (b.positions.empty() || pending > most) {
+                b.positions.push_back(i);
+                b.resume.push_back(static_cast<uint32_t>(c));
+                b.checkpoints.insert(b.checkpoints.end(), current.begin(), current.end());
+                pending = 0;
             }
         }
-        pending += changeStart[i + 1] - changeStart[i];
-        if (positions.empty() || pending > most) {
-            positions.push_back(i);
-            checkpoints.insert(checkpoints.end(), current.begin(), current.end());
-            pending = 0;
-        }
+        replay += most;
+        work += b.checkpoints.size();
     }
-    if (positions.empty()) {
-        positions.push_back(0);
-        checkpoints.insert(checkpoints.end(), current.begin(), current.end());
-    }
-    replay = most;
-    return domain + changeStart[domain] + checkpoints.size();
+    return work;
 }
 
-void RequestSpace::StabIndex::stab(uint64_t i, uint64_t* out, size_t n) const {
-    const size_t at = static_cast<size_t>(std::upper_bound(positions.begin(), positions.end(), i) -
-                                          positions.begin()) -
-                      1;
+void RequestSpace::StabIndex::stab(uint64_t i, size_t block, uint64_t* out, size_t n) const {
+    const Block& b = blocks[block];
+    const auto k = static_cast<size_t>(std::upper_bound(b.positions.begin(), b.positions.end(), i) -
+                                       b.positions.begin() - 1);
+    std::copy_n(b.checkpoints.begin() + static_cast<ptrdiff_t>(k * b.words), n, out);
+    // The changes after the checkpoint up to index i, in one run of the array.
     const uint64_t rules = uint64_t{n} * 64;
-    std::copy_n(checkpoints.begin() + static_cast<ptrdiff_t>(at * words), n, out);
-    // The changes after the checkpoint's index up to i, in one run of the array.
-    const uint64_t end = std::min<uint64_t>(i + 1, changeStart.size() - 1);
-    const uint32_t last = changeStart[end];
-    for (uint32_t c = changeStart[positions[at] + 1]; c < last; ++c) {
-        const uint32_t r = change[c] & ~Enters;
+    for (size_t c = b.resume[k]; c < b.at.size() && b.at[c] <= i; ++c) {
+        const uint32_t r = b.change[c] & ~Enters;
         if (r >= rules) continue;
         const uint64_t bit = uint64_t{1} << (r % 64);
-        out[r / 64] = change[c] & Enters ? out[r / 64] | bit : out[r / 64] & ~bit;
+        out[r / 64] = b.change[c] & Enters ? out[r / 64] | bit : out[r / 64] & ~bit;
     }
 }
 
@@ -198,52 +206,59 @@ const RequestSpace::Bits& RequestSpace::classRules(size_t p, Ends end, uint64_t 
     return rules;
 }
 
-std::span<const uint64_t> RequestSpace::matchBits(size_t p, const RequestPoint& point,
-                                                  uint32_t before, LookupRoom& work) const {
+size_t RequestSpace::wordsBelow(size_t p, uint32_t before) const {
+    return std::min(pointIndex_[p].words, size_t{before} / 64 + 1);
+}
+
+size_t RequestSpace::matchBlock(size_t p, const RequestPoint& point, uint32_t before, size_t block,
+                                LookupRoom& room) const {
     const PointIndex& x = pointIndex_[p];
-    const size_t words = std::min(x.words, size_t{before} / 64 + 1);
-    // The room: the answer, then two dimensions' sets of rules.
-    if (work.size() < 3 * words) work.resize(3 * words);
-    uint64_t* all = work.data();
-    uint64_t* one = all + words;
+    const size_t words = wordsBelow(p, before);
+    // The room: the answer (every block's), then two dimensions' sets of rules of one block.
+    if (room.size() < 3 * words) room.resize(3 * words);
+    const size_t first = blockStart(block);
+    uint64_t* all = room.data() + first;
+    uint64_t* one = room.data() + words;
     uint64_t* two = one + words;
-    std::fill_n(all, words, ~uint64_t{0});
-    if (before % 64) all[words - 1] = (uint64_t{1} << (before % 64)) - 1;
-    if (before % 64 == 0) all[words - 1] = 0;
+    size_t n = std::min(blockStart(block + 1), words) - first;
+    std::fill_n(all, n, ~uint64_t{0});
+    if (first + n == words) all[n - 1] = (uint64_t{1} << (before % 64)) - 1;
     // The rules still in the running lie in all's first n words: each dimension reads and
-    // replays only those, and a request no rule below `before` matches stops early.
-    size_t n = words;
+    // replays only those, and a request no rule of the block matches stops early.
     auto trim = [&] {
         while (n > 0 && all[n - 1] == 0) --n;
         return n > 0;
     };
+    if (!trim()) return 0;
     for (RequestField f : RequestFields) {
         const auto k = static_cast<size_t>(f);
-        const Bits& unnamed = x.fieldUnnamed[k];
+        const uint64_t* unnamed = x.fieldUnnamed[k].data() + first;
         const uint64_t v = point.values[fieldDim(f)];
         if (v == 0) {
             for (size_t w = 0; w < n; ++w) all[w] &= unnamed[w];
         } else {
-            x.fields[k].stab(v, one, n);
+            x.fields[k].stab(v, block, one, n);
             for (size_t w = 0; w < n; ++w) all[w] &= unnamed[w] | one[w];
         }
-        if (!trim()) return {all, 0};
+        if (!trim()) return 0;
     }
     for (Ends end : {Ends::Source, Ends::Destination}) {
         const auto e = static_cast<size_t>(end);
-        const Bits& unnamed = x.sideUnnamed[e];
+        const uint64_t* unnamed = x.sideUnnamed[e].data() + first;
         if (onFabric()) {
-            const Bits& holding = classRules(p, end, point.values[classDim(end)]);
+            const uint64_t* holding =
+                classRules(p, end, point.values[classDim(end)]).data() + first;
             for (size_t w = 0; w < n; ++w) all[w] &= unnamed[w] | holding[w];
         } else {
             // A side holds the port when one of its groups does: by type, as the SM's port, by
             // GUID, by name, by partition or by PKey.
             const PortDims& at = portDims_[e];
             const uint64_t type = point.values[at.nodeType];
-            x.byGuid[e].stab(point.values[at.guid], one, n);
-            (type == 1 ? x.bySwitchName[e] : x.byOwnName[e]).stab(point.values[at.name], two, n);
+            x.byGuid[e].stab(point.values[at.guid], block, one, n);
+            (type == 1 ? x.bySwitchName[e] : x.byOwnName[e])
+                .stab(point.values[at.name], block, two, n);
             auto orInto = [&](const Bits& in) {
-                for (size_t w = 0; w < n; ++w) one[w] |= in[w];
+                for (size_t w = 0; w < n; ++w) one[w] |= in[first + w];
             };
             if (point.values[at.sm]) orInto(x.bySelf[e]);
             for (size_t i = 0; i < at.partitions.size(); ++i) {
@@ -252,52 +267,67 @@ std::span<const uint64_t> RequestSpace::matchBits(size_t p, const RequestPoint& 
             for (size_t i = 0; i < at.pkeys.size(); ++i) {
                 if (point.values[at.pkeys[i]]) orInto(x.byPkey[e][i]);
             }
-            const Bits& byType = x.byType[e][type];
+            const uint64_t* byType = x.byType[e][type].data() + first;
             for (size_t w = 0; w < n; ++w) all[w] &= unnamed[w] | byType[w] | one[w] | two[w];
         }
-        if (!trim()) return {all, 0};
+        if (!trim()) return 0;
     }
-    return {all, n};
+    return n;
 }
 
 uint64_t RequestSpace::lookupSteps(size_t p, uint32_t before) const {
     // A step (a diagram operation's recursion, about 0.1 us) is worth about a hundred words
     // read or written: a lookup passes over its words a few times in each of five dimensions
     // and replays some changes of each (measured: a lookup of 157 words, 10,000 rules, costs
-    // about 2.5 us).
-    const uint64_t words = std::min<uint64_t>(pointIndex_[p].words, before / 64 + 1);
-    return 2 + (words * 15 + pointIndex_[p].replayBound / 4) / 100;
+    // about 2.5 us). A lookup that stops at an early block costs less than this.
+    return 2 + (wordsBelow(p, before) * 15 + pointIndex_[p].replayBound / 4) / 100;
 }
 
 std::optional<uint32_t> RequestSpace::firstMatch(size_t p, const RequestPoint& point,
                                                  uint32_t before, LookupRoom& room) const {
-    const std::span<const uint64_t> all = matchBits(p, point, before, room);
-    for (size_t w = 0; w < all.size(); ++w) {
-        if (all[w])
-            return static_cast<uint32_t>(w * 64 + static_cast<size_t>(std::countr_zero(all[w])));
+    const size_t words = wordsBelow(p, before);
+    for (size_t block = 0; blockStart(block) < words; ++block) {
+        const size_t first = blockStart(block), n = matchBlock(p, point, before, block, room);
+        for (size_t w = first; w < first + n; ++w) {
+            if (room[w])
+                return static_cast<uint32_t>(w * 64 +
+                                             static_cast<size_t>(std::countr_zero(room[w])));
+        }
     }
     return std::nullopt;
 }
 
 std::vector<uint32_t> RequestSpace::allMatches(size_t p, const RequestPoint& point, uint32_t before,
                                                LookupRoom& room, size_t limit) const {
-    const std::span<const uint64_t> all = matchBits(p, point, before, room);
+    const size_t words = wordsBelow(p, before);
     std::vector<uint32_t> out;
-    for (size_t w = 0; w < all.size() && out.size() < limit; ++w) {
-        for (uint64_t m = all[w]; m && out.size() < limit; m &= m - 1)
-            out.push_back(static_cast<uint32_t>(w * 64 + static_cast<size_t>(std::countr_zero(m))));
+    for (size_t block = 0; blockStart(block) < words && out.size() < limit; ++block) {
+        const size_t first = blockStart(block), n = matchBlock(p, point, before, block, room);
+        for (size_t w = first; w < first + n && out.size() < limit; ++w) {
+            for (uint64_t m = room[w]; m && out.size() < limit; m &= m - 1)
+                out.push_back(
+                    static_cast<uint32_t>(w * 64 + static_cast<size_t>(std::countr_zero(m))));
+        }
     }
     return out;
 }
 
 std::optional<uint32_t> RequestSpace::largestMatch(size_t p, const RequestPoint& point,
                                                    uint32_t before, LookupRoom& room) const {
-    const std::span<const uint64_t> all = matchBits(p, point, before, room);
+    // Every block's matches, then the tiers of extent, largest first.
+    const size_t words = wordsBelow(p, before);
+    size_t used = 0;  // words up to the last one not zero
+    for (size_t block = 0; blockStart(block) < words; ++block) {
+        const size_t first = blockStart(block), n = matchBlock(p, point, before, block, room);
+        std::fill(room.begin() + static_cast<ptrdiff_t>(first + n),
+                  room.begin() + static_cast<ptrdiff_t>(std::min(blockStart(block + 1), words)), 0);
+        if (n) used = first + n;
+    }
     const std::vector<double>& extent = extents_[p];
     for (const PointIndex::Tier& tier : pointIndex_[p].byExtent) {
         std::optional<uint32_t> best;
-        for (size_t w = 0; w < all.size(); ++w) {
-            for (uint64_t m = all[w] & tier.rules[w]; m; m &= m - 1) {
+        for (size_t w = 0; w < used; ++w) {
+            for (uint64_t m = room[w] & tier.rules[w]; m; m &= m - 1) {
                 const auto r =
                     static_cast<uint32_t>(w * 64 + static_cast<size_t>(std::countr_zero(m)));
                 if (tier.low == tier.high) return r;  // one extent: the first is the largest
