@@ -196,6 +196,8 @@ class RequestSpace {
                        size_t words);
         // out[0 .. n) = the rules holding index i, of the first n words of a block.
         void stab(uint64_t i, size_t block, uint64_t* out, size_t n) const;
+        // A change made to a block's bits: its rule's bit set (it enters) or cleared.
+        static void apply(uint64_t* bits, uint32_t change);
     };
     // Which rules of one policy each value of each dimension satisfies.
     struct PointIndex {

@@ -57,12 +57,7 @@ uint64_t RequestSpace::StabIndex::build(uint64_t domain,
         for (size_t c = 0; c < b.at.size() || b.positions.empty();) {
             const uint64_t i = b.positions.empty() ? 0 : b.at[c];
             const size_t first = c;
-            for (; c < b.at.size() && b.at[c] == i; ++c) {
-                const uint32_t r = b.change[c] & ~Enters;
-                const uint64_t bit = uint64_t{1} << (r % 64);
-                current[r / 64] =
-                    b.change[c] & Enters ? current[r / 64] | bit : current[r / 64] & ~bit;
-            }
+            for (; c < b.at.size() && b.at[c] == i; ++c) apply(current.data(), b.change[c]);
             pending += c - first;
             if (b.positions.empty() || pending > most) {
                 b.positions.push_back(i);
@@ -85,11 +80,14 @@ void RequestSpace::StabIndex::stab(uint64_t i, size_t block, uint64_t* out, size
     // The changes after the checkpoint up to index i, in one run of the array.
     const uint64_t rules = uint64_t{n} * 64;
     for (size_t c = b.resume[k]; c < b.at.size() && b.at[c] <= i; ++c) {
-        const uint32_t r = b.change[c] & ~Enters;
-        if (r >= rules) continue;
-        const uint64_t bit = uint64_t{1} << (r % 64);
-        out[r / 64] = b.change[c] & Enters ? out[r / 64] | bit : out[r / 64] & ~bit;
+        if ((b.change[c] & ~Enters) < rules) apply(out, b.change[c]);
     }
+}
+
+void RequestSpace::StabIndex::apply(uint64_t* bits, uint32_t change) {
+    const uint32_t r = change & ~Enters;
+    const uint64_t bit = uint64_t{1} << (r % 64);
+    bits[r / 64] = change & Enters ? bits[r / 64] | bit : bits[r / 64] & ~bit;
 }
 
 void RequestSpace::buildPointIndex(size_t p) {
