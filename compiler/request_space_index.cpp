@@ -41,9 +41,9 @@ uint64_t RequestSpace::StabIndex::build(uint64_t domain,
     eachChange([&](uint64_t i, uint32_t c) { changes[start[i]++] = {i, c}; });
     for (const auto& [i, c] : changes) {
         const uint32_t r = c & ~Enters;
-        Block& b = blocks[blockOf(r)];
-        b.at.push_back(i);
-        b.change.push_back(static_cast<uint32_t>(r - blockStart(blockOf(r)) * 64) | (c & Enters));
+        const size_t k = blockOf(r);
+        blocks[k].at.push_back(i);
+        blocks[k].change.push_back(static_cast<uint32_t>(r - blockStart(k) * 64) | (c & Enters));
     }
     uint64_t work = domain + changes.size();
     for (Block& b : blocks) {
