@@ -178,8 +178,8 @@ RequestSpace::RequestSpace(DecisionDiagram& dd, const std::vector<const BoundPol
     if (!portTags.empty()) {
         std::map<uint32_t, std::vector<uint32_t>> byTag;
         for (uint32_t port : fabric.endpoints()) byTag[portTags[port]].push_back(port);
-        for (const auto& [t, ports] : byTag) {
-            refine([&ports](auto&& f) {
+        for (const auto& tagged : byTag) {
+            refine([&ports = tagged.second](auto&& f) {
                 for (uint32_t p : ports) f(p);
             });
         }
