@@ -821,7 +821,8 @@ Findings checkRegions(const BoundPolicy& before, const BoundPolicy& after, const
             // The region shows the answers (packet life as a path between two ports has it;
             // the PKey answered is the one of the class's request).
             const DiffRegion& shown = regions[r];
-            auto same = [&](const PathAnswer& want, const PathAnswer& got) {
+            auto same = [&, loop = loop, fresh = fresh](const PathAnswer& want,
+                                                        const PathAnswer& got) {
                 return want.ok() == got.ok() &&
                        (!want.ok() || (want.sl == got.sl && want.mtuLimit == got.mtuLimit &&
                                        want.rateLimit == got.rateLimit &&
