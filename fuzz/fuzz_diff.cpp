@@ -87,11 +87,12 @@ void checkRegions(const ibqos::BoundPolicy& before, const ibqos::BoundPolicy& af
     const ibqos::PkeyTables tables(fabric);
     // Every range end the policies and the regions name, per field.
     std::vector<ibqos::Range> named[3];  // service-id, qos-class, pkey (base and full member)
+    auto addPkey = [&](const ibqos::Range& r) {
+        named[2].push_back(r);
+        named[2].push_back({r.lo | 0x8000, r.hi | 0x8000});
+    };
     auto addPkeys = [&](const ibqos::RangeSet& set) {
-        for (const ibqos::Range& r : set.ranges()) {
-            named[2].push_back(r);
-            named[2].push_back({r.lo | 0x8000, r.hi | 0x8000});
-        }
+        for (const ibqos::Range& r : set.ranges()) addPkey(r);
     };
     for (const ibqos::BoundPolicy* b : {&before, &after}) {
         for (const ibqos::MatchRule& rule : b->policy->rules) {
@@ -101,8 +102,7 @@ void checkRegions(const ibqos::BoundPolicy& before, const ibqos::BoundPolicy& af
         }
         for (const ibqos::QosLevel& level : b->policy->levels) addPkeys(level.pkeys);
     }
-    for (const ibqos::Partition& p : fabric.partitions)
-        addPkeys(ibqos::RangeSet::build({{p.pkey, p.pkey}}));
+    for (const ibqos::Partition& p : fabric.partitions) addPkey({p.pkey, p.pkey});
     for (const ibqos::DiffRegion& r : diff.regions) {
         for (const ibqos::Range& x : r.serviceIds.ranges) named[0].push_back(x);
         for (const ibqos::Range& x : r.qosClasses.ranges) named[1].push_back(x);
