@@ -276,7 +276,9 @@ void registerSeries(const Setup& setup, What what, test::Family family, bool ulp
     bench::counterUnit("dead", "rules");
     bench::counterUnit("covers", "rules");
     bench::counterUnit("growth", "x");
+    bench::counterUnit("output_growth", "x");
     auto previous = std::make_shared<std::pair<unsigned, double>>(0, 0.0);
+    auto previousOutput = std::make_shared<std::pair<unsigned, double>>(0, 0.0);
     for (unsigned rules : sizes) {
         const std::string name = std::string(whatName(what)) + "/" + test::familyName(family) +
                                  (ulps ? "+ulps" : "") + "/rules:" + std::to_string(rules);
@@ -340,7 +342,14 @@ void registerSeries(const Setup& setup, What what, test::Family family, bool ulp
                 state.counters["diff_time"] = figures["diff_seconds"];
                 params["changes"] = figures["regions"];
             }
+            // What any analysis must at least read and print: the rules (of both policies for
+            // a diff), and the rules the warnings name or the diff's regions. Its growth is
+            // the least time growth at a constant cost per item.
+            const double output = what == What::Check || what == What::Decided
+                                      ? figures["rules"] + figures["covers"]
+                                      : 2.0 * rules + figures["regions"];
             bench::setGrowth(state, params, "growth", *previous, rules, seconds);
+            bench::setGrowth(state, params, "output_growth", *previousOutput, rules, output);
             bench::setParams(state, params);
         })->Iterations(1);
     }
