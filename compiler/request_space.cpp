@@ -407,11 +407,13 @@ void RequestSpace::indexRules() {
     for (const Policy* p : policies_)
         ruleMemo_.emplace_back(p->rules.size(), DecisionDiagram::False);
     pointIndex_.resize(policies_.size());
+    topIndex_.resize(policies_.size());
     for (size_t p = 0; p < policies_.size(); ++p) {
         extents_.emplace_back();
         for (uint32_t r = 0; r < policies_[p]->rules.size(); ++r)
             extents_.back().push_back(measureExtent(p, r));
-        buildPointIndex(p);
+        setupWords_ += buildPointIndex(p, pointIndex_[p]);
+        tierRules(p);
         setupWords_ += 16 * policies_[p]->rules.size() + 4 * policies_[p]->groups.size();
     }
     for (const Dimension& d : dims_) setupWords_ += d.size / 8;

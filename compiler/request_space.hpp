@@ -5,6 +5,7 @@
 // reachability on a fabric, ibqos diff) are questions on these.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -172,6 +173,8 @@ class RequestSpace {
     // has its answer (the first match, a few matches), and one that reads them all pays for
     // a few blocks more than for one.
     static constexpr size_t FirstBlockWords = 64;
+    // Policies with fewer rules than this have no index of their largest rules (topIndex_).
+    static constexpr uint32_t TopIndexRules = 256;
     static size_t blockStart(size_t block) { return FirstBlockWords * ((size_t{1} << block) - 1); }
     // Which rules hold each index of a domain, from the ranges each rule holds, block by block:
     // a block's bitsets at some indices (checkpoints) and the rules of the block that enter or
@@ -199,8 +202,11 @@ class RequestSpace {
         // A change made to a block's bits: its rule's bit set (it enters) or cleared.
         static void apply(uint64_t* bits, uint32_t change);
     };
-    // Which rules of one policy each value of each dimension satisfies.
+    // Which rules of one policy (or of some of them) each value of each dimension satisfies.
     struct PointIndex {
+        // The rules it holds, ascending: bit i is rule rules[i] (empty: every rule, bit i is
+        // rule i).
+        std::vector<uint32_t> rules;
         size_t words = 0;
         Bits fieldUnnamed[3];
         StabIndex fields[3];
@@ -219,17 +225,29 @@ class RequestSpace {
         };
         std::vector<Tier> byExtent;
         uint64_t replayBound = 0;  // the changes a lookup may replay, in all
+        // The bits that stand for rules below `before`.
+        uint32_t below(uint32_t before) const {
+            if (rules.empty()) return before;
+            return static_cast<uint32_t>(std::lower_bound(rules.begin(), rules.end(), before) -
+                                         rules.begin());
+        }
+        uint32_t rule(size_t bit) const {
+            return rules.empty() ? static_cast<uint32_t>(bit) : rules[bit];
+        }
     };
-    void buildPointIndex(size_t p);
+    // Builds x over the rules x.rules of policy p (empty: all of them); returns the work.
+    uint64_t buildPointIndex(size_t p, PointIndex& x);
+    // The tiers of extent of pointIndex_[p], and the index of its first tier (topIndex_).
+    void tierRules(size_t p);
     double measureExtent(size_t p, uint32_t r) const;
     // The words of the rule bitset a lookup of rules below `before` reads.
     size_t wordsBelow(size_t p, uint32_t before) const;
     // The rules of policy p below `before` that match a request, in one block of words:
     // room[blockStart(block) ...] gets the block's bits, and the count of them up to the last
     // one not zero is returned (0: none matches in the block).
-    size_t matchBlock(size_t p, const RequestPoint& point, uint32_t before, size_t block,
-                      LookupRoom& room) const;
-    const Bits& classRules(size_t p, Ends end, uint64_t c) const;
+    size_t matchBlock(size_t p, const PointIndex& x, const RequestPoint& point, uint32_t before,
+                      size_t block, LookupRoom& room) const;
+    const Bits& classRules(size_t p, const PointIndex& x, Ends end, uint64_t c) const;
 
     // What a group selects, in the attributes' indices (every fabric).
     struct Selectors {
@@ -275,7 +293,10 @@ class RequestSpace {
     std::vector<std::vector<Ref>> ruleMemo_;                        // [policy][rule]
     std::vector<FieldIndex> fieldIndex_[3];                         // [field][policy]
     std::vector<PointIndex> pointIndex_;                            // [policy]
-    std::vector<std::vector<double>> extents_;                      // [policy][rule]
+    // [policy]: the rules of its first tier of extent (none with fewer than TopIndexRules
+    // rules or a single tier), where largestMatch looks first.
+    std::vector<PointIndex> topIndex_;
+    std::vector<std::vector<double>> extents_;       // [policy][rule]
     std::vector<std::vector<Bits>> groupClassBits_;  // [policy][group], one fabric: its classes
     size_t fieldDims_[3] = {}, classDims_[2] = {};
     uint32_t vars_ = 0;

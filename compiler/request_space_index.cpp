@@ -90,33 +90,34 @@ void RequestSpace::StabIndex::apply(uint64_t* bits, uint32_t change) {
     bits[r / 64] = change & Enters ? bits[r / 64] | bit : bits[r / 64] & ~bit;
 }
 
-void RequestSpace::buildPointIndex(size_t p) {
+uint64_t RequestSpace::buildPointIndex(size_t p, PointIndex& x) {
     const Policy& policy = *policies_[p];
-    const auto n = static_cast<uint32_t>(policy.rules.size());
-    PointIndex& x = pointIndex_[p];
+    const auto n = static_cast<uint32_t>(x.rules.empty() ? policy.rules.size() : x.rules.size());
+    uint64_t work = 0;
     x.words = (n + 63) / 64 + 1;
     const Bits none(x.words, 0);
     for (RequestField f : RequestFields) {
         const auto k = static_cast<size_t>(f);
         x.fieldUnnamed[k] = none;
         std::vector<const IndexRanges*> named(n);
-        for (uint32_t r = 0; r < n; ++r) {
+        for (uint32_t i = 0; i < n; ++i) {
+            const uint32_t r = x.rule(i);
             if (ruleField(policy.rules[r], f).empty()) {
-                setBit(x.fieldUnnamed[k], r);
+                setBit(x.fieldUnnamed[k], i);
             } else {
-                named[r] = &ruleFields_[k][p][r];
+                named[i] = &ruleFields_[k][p][r];
             }
         }
-        setupWords_ += x.fields[k].build(dims_[fieldDim(f)].size, named, x.words);
+        work += x.fields[k].build(dims_[fieldDim(f)].size, named, x.words);
         x.replayBound += x.fields[k].replay;
     }
     for (Ends end : {Ends::Source, Ends::Destination}) {
         const auto e = static_cast<size_t>(end);
         x.sideUnnamed[e] = none;
-        for (uint32_t r = 0; r < n; ++r) {
-            const auto& groups =
-                end == Ends::Source ? policy.rules[r].sources : policy.rules[r].destinations;
-            if (groups.empty()) setBit(x.sideUnnamed[e], r);
+        for (uint32_t i = 0; i < n; ++i) {
+            const MatchRule& rule = policy.rules[x.rule(i)];
+            if ((end == Ends::Source ? rule.sources : rule.destinations).empty())
+                setBit(x.sideUnnamed[e], i);
         }
         if (onFabric()) {
             x.byClass[e].assign(classes_.size(), {});
@@ -130,38 +131,45 @@ void RequestSpace::buildPointIndex(size_t p) {
         // disjoint), or the union of its groups'.
         std::deque<IndexRanges> merged;  // (a deque: what is pointed at never moves)
         std::vector<const IndexRanges*> guids(n), own(n), switches(n);
-        for (uint32_t r = 0; r < n; ++r) {
-            const auto& groups =
-                end == Ends::Source ? policy.rules[r].sources : policy.rules[r].destinations;
+        for (uint32_t i = 0; i < n; ++i) {
+            const MatchRule& rule = policy.rules[x.rule(i)];
+            const auto& groups = end == Ends::Source ? rule.sources : rule.destinations;
             for (uint32_t gi : groups) {
                 const Selectors& sel = selectors_[p][gi];
                 for (uint8_t t = 0; t < 3; ++t) {
-                    if (sel.types >> t & 1) setBit(x.byType[e][t], r);
+                    if (sel.types >> t & 1) setBit(x.byType[e][t], i);
                 }
-                if (sel.self) setBit(x.bySelf[e], r);
-                for (uint32_t item : sel.partitions) setBit(x.byPartition[e][item], r);
-                for (uint32_t item : sel.pkeys) setBit(x.byPkey[e][item], r);
+                if (sel.self) setBit(x.bySelf[e], i);
+                for (uint32_t item : sel.partitions) setBit(x.byPartition[e][item], i);
+                for (uint32_t item : sel.pkeys) setBit(x.byPkey[e][item], i);
             }
             if (groups.size() == 1) {
                 const Selectors& sel = selectors_[p][groups[0]];
-                guids[r] = &sel.guids;
-                if (!sel.ownNames.empty()) own[r] = &merged.emplace_back(sel.ownNameRanges());
-                switches[r] = &sel.switchNames;
+                guids[i] = &sel.guids;
+                if (!sel.ownNames.empty()) own[i] = &merged.emplace_back(sel.ownNameRanges());
+                switches[i] = &sel.switchNames;
                 continue;
             }
             Selectors u = unionOf(p, groups);
-            guids[r] = &merged.emplace_back(std::move(u.guids));
-            own[r] = &merged.emplace_back(u.ownNameRanges());
-            switches[r] = &merged.emplace_back(std::move(u.switchNames));
+            guids[i] = &merged.emplace_back(std::move(u.guids));
+            own[i] = &merged.emplace_back(u.ownNameRanges());
+            switches[i] = &merged.emplace_back(std::move(u.switchNames));
         }
         const PortDims& at = portDims_[e];
-        setupWords_ += x.byGuid[e].build(dims_[at.guid].size, guids, x.words);
-        setupWords_ += x.byOwnName[e].build(dims_[at.name].size, own, x.words);
-        setupWords_ += x.bySwitchName[e].build(dims_[at.name].size, switches, x.words);
+        work += x.byGuid[e].build(dims_[at.guid].size, guids, x.words);
+        work += x.byOwnName[e].build(dims_[at.name].size, own, x.words);
+        work += x.bySwitchName[e].build(dims_[at.name].size, switches, x.words);
         x.replayBound += x.byGuid[e].replay + x.byOwnName[e].replay;
-        setupWords_ += uint64_t{n} * x.words / 8 +
-                       (attributes_.partitions.size() + attributes_.pkeyIntervals.size()) * x.words;
+        work += uint64_t{n} * x.words / 8 +
+                (attributes_.partitions.size() + attributes_.pkeyIntervals.size()) * x.words;
     }
+    return work;
+}
+
+void RequestSpace::tierRules(size_t p) {
+    PointIndex& x = pointIndex_[p];
+    const auto n = static_cast<uint32_t>(policies_[p]->rules.size());
+    const Bits none(x.words, 0);
     // The tiers of extent: the rules by extent, largest first, cut every n / 16 rules at a
     // change of extent.
     const std::vector<double>& extent = extents_[p];
@@ -181,22 +189,34 @@ void RequestSpace::buildPointIndex(size_t p) {
         ++inTier;
     }
     setupWords_ += x.byExtent.size() * x.words;
+    // The first tier, the largest rules, in an index of their own: the largest rule that
+    // matches a request is usually among them, and a lookup there reads a sixteenth of the
+    // words. (Its building is not counted against the budget: the lookups it serves are
+    // counted at the price of reading every rule.)
+    PointIndex& top = topIndex_[p];
+    if (n < TopIndexRules || x.byExtent.size() < 2) return;
+    const Bits& largest = x.byExtent.front().rules;
+    for (size_t w = 0; w < x.words; ++w) {
+        for (uint64_t m = largest[w]; m; m &= m - 1)
+            top.rules.push_back(static_cast<uint32_t>(w * 64 + std::countr_zero(m)));
+    }
+    buildPointIndex(p, top);
 }
 
-const RequestSpace::Bits& RequestSpace::classRules(size_t p, Ends end, uint64_t c) const {
-    const PointIndex& x = pointIndex_[p];
+const RequestSpace::Bits& RequestSpace::classRules(size_t p, const PointIndex& x, Ends end,
+                                                   uint64_t c) const {
     const auto e = static_cast<size_t>(end);
     Bits& rules = x.byClass[e][c];
     if (!rules.empty()) return rules;
     rules.assign(x.words, 0);
     const Policy& policy = *policies_[p];
-    for (uint32_t r = 0; r < policy.rules.size(); ++r) {
-        const auto& groups =
-            end == Ends::Source ? policy.rules[r].sources : policy.rules[r].destinations;
-        for (uint32_t g : groups) {
+    const size_t n = x.rules.empty() ? policy.rules.size() : x.rules.size();
+    for (uint32_t i = 0; i < n; ++i) {
+        const MatchRule& rule = policy.rules[x.rule(i)];
+        for (uint32_t g : end == Ends::Source ? rule.sources : rule.destinations) {
             const auto& cs = groupClasses_[p][g];
             if (std::binary_search(cs.begin(), cs.end(), c)) {
-                setBit(rules, r);
+                setBit(rules, i);
                 break;
             }
         }
@@ -208,10 +228,10 @@ size_t RequestSpace::wordsBelow(size_t p, uint32_t before) const {
     return std::min(pointIndex_[p].words, size_t{before} / 64 + 1);
 }
 
-size_t RequestSpace::matchBlock(size_t p, const RequestPoint& point, uint32_t before, size_t block,
-                                LookupRoom& room) const {
-    const PointIndex& x = pointIndex_[p];
-    const size_t words = wordsBelow(p, before);
+size_t RequestSpace::matchBlock(size_t p, const PointIndex& x, const RequestPoint& point,
+                                uint32_t before, size_t block, LookupRoom& room) const {
+    // (before: the bits below it; wordsBelow for the index of every rule.)
+    const size_t words = std::min(x.words, size_t{before} / 64 + 1);
     // The room: the answer (every block's), then two dimensions' sets of rules of one block.
     if (room.size() < 3 * words) room.resize(3 * words);
     const size_t first = blockStart(block);
@@ -245,7 +265,7 @@ size_t RequestSpace::matchBlock(size_t p, const RequestPoint& point, uint32_t be
         const uint64_t* unnamed = x.sideUnnamed[e].data() + first;
         if (onFabric()) {
             const uint64_t* holding =
-                classRules(p, end, point.values[classDim(end)]).data() + first;
+                classRules(p, x, end, point.values[classDim(end)]).data() + first;
             for (size_t w = 0; w < n; ++w) all[w] &= unnamed[w] | holding[w];
         } else {
             // A side holds the port when one of its groups does: by type, as the SM's port, by
@@ -285,7 +305,8 @@ std::optional<uint32_t> RequestSpace::firstMatch(size_t p, const RequestPoint& p
                                                  uint32_t before, LookupRoom& room) const {
     const size_t words = wordsBelow(p, before);
     for (size_t block = 0; blockStart(block) < words; ++block) {
-        const size_t first = blockStart(block), n = matchBlock(p, point, before, block, room);
+        const size_t first = blockStart(block),
+                     n = matchBlock(p, pointIndex_[p], point, before, block, room);
         for (size_t w = first; w < first + n; ++w) {
             if (room[w])
                 return static_cast<uint32_t>(w * 64 +
@@ -300,7 +321,8 @@ std::vector<uint32_t> RequestSpace::allMatches(size_t p, const RequestPoint& poi
     const size_t words = wordsBelow(p, before);
     std::vector<uint32_t> out;
     for (size_t block = 0; blockStart(block) < words && out.size() < limit; ++block) {
-        const size_t first = blockStart(block), n = matchBlock(p, point, before, block, room);
+        const size_t first = blockStart(block),
+                     n = matchBlock(p, pointIndex_[p], point, before, block, room);
         for (size_t w = first; w < first + n && out.size() < limit; ++w) {
             for (uint64_t m = room[w]; m && out.size() < limit; m &= m - 1)
                 out.push_back(
@@ -312,11 +334,29 @@ std::vector<uint32_t> RequestSpace::allMatches(size_t p, const RequestPoint& poi
 
 std::optional<uint32_t> RequestSpace::largestMatch(size_t p, const RequestPoint& point,
                                                    uint32_t before, LookupRoom& room) const {
+    // The index of the first tier first: a rule that matches there is larger than any other.
+    const PointIndex& top = topIndex_[p];
+    if (const uint32_t bits = top.rules.empty() ? 0 : top.below(before); bits > 0) {
+        const size_t words = std::min(top.words, size_t{bits} / 64 + 1);
+        std::optional<uint32_t> best;
+        for (size_t block = 0; blockStart(block) < words; ++block) {
+            const size_t first = blockStart(block),
+                         n = matchBlock(p, top, point, bits, block, room);
+            for (size_t w = first; w < first + n; ++w) {
+                for (uint64_t m = room[w]; m; m &= m - 1) {
+                    const uint32_t r = top.rules[w * 64 + static_cast<size_t>(std::countr_zero(m))];
+                    if (!best || extents_[p][r] > extents_[p][*best]) best = r;
+                }
+            }
+        }
+        if (best) return best;
+    }
     // Every block's matches, then the tiers of extent, largest first.
     const size_t words = wordsBelow(p, before);
     size_t used = 0;  // words up to the last one not zero
     for (size_t block = 0; blockStart(block) < words; ++block) {
-        const size_t first = blockStart(block), n = matchBlock(p, point, before, block, room);
+        const size_t first = blockStart(block),
+                     n = matchBlock(p, pointIndex_[p], point, before, block, room);
         std::fill(room.begin() + static_cast<ptrdiff_t>(first + n),
                   room.begin() + static_cast<ptrdiff_t>(std::min(blockStart(block + 1), words)), 0);
         if (n) used = first + n;
