@@ -191,14 +191,19 @@ void RequestSpace::tierRules(size_t p) {
     setupWords_ += x.byExtent.size() * x.words;
     // The first tier, the largest rules, in an index of their own: the largest rule that
     // matches a request is usually among them, and a lookup there reads a sixteenth of the
-    // words. (Its building is not counted against the budget: the lookups it serves are
-    // counted at the price of reading every rule.)
+    // words or so (at most a quarter: a larger first tier gets no index). Its building is not
+    // counted against the budget: the lookups it serves are counted at the price of reading
+    // every rule.
     PointIndex& top = topIndex_[p];
     if (n < TopIndexRules || x.byExtent.size() < 2) return;
     const Bits& largest = x.byExtent.front().rules;
     for (size_t w = 0; w < x.words; ++w) {
         for (uint64_t m = largest[w]; m; m &= m - 1)
             top.rules.push_back(static_cast<uint32_t>(w * 64 + std::countr_zero(m)));
+    }
+    if (top.rules.size() > n / 4) {
+        top.rules.clear();
+        return;
     }
     buildPointIndex(p, top);
 }
