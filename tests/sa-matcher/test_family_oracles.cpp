@@ -951,12 +951,12 @@ TEST_CASE(
     "[sa-matcher][oracle]") {
     // Enough rules for several tiers of extent, and so for the index of the largest rules
     // (RequestSpace::TopIndexRules): the families whose rules the judgement covers in many rounds.
+    // (Shifted on every fabric is left out: OpenSM's scan of every port kind takes seconds.)
     constexpr unsigned Many = 320;
     int dead = 0, alive = 0, unreachable = 0, reachable = 0;
-    for (Family f : {Family::Shifted, Family::SameRanges}) {
-        checkShadowed({f, false}, 5, Many, dead, alive);
+    checkShadowed({Family::SameRanges, false}, 5, Many, dead, alive);
+    for (Family f : {Family::Shifted, Family::SameRanges})
         checkUnreachable({f, false}, 6, Many, unreachable, reachable);
-    }
     CHECK(dead >= 20);
     CHECK(unreachable >= 20);
 }
