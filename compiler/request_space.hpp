@@ -234,14 +234,16 @@ class RequestSpace {
         uint32_t rule(size_t bit) const {
             return rules.empty() ? static_cast<uint32_t>(bit) : rules[bit];
         }
+        // The rules it holds, of a policy of `all` rules.
+        size_t count(size_t all) const { return rules.empty() ? all : rules.size(); }
+        // The words of the bitsets a lookup of the first `bits` bits reads.
+        size_t wordsBelow(uint32_t bits) const { return std::min(words, size_t{bits} / 64 + 1); }
     };
     // Builds x over the rules x.rules of policy p (empty: all of them); returns the work.
     uint64_t buildPointIndex(size_t p, PointIndex& x);
     // The tiers of extent of pointIndex_[p], and the index of its first tier (topIndex_).
     void tierRules(size_t p);
     double measureExtent(size_t p, uint32_t r) const;
-    // The words of the rule bitset a lookup of rules below `before` reads.
-    size_t wordsBelow(size_t p, uint32_t before) const;
     // The rules of policy p below `before` that match a request, in one block of words:
     // room[blockStart(block) ...] gets the block's bits, and the count of them up to the last
     // one not zero is returned (0: none matches in the block).

@@ -92,7 +92,7 @@ void RequestSpace::StabIndex::apply(uint64_t* bits, uint32_t change) {
 
 uint64_t RequestSpace::buildPointIndex(size_t p, PointIndex& x) {
     const Policy& policy = *policies_[p];
-    const auto n = static_cast<uint32_t>(x.rules.empty() ? policy.rules.size() : x.rules.size());
+    const auto n = static_cast<uint32_t>(x.count(policy.rules.size()));
     uint64_t work = 0;
     x.words = (n + 63) / 64 + 1;
     const Bits none(x.words, 0);
@@ -215,7 +215,7 @@ const RequestSpace::Bits& RequestSpace::classRules(size_t p, const PointIndex& x
     if (!rules.empty()) return rules;
     rules.assign(x.words, 0);
     const Policy& policy = *policies_[p];
-    const size_t n = x.rules.empty() ? policy.rules.size() : x.rules.size();
+    const size_t n = x.count(policy.rules.size());
     for (uint32_t i = 0; i < n; ++i) {
         const MatchRule& rule = policy.rules[x.rule(i)];
         for (uint32_t g : end == Ends::Source ? rule.sources : rule.destinations) {
@@ -229,14 +229,9 @@ const RequestSpace::Bits& RequestSpace::classRules(size_t p, const PointIndex& x
     return rules;
 }
 
-size_t RequestSpace::wordsBelow(size_t p, uint32_t before) const {
-    return std::min(pointIndex_[p].words, size_t{before} / 64 + 1);
-}
-
 size_t RequestSpace::matchBlock(size_t p, const PointIndex& x, const RequestPoint& point,
                                 uint32_t before, size_t block, LookupRoom& room) const {
-    // (before: the bits below it; wordsBelow for the index of every rule.)
-    const size_t words = std::min(x.words, size_t{before} / 64 + 1);
+    const size_t words = x.wordsBelow(before);  // (before: a bit count of x)
     // The room: the answer (every block's), then two dimensions' sets of rules of one block.
     if (room.size() < 3 * words) room.resize(3 * words);
     const size_t first = blockStart(block);
@@ -303,12 +298,12 @@ uint64_t RequestSpace::lookupSteps(size_t p, uint32_t before) const {
     // read or written: a lookup passes over its words a few times in each of five dimensions
     // and replays some changes of each (measured: a lookup of 157 words, 10,000 rules, costs
     // about 2.5 us). A lookup that stops at an early block costs less than this.
-    return 2 + (wordsBelow(p, before) * 15 + pointIndex_[p].replayBound / 4) / 100;
+    return 2 + (pointIndex_[p].wordsBelow(before) * 15 + pointIndex_[p].replayBound / 4) / 100;
 }
 
 std::optional<uint32_t> RequestSpace::firstMatch(size_t p, const RequestPoint& point,
                                                  uint32_t before, LookupRoom& room) const {
-    const size_t words = wordsBelow(p, before);
+    const size_t words = pointIndex_[p].wordsBelow(before);
     for (size_t block = 0; blockStart(block) < words; ++block) {
         const size_t first = blockStart(block),
                      n = matchBlock(p, pointIndex_[p], point, before, block, room);
@@ -323,7 +318,7 @@ std::optional<uint32_t> RequestSpace::firstMatch(size_t p, const RequestPoint& p
 
 std::vector<uint32_t> RequestSpace::allMatches(size_t p, const RequestPoint& point, uint32_t before,
                                                LookupRoom& room, size_t limit) const {
-    const size_t words = wordsBelow(p, before);
+    const size_t words = pointIndex_[p].wordsBelow(before);
     std::vector<uint32_t> out;
     for (size_t block = 0; blockStart(block) < words && out.size() < limit; ++block) {
         const size_t first = blockStart(block),
@@ -342,7 +337,7 @@ std::optional<uint32_t> RequestSpace::largestMatch(size_t p, const RequestPoint&
     // The index of the first tier first: a rule that matches there is larger than any other.
     const PointIndex& top = topIndex_[p];
     if (const uint32_t bits = top.rules.empty() ? 0 : top.below(before); bits > 0) {
-        const size_t words = std::min(top.words, size_t{bits} / 64 + 1);
+        const size_t words = top.wordsBelow(bits);
         std::optional<uint32_t> best;
         for (size_t block = 0; blockStart(block) < words; ++block) {
             const size_t first = blockStart(block),
@@ -357,7 +352,7 @@ std::optional<uint32_t> RequestSpace::largestMatch(size_t p, const RequestPoint&
         if (best) return best;
     }
     // Every block's matches, then the tiers of extent, largest first.
-    const size_t words = wordsBelow(p, before);
+    const size_t words = pointIndex_[p].wordsBelow(before);
     size_t used = 0;  // words up to the last one not zero
     for (size_t block = 0; blockStart(block) < words; ++block) {
         const size_t first = blockStart(block),
