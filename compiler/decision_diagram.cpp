@@ -7,6 +7,8 @@
 #include "compiler/decision_diagram.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
 
 namespace ibqos {
 
@@ -25,8 +27,12 @@ void DecisionDiagram::clear() {
         unique_.assign(InitialSlots, 0);
         memo_.assign(InitialSlots / 4, Memo{});
     } else {
-        std::fill(unique_.begin(), unique_.end(), 0);
-        std::fill(memo_.begin(), memo_.end(), Memo{});
+        // As bytes: an empty slot and an unused memo entry are all zeros. (std::fill stored
+        // the memo's five fields one at a time: 4 % of the unlimited dead-rule analysis of
+        // a 10,000-rule policy, whose judgement starts its diagram afresh 171 times.)
+        static_assert(std::is_trivially_copyable_v<Memo>);
+        std::memset(unique_.data(), 0, unique_.size() * sizeof(unique_[0]));
+        std::memset(static_cast<void*>(memo_.data()), 0, memo_.size() * sizeof(Memo));
     }
     intern(TerminalVar, 0, 0);
     intern(TerminalVar, 1, 0);
