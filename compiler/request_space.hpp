@@ -92,6 +92,10 @@ class RequestSpace {
     RequestSpace(DecisionDiagram& dd, const std::vector<const BoundPolicy*>& bound,
                  const Cuts& extra = {}, const std::vector<uint32_t>& portTags = {});
 
+    // (Not copied: memos_ points into the memos.)
+    RequestSpace(const RequestSpace&) = delete;
+    RequestSpace& operator=(const RequestSpace&) = delete;
+
     DecisionDiagram& diagram() const { return dd_; }
     // Starts the diagram afresh (DecisionDiagram::clear) once it holds more than `nodes`:
     // every Ref made so far is invalid then. Returns whether it did.
@@ -300,6 +304,9 @@ class RequestSpace {
     std::vector<PointIndex> topIndex_;
     std::vector<std::vector<double>> extents_;       // [policy][rule]
     std::vector<std::vector<Bits>> groupClassBits_;  // [policy][group], one fabric: its classes
+    // The group and rule memo entries made since the diagram last started afresh, which
+    // trimDiagram empties (a trim after every rule must not write to every rule's and group's).
+    std::vector<Ref*> memos_;
     size_t fieldDims_[3] = {}, classDims_[2] = {};
     uint32_t vars_ = 0;
     uint64_t setupWords_ = 0;  // the work of building the space, spent at the end
