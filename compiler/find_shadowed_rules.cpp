@@ -93,20 +93,28 @@ class RuleJudge {
         }
         Ref rest = rule;
         std::vector<uint32_t> used;
+        points_.clear();
         while (rest != DecisionDiagram::False) {
             // Of the earlier rules that match this request, the largest goes out: few rounds
             // cover a dead rule, as in a greedy set cover.
             dd_.spend(space_.pointSteps() + space_.lookupSteps(0, j));
-            const std::optional<uint32_t> largest = space_.largestMatch(
-                0, space_.pointIn(rest, used.empty() ? 0 : j * 7919 + used.size()), j, room_);
+            points_.push_back(space_.pointIn(rest, used.empty() ? 0 : j * 7919 + used.size()));
+            const std::optional<uint32_t> largest =
+                space_.largestMatch(0, points_.back(), j, room_);
             if (!largest) return v;  // this request reaches rule j
             used.push_back(*largest);
             rest = takeOut(rest, *largest);
         }
         v.kind = Verdict::Dead;
         std::sort(used.begin(), used.end());
+        // One of them alone matches every request rule j does only if it matches the requests
+        // the rounds drew from rule j: a direct test of those first, the diagrams' after.
+        auto holdsThePoints = [&](uint32_t i) {
+            return std::all_of(points_.begin(), points_.end(),
+                               [&](const RequestPoint& p) { return space_.matches(0, i, p); });
+        };
         for (uint32_t i : used) {
-            if (dd_.implies(rule, space_.rule(0, i))) {
+            if (used.size() == 1 || (holdsThePoints(i) && dd_.implies(rule, space_.rule(0, i)))) {
                 v.coveredBy = {i};
                 return v;
             }
@@ -132,6 +140,7 @@ class RuleJudge {
     RequestSpace& space_;
     DecisionDiagram& dd_;
     RequestSpace::LookupRoom room_;
+    std::vector<RequestPoint> points_;  // the requests a judgement drew, kept between rules
 
     // What is left once rule i, which matches a request of rest, is taken out.
     Ref takeOut(Ref rest, uint32_t i) { return takeOut(rest, std::vector<uint32_t>{i}); }
