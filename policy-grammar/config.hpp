@@ -17,6 +17,9 @@ using Iterator = const char*;
 struct ParseState {
     const SourceFile& source;
     Diagnostics& diagnostics;
+    // Whether a value held OpenSM's "use:" keyword (set when read, on a path the grammar may
+    // still leave): without one, parsePolicy need not look for them.
+    bool embeddedUse = false;
 
     uint32_t offset(Iterator p) const { return static_cast<uint32_t>(p - source.begin()); }
     SourceLocation locate(Iterator p) const { return source.locate(p); }

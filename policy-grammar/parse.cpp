@@ -144,7 +144,9 @@ std::optional<ast::PolicyFile> parsePolicy(const SourceFile& source, Diagnostics
                            "expected " + x.which());
     }
     keepSyntaxDiagnostics(source, parsed, diagnostics);
-    for (ast::Block& block : file.blocks) addEmbeddedUses(block.items, source, diagnostics);
+    if (state.embeddedUse) {
+        for (ast::Block& block : file.blocks) addEmbeddedUses(block.items, source, diagnostics);
+    }
     // OpenSM's lexer reads '#' to the line end as a comment only when a line end follows it: on
     // a last line without one, the comment is text, and OpenSM drops the file.
     std::string_view text = source.text();

@@ -324,6 +324,7 @@ struct TextToken : x3::parser<TextToken> {
                     auto& state = x3::get<ParseStateTag>(ctx);
                     text.useFirst = static_cast<int>(state.offset(use));
                     text.useLast = static_cast<int>(state.offset(end));
+                    state.embeddedUse = true;
                     break;
                 }
                 continue;
