@@ -8,7 +8,7 @@
 // that over three such processes (--processes); then a small fresh process runs the ibqos
 // command itself once and gives its peak memory (the maximum resident set size that
 // `/usr/bin/time -v` shows, from wait4) and CPU time. A size's time is also given against the
-// previous size's (time(10N) / time(N)).
+// previous size's (time(10N) / time(N)), the previous size measured again in turn with it.
 //   ibqos-bench-analysis [--what check,decided,diff,diff-topology] [--sizes 10,100,1000,10000]
 //                        [--diff-most N] [--family F] [--processes N] [--write DIR] [--json]
 //                        [--benchmark_...]
@@ -200,20 +200,32 @@ CliRun runCli(const char* self, const std::vector<std::string>& args) {
 
 // The measuring child run `runs` times, each figure the median of its runs: the same
 // measurement in two fresh processes can differ by half on a shared machine (where the heap
-// lands, whether it gets huge pages).
-std::map<std::string, double> medianOfChildren(const char* self,
-                                               const std::vector<std::string>& args,
-                                               unsigned runs) {
-    std::map<std::string, std::vector<double>> all;
+// lands, whether it gets huge pages). With `previous` (the previous size's measurement), that
+// one runs as often, in turn with this one, and its figures come in `previousOut`: a size's
+// growth is a ratio of two times, and this host's speed drifts by a quarter from one hour to
+// the next, so both are taken in the same minutes.
+std::map<std::string, double> medianOfChildren(
+    const char* self, const std::vector<std::string>& args, unsigned runs,
+    const std::vector<std::string>& previous = {},
+    std::map<std::string, double>* previousOut = nullptr) {
+    std::map<std::string, std::vector<double>> all, before;
     for (unsigned i = 0; i < runs; ++i) {
+        if (!previous.empty()) {
+            for (const auto& [name, value] : bench::runMeasuringChild(self, previous, {}))
+                before[name].push_back(value);
+        }
         for (const auto& [name, value] : bench::runMeasuringChild(self, args, {}))
             all[name].push_back(value);
     }
-    std::map<std::string, double> out;
-    for (auto& [name, values] : all) {
-        if (values.size() == runs) out[name] = bench::median(std::move(values));
-    }
-    return out;
+    auto medians = [runs](std::map<std::string, std::vector<double>>& figures) {
+        std::map<std::string, double> out;
+        for (auto& [name, values] : figures) {
+            if (values.size() == runs) out[name] = bench::median(std::move(values));
+        }
+        return out;
+    };
+    if (previousOut) *previousOut = medians(before);
+    return medians(all);
 }
 
 enum class What { Check, Decided, Diff, DiffTopology };
@@ -277,29 +289,29 @@ void registerSeries(const Setup& setup, What what, test::Family family, bool ulp
     bench::counterUnit("covers", "rules");
     bench::counterUnit("growth", "x");
     bench::counterUnit("output_growth", "x");
-    auto previous = std::make_shared<std::pair<unsigned, double>>(0, 0.0);
+    // The previous size and its measuring child's arguments, measured again with this size's.
+    auto previous = std::make_shared<std::pair<unsigned, std::vector<std::string>>>();
     auto previousOutput = std::make_shared<std::pair<unsigned, double>>(0, 0.0);
     for (unsigned rules : sizes) {
         const std::string name = std::string(whatName(what)) + "/" + test::familyName(family) +
                                  (ulps ? "+ulps" : "") + "/rules:" + std::to_string(rules);
         benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
-            std::map<std::string, double> figures;
+            std::map<std::string, double> figures, before;
+            std::vector<std::string> measure;
             CliRun cli;
             const bool topology = what == What::DiffTopology;
             const std::string stem = std::string(test::familyName(family)) +
                                      (ulps ? "-ulps-" : "-") + std::to_string(rules) +
                                      (topology ? "-fat-tree" : "");
             for (auto _ : state) {
-                const std::string before =
+                const std::string policy =
                     write(setup.dir, stem + ".conf",
                           test::familyPolicy(familyOptions(family, ulps, rules, topology)));
                 if (what == What::Check || what == What::Decided) {
                     const bool unlimited = what == What::Decided;
-                    figures = medianOfChildren(setup.self,
-                                               {"--measure-check", before, "--budget",
-                                                unlimited ? "unlimited" : "default"},
-                                               setup.processes);
-                    std::vector<std::string> args{"check", before};
+                    measure = {"--measure-check", policy, "--budget",
+                               unlimited ? "unlimited" : "default"};
+                    std::vector<std::string> args{"check", policy};
                     if (unlimited) args.insert(args.end(), {"--analysis-budget", "unlimited"});
                     cli = runCli(setup.self, args);
                 } else {
@@ -307,15 +319,16 @@ void registerSeries(const Setup& setup, What what, test::Family family, bool ulp
                         write(setup.dir, stem + "-level-sl.conf",
                               test::familyPolicy(familyOptions(family, ulps, rules, topology,
                                                                test::Change::LevelSl)));
-                    std::vector<std::string> measure{"--measure-diff", before, after};
-                    std::vector<std::string> args{"diff", before, after};
+                    measure = {"--measure-diff", policy, after};
+                    std::vector<std::string> args{"diff", policy, after};
                     if (topology) {
                         measure.push_back(setup.topology);
                         args.insert(args.end(), {"--topology", setup.topology});
                     }
-                    figures = medianOfChildren(setup.self, measure, setup.processes);
                     cli = runCli(setup.self, args);
                 }
+                figures = medianOfChildren(setup.self, measure, setup.processes, previous->second,
+                                           &before);
             }
             if (!figures.count("seconds") || figures["errors"] != 0) {
                 state.SkipWithError("the measuring child failed, or the policy has errors");
@@ -348,7 +361,11 @@ void registerSeries(const Setup& setup, What what, test::Family family, bool ulp
             const double output = what == What::Check || what == What::Decided
                                       ? figures["rules"] + figures["covers"]
                                       : 2.0 * rules + figures["regions"];
-            bench::setGrowth(state, params, "growth", *previous, rules, seconds);
+            if (before.count("seconds")) {
+                state.counters["growth"] = seconds / before["seconds"];
+                params["growth_from_rules"] = previous->first;
+            }
+            *previous = {rules, measure};
             bench::setGrowth(state, params, "output_growth", *previousOutput, rules, output);
             bench::setParams(state, params);
         })->Iterations(1);
