@@ -507,7 +507,7 @@ Ref RequestSpace::group(size_t p, uint32_t g, Ends end) {
         IndexRanges ranges;
         for (uint32_t c : groupClasses_[p][g]) addRange(ranges, c, c);
         memo = indexIn(classDim(end), ranges);
-        memos_.push_back(&memo);
+        if (memo != DecisionDiagram::False) memos_.push_back(&memo);
         return memo;
     }
     // A port the group takes by any of its selectors; a name only for the node types it
@@ -532,7 +532,7 @@ Ref RequestSpace::group(size_t p, uint32_t g, Ends end) {
     for (uint32_t item : s.partitions) add(indexIn(at.partitions[item], {{1, 1}}));
     for (uint32_t item : s.pkeys) add(indexIn(at.pkeys[item], {{1, 1}}));
     memo = any;
-    memos_.push_back(&memo);
+    if (memo != DecisionDiagram::False) memos_.push_back(&memo);
     return any;
 }
 
@@ -556,7 +556,7 @@ Ref RequestSpace::rule(size_t p, uint32_t r) {
     }
     // A rule that matches nothing stays False (recomputed when asked again, which is cheap).
     memo = f;
-    memos_.push_back(&memo);
+    if (memo != DecisionDiagram::False) memos_.push_back(&memo);
     return f;
 }
 
