@@ -199,6 +199,88 @@ end-qos-match-rules
     CHECK(d.message.find("line 23 and the match rule at line 28 together") != std::string::npos);
 }
 
+TEST_CASE("a dead rule that one earlier rule holds names that rule alone, though others went first",
+          "[compiler][shadowing]") {
+    // The last rule's requests with qos-class 5 are held by each of the eight rules before the
+    // one at line 55, which alone holds all of them: the judgement takes out the largest of the
+    // eight first, then that one, and the warning names that one. (Eight, so that the quick
+    // look, which compares the rule whole with the first eight earlier rules that match one of
+    // its requests, does not reach the one at line 55.)
+    Compiled c(R"(
+port-groups
+    port-group
+        name: a
+        port-guid: 0x10-0x17
+    end-port-group
+    port-group
+        name: b
+        port-guid: 0x18-0x1f
+    end-port-group
+    port-group
+        name: ab
+        port-guid: 0x10-0x1f
+    end-port-group
+end-port-groups
+qos-levels
+    qos-level
+        name: default
+        sl: 0
+    end-qos-level
+end-qos-levels
+qos-match-rules
+    qos-match-rule
+        qos-class: 5
+        qos-level-name: default
+    end-qos-match-rule
+    qos-match-rule
+        qos-class: 4-5
+        qos-level-name: default
+    end-qos-match-rule
+    qos-match-rule
+        qos-class: 3-5
+        qos-level-name: default
+    end-qos-match-rule
+    qos-match-rule
+        qos-class: 2-5
+        qos-level-name: default
+    end-qos-match-rule
+    qos-match-rule
+        qos-class: 1-5
+        qos-level-name: default
+    end-qos-match-rule
+    qos-match-rule
+        qos-class: 0-5
+        qos-level-name: default
+    end-qos-match-rule
+    qos-match-rule
+        qos-class: 5,7
+        qos-level-name: default
+    end-qos-match-rule
+    qos-match-rule
+        qos-class: 4-5,8
+        qos-level-name: default
+    end-qos-match-rule
+    qos-match-rule
+        source: a, b
+        qos-class: 5-6
+        qos-level-name: default
+    end-qos-match-rule
+    qos-match-rule
+        source: ab
+        qos-class: 5-6
+        qos-level-name: default
+    end-qos-match-rule
+end-qos-match-rules
+)");
+    REQUIRE(c.codes().empty());
+    REQUIRE(c.codes(Severity::Warning) == std::vector<std::string>{"shadowed-rule"});
+    const Diagnostic& d = c.diagnostics.all()[0];
+    CHECK(d.location.line == 60);
+    CHECK(d.message ==
+          "this match rule can never match: the match rule at line 55 matches every request it "
+          "does");
+}
+
 TEST_CASE("shadowed-rule verdicts equal brute force over every small fabric",
           "[compiler][shadowing]") {
     const std::vector<Port> ports = allPorts();
