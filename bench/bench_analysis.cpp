@@ -198,34 +198,28 @@ CliRun runCli(const char* self, const std::vector<std::string>& args) {
     return out;
 }
 
-// The measuring child run `runs` times, each figure the median of its runs: the same
-// measurement in two fresh processes can differ by half on a shared machine (where the heap
-// lands, whether it gets huge pages). With `previous` (the previous size's measurement), that
-// one runs as often, in turn with this one, and its figures come in `previousOut`: a size's
-// growth is a ratio of two times, and this host's speed drifts by a quarter from one hour to
-// the next, so both are taken in the same minutes.
-std::map<std::string, double> medianOfChildren(
-    const char* self, const std::vector<std::string>& args, unsigned runs,
-    const std::vector<std::string>& previous = {},
-    std::map<std::string, double>* previousOut = nullptr) {
-    std::map<std::string, std::vector<double>> all, before;
+// Each measuring child (its arguments) run `runs` times, in turn with the others, each figure
+// the median of its runs: the same measurement in two fresh processes can differ by half on a
+// shared machine (where the heap lands, whether it gets huge pages), and a size's growth is a
+// ratio of two times, taken in the same minutes so that this host's drift from one hour to the
+// next (a quarter) stays out of it. An empty argument list is not run (its figures: none).
+std::vector<std::map<std::string, double>> mediansInTurn(
+    const char* self, const std::vector<std::vector<std::string>>& children, unsigned runs) {
+    std::vector<std::map<std::string, std::vector<double>>> all(children.size());
     for (unsigned i = 0; i < runs; ++i) {
-        if (!previous.empty()) {
-            for (const auto& [name, value] : bench::runMeasuringChild(self, previous, {}))
-                before[name].push_back(value);
+        for (size_t c = 0; c < children.size(); ++c) {
+            if (children[c].empty()) continue;
+            for (const auto& [name, value] : bench::runMeasuringChild(self, children[c], {}))
+                all[c][name].push_back(value);
         }
-        for (const auto& [name, value] : bench::runMeasuringChild(self, args, {}))
-            all[name].push_back(value);
     }
-    auto medians = [runs](std::map<std::string, std::vector<double>>& figures) {
-        std::map<std::string, double> out;
-        for (auto& [name, values] : figures) {
-            if (values.size() == runs) out[name] = bench::median(std::move(values));
+    std::vector<std::map<std::string, double>> out(children.size());
+    for (size_t c = 0; c < children.size(); ++c) {
+        for (auto& [name, values] : all[c]) {
+            if (values.size() == runs) out[c][name] = bench::median(std::move(values));
         }
-        return out;
-    };
-    if (previousOut) *previousOut = medians(before);
-    return medians(all);
+    }
+    return out;
 }
 
 enum class What { Check, Decided, Diff, DiffTopology };
@@ -327,8 +321,10 @@ void registerSeries(const Setup& setup, What what, test::Family family, bool ulp
                     }
                     cli = runCli(setup.self, args);
                 }
-                figures = medianOfChildren(setup.self, measure, setup.processes, previous->second,
-                                           &before);
+                auto medians =
+                    mediansInTurn(setup.self, {previous->second, measure}, setup.processes);
+                before = std::move(medians[0]);
+                figures = std::move(medians[1]);
             }
             if (!figures.count("seconds") || figures["errors"] != 0) {
                 state.SkipWithError("the measuring child failed, or the policy has errors");
