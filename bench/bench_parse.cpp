@@ -23,6 +23,7 @@
 
 #include "bench/harness.hpp"
 #include "bench/policy_load.hpp"
+#include "common/heap.hpp"
 #include "common/text.hpp"
 #include "compiler/compile_policy.hpp"
 #include "compiler/passes.hpp"
@@ -279,6 +280,7 @@ void registerFamilies(const char* self, const std::vector<test::Family>& familie
 }  // namespace
 
 int main(int argc, char** argv) {
+    heapInHugePages();  // the measuring children load as the ibqos command does
     // The flags the measuring child gets too (Google Benchmark's and --json).
     std::vector<std::string> forwarded;
     for (int i = 1; i < argc; ++i) {

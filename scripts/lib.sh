@@ -16,6 +16,8 @@ IBQOS_BUILD_PACKAGES="$IBQOS_BUILD_PACKAGES libibumad-dev libibverbs-dev ibverbs
 IBQOS_BUILD_PACKAGES="$IBQOS_BUILD_PACKAGES nlohmann-json3-dev libcli11-dev libsystemd-dev libbenchmark-dev"
 # ibqos monitor's HTTP server.
 IBQOS_BUILD_PACKAGES="$IBQOS_BUILD_PACKAGES libmicrohttpd-dev"
+# The ibqos command's allocator (common/heap.hpp).
+IBQOS_BUILD_PACKAGES="$IBQOS_BUILD_PACKAGES libmimalloc-dev"
 # man, for the test that the man pages render as written.
 IBQOS_BUILD_PACKAGES="$IBQOS_BUILD_PACKAGES man-db"
 

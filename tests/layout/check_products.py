@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT
 """Reads the built products' symbols: no test double and no failure injection point in any of
 them, no Spirit code and no compiler in the preload library (it reads the agent's plan file,
-never a policy).
+never a policy); no allocator of our own in a library another program loads (the preload
+library, the plugin), and the ibqos command on it where the build chose one.
 
-usage: check_products.py --preload LIB [--failpoints TEST_MODULE] PRODUCT...
+usage: check_products.py --preload LIB [--failpoints TEST_MODULE] [--allocator-user EXE] PRODUCT...
 """
 import argparse
 import re
@@ -20,6 +21,9 @@ FAILPOINTS = re.compile(r"\bibqos::osm::failpoint\b")
 PRELOAD_FORBIDDEN = re.compile(r"boost::spirit|\bibqos::grammar::|\bibqos::ast::|\bibqos::passes::"
                                r"|\bibqos::(?:loadPolicy|compilePolicy|parsePolicy)\b")
 
+# Allocators that take malloc over for the whole process.
+ALLOCATOR = re.compile(r"lib(?:mimalloc|jemalloc|tcmalloc)")
+
 
 def symbols(path):
     out = subprocess.run(["nm", "-C", path], capture_output=True, text=True)
@@ -28,10 +32,19 @@ def symbols(path):
     return out.stdout.splitlines()
 
 
+def needed(path):
+    out = subprocess.run(["readelf", "-d", path], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"{path}: readelf failed ({out.stderr.strip()})")
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out.stdout)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preload", required=True)
     parser.add_argument("--failpoints", help="the plugin's test module: it must hold the points the products lack")
+    parser.add_argument("--allocator-user", action="append", default=[],
+                        help="a program the build links with an allocator of its own (mimalloc)")
     parser.add_argument("products", nargs="+")
     args = parser.parse_args()
     problems = 0
@@ -51,6 +64,17 @@ def main():
     for s in found[:5]:
         print(f"{args.preload}: links the grammar or the compiler: {s[:160]}", file=sys.stderr)
     problems += len(found)
+    # A library loaded into another program's process (OpenSM, an application) leaves that
+    # program's allocator alone.
+    for path in [args.preload] + [p for p in args.products if p.endswith(".so")]:
+        for lib in needed(path):
+            if ALLOCATOR.match(lib):
+                print(f"{path}: links an allocator of its own: {lib}", file=sys.stderr)
+                problems += 1
+    for path in args.allocator_user:
+        if not any(ALLOCATOR.match(lib) for lib in needed(path)):
+            print(f"{path}: does not link the allocator the build chose", file=sys.stderr)
+            problems += 1
     print(f"{1 + len(args.products)} products read: {problems} problem(s)")
     return 1 if problems else 0
 
