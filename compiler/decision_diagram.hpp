@@ -80,6 +80,11 @@ class DecisionDiagram {
         work_ += steps;
         if (budget_ != 0 && work_ > budget_) throw AnalysisBudgetSpent();
     }
+    // Throws AnalysisBudgetSpent, spending nothing, when `steps` more would overspend: for work
+    // too costly to start before knowing that the budget covers it.
+    void afford(uint64_t steps) const {
+        if (budget_ != 0 && work_ + steps > budget_) throw AnalysisBudgetSpent();
+    }
     size_t memoryBytes() const;
     uint64_t work() const { return work_; }
 

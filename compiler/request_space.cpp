@@ -68,6 +68,7 @@ bool rangesMeet(const IndexRanges& a, const IndexRanges& b) {
 RequestSpace::RequestSpace(DecisionDiagram& dd, const std::vector<const Policy*>& policies,
                            const Cuts& extra)
     : dd_(dd), policies_(policies) {
+    dd_.afford(setupEstimate());
     addFieldCuts(extra);
     // Port attributes from every group of every policy.
     ElementaryIntervals guids(UINT64_MAX), pkeys(ib::PkeyBaseMask);
@@ -315,6 +316,33 @@ RequestSpace::Selectors RequestSpace::unionOf(size_t p, const std::vector<uint32
     std::sort(u.ownNames.begin(), u.ownNames.end());
     u.ownNames.erase(std::unique(u.ownNames.begin(), u.ownNames.end()), u.ownNames.end());
     return u;
+}
+
+uint64_t RequestSpace::setupEstimate() const {
+    // Words written and read: each group's GUID ranges and port names looked up among every
+    // group's, then held again for each rule that names the group (the point index holds each
+    // rule's), and a bitset over the rules for each rule and side.
+    uint64_t words = 0;
+    std::vector<uint64_t> entries;
+    for (const Policy* p : policies_) {
+        entries.clear();
+        for (const PortGroup& g : p->groups) {
+            entries.push_back(g.guids.ranges().size() + g.portNames.size());
+            words += 16 * entries.back();
+        }
+        for (const MatchRule& r : p->rules) {
+            for (const auto* side : {&r.sources, &r.destinations}) {
+                for (uint32_t g : *side) words += 8 * entries[g];
+            }
+        }
+        words += p->rules.size() * (p->rules.size() / 64 + 1) / 4;
+    }
+    // In steps: sixteen words a step while they fit the caches, as the count spent once the
+    // space is built; past that, two. Measured: 0.8 million words of setup took 7 ms (a
+    // 10,000-rule policy, a GUID range a group), 52 million 3.9 s (a 58 MB policy of 4,000
+    // groups of 400 GUID ranges and port names, each group named by two rules).
+    constexpr uint64_t Cached = uint64_t{2} << 20;
+    return 1 + std::min(words, Cached) / 16 + (words > Cached ? (words - Cached) / 2 : 0);
 }
 
 RequestSpace::Selectors RequestSpace::selectorsOf(const PortGroup& g) const {

@@ -11,7 +11,9 @@
 #include <set>
 #include <string>
 
+#include "common/text.hpp"
 #include "compiler/fabric_compilation.hpp"
+#include "compiler/request_space.hpp"
 #include "fabric/partitions.hpp"
 #include "fabric/topology.hpp"
 #include "tests/policy_text.hpp"
@@ -279,6 +281,48 @@ end-qos-match-rules
     CHECK(d.message ==
           "this match rule can never match: the match rule at line 55 matches every request it "
           "does");
+}
+
+TEST_CASE("a space too large for the budget is left unbuilt, its rules undecided",
+          "[compiler][shadowing]") {
+    // 20 groups of 1,000 GUIDs each, 200 rules between them: the point index would hold a
+    // group's 1,000 GUIDs again for each rule that names it. Within a budget that cannot pay
+    // for that, nothing of the space is built (the budget's count stays at 0), and every rule
+    // gets its note; with the budget unlimited, each rule is decided.
+    std::string text = "port-groups\n";
+    for (int g = 0; g < 20; ++g) {
+        text += "    port-group\n        name: g" + std::to_string(g) + "\n";
+        for (int line = 0; line < 100; ++line) {
+            text += "        port-guid: ";
+            for (int k = 0; k < 10; ++k) {
+                text += (k ? ", " : "") + hex(0x100000 + 2 * (g * 700 + line * 10 + k));
+            }
+            text += "\n";
+        }
+        text += "    end-port-group\n";
+    }
+    text +=
+        "end-port-groups\nqos-levels\n    qos-level\n        name: default\n        sl: 0\n"
+        "    end-qos-level\nend-qos-levels\nqos-match-rules\n";
+    for (int r = 0; r < 200; ++r) {
+        text += "    qos-match-rule\n        source: g" + std::to_string(r % 20) +
+                "\n        destination: g" + std::to_string(r / 10 % 20) +
+                "\n        qos-class: " + std::to_string(r % 64) +
+                "\n        qos-level-name: default\n    end-qos-match-rule\n";
+    }
+    text += "end-qos-match-rules\n";
+
+    constexpr uint64_t Budget = 500'000;
+    Compiled small(text, Budget);
+    REQUIRE(small.codes().empty());
+    CHECK(small.codes(Severity::Note) == std::vector<std::string>(200, "reachability-undecided"));
+    DecisionDiagram dd(Budget);
+    CHECK_THROWS_AS(RequestSpace(dd, std::vector<const Policy*>{&small.policy}),
+                    AnalysisBudgetSpent);
+    CHECK(dd.work() == 0);
+
+    Compiled unlimited(text, 0);
+    CHECK(unlimited.codes(Severity::Note).empty());
 }
 
 TEST_CASE("shadowed-rule verdicts equal brute force over every small fabric",
