@@ -320,6 +320,7 @@ class RequestSpace {
     void addFieldDimensions();
     IndexRanges fieldIndices(RequestField f, const RangeSet& set) const;
     Selectors selectorsOf(const PortGroup& g) const;
+    // What building the space costs, in budget steps, estimated before any of it is built.
     uint64_t setupEstimate() const;
     // The selectors of several groups of policy p as one group's: a port one of them takes,
     // the union takes (ranges and names sorted and merged).
