@@ -114,4 +114,35 @@ std::string RangeSet::str(bool hex) const {
     return out;
 }
 
+void ElementaryIntervals::finish() {
+    const bool inDomain =
+        std::all_of(starts.begin(), starts.end(), [&](uint64_t v) { return v <= max; });
+    if (max <= DenseMax && inDomain) {
+        seen_.assign(max / 64 + 1, 0);
+        for (uint64_t v : starts) seen_[v / 64] |= uint64_t{1} << (v % 64);
+        before_.resize(seen_.size());
+        starts.clear();
+        for (size_t w = 0; w < seen_.size(); ++w) {
+            before_[w] = static_cast<uint32_t>(starts.size());
+            for (uint64_t m = seen_[w]; m != 0; m &= m - 1)
+                starts.push_back(w * 64 + static_cast<uint64_t>(std::countr_zero(m)));
+        }
+        return;
+    }
+    if (starts.empty()) return;
+    // Least significant byte first, skipping the bytes every cut shares.
+    uint64_t differ = 0;
+    for (uint64_t v : starts) differ |= v ^ starts.front();
+    std::vector<uint64_t> other(starts.size());
+    for (unsigned shift = 0; shift < 64; shift += 8) {
+        if ((differ >> shift & 0xff) == 0) continue;
+        size_t count[257] = {};
+        for (uint64_t v : starts) ++count[(v >> shift & 0xff) + 1];
+        for (size_t b = 1; b < 257; ++b) count[b] += count[b - 1];
+        for (uint64_t v : starts) other[count[v >> shift & 0xff]++] = v;
+        starts.swap(other);
+    }
+    starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+}
+
 }  // namespace ibqos

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -63,12 +64,17 @@ struct ElementaryIntervals {
     void add(const RangeSet& set) {
         for (const Range& r : set.ranges()) add(r.lo, r.hi);
     }
-    // Sorts the cuts: call once every range is added, before any lookup.
-    void finish() {
-        std::sort(starts.begin(), starts.end());
-        starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
-    }
+    // Sorts the cuts: call once every range is added, before any lookup. A domain of at most
+    // 2^16 values (QoS classes, PKeys) whose cuts lie inside it is sorted through a bitmap of it,
+    // kept with a count per word for find(); a wider one by radix, on the bytes where the cuts
+    // differ.
+    void finish();
     size_t find(uint64_t v) const {
+        if (!seen_.empty()) {  // the cuts at or below v, less one
+            if (v > max) return starts.size() - 1;
+            const uint64_t word = seen_[v / 64] & (~uint64_t{0} >> (63 - v % 64));
+            return before_[v / 64] + static_cast<size_t>(std::popcount(word)) - 1;
+        }
         return static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), v) -
                                    starts.begin()) -
                1;
@@ -92,6 +98,11 @@ struct ElementaryIntervals {
         eachInside(set, [&](size_t i) { out.push_back(starts[i]); });
         return out;
     }
+
+  private:
+    static constexpr uint64_t DenseMax = UINT16_MAX;
+    std::vector<uint64_t> seen_;    // dense domains: bit v set when a cut starts at v
+    std::vector<uint32_t> before_;  // dense domains: the cuts in the words before each
 };
 
 }  // namespace ibqos

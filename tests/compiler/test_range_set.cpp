@@ -2,6 +2,9 @@
 // Unit tests of RangeSet: OpenSM's sorted, merged range arrays.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <random>
+
 #include "compiler/range_set.hpp"
 
 using ibqos::Range;
@@ -44,4 +47,42 @@ TEST_CASE("adding one set to another merges them", "[compiler][ranges]") {
     CHECK(a.ranges() == std::vector<Range>{{1, 12}, {20, 20}});
     CHECK(a.str() == "1-12, 20");
     CHECK(a.str(true) == "0x1-0xc, 0x14");
+}
+
+// The elementary intervals against the plainest reading: every cut sorted, duplicates dropped,
+// and a value's interval the last cut at or below it, over domains that take the bitmap path
+// (12 and 16 bits), the radix path (64 bits), and cuts that fall outside a small domain.
+TEST_CASE("elementary intervals find every value's interval, on dense and wide domains",
+          "[compiler][ranges]") {
+    std::mt19937_64 random(1907);
+    for (const uint64_t max : {uint64_t{0xfff}, uint64_t{0x7fff}, uint64_t{0xffff}, UINT64_MAX}) {
+        for (int round = 0; round < 40; ++round) {
+            ibqos::ElementaryIntervals cuts(max);
+            std::vector<uint64_t> expected{0};
+            const int ranges = 1 + static_cast<int>(random() % 300);
+            // Values spread over the domain, or packed into a few words of it, or (round 7 of
+            // a small domain) a PKey's full-member bit past its end.
+            const uint64_t span = round % 3 == 0 ? 200 : max;
+            for (int k = 0; k < ranges; ++k) {
+                uint64_t lo = random() % (span == UINT64_MAX ? span : span + 1);
+                uint64_t hi = lo + random() % 1000;
+                if (round == 7 && max != UINT64_MAX) lo |= 0x8000, hi |= 0x8000;
+                if (hi < lo) hi = UINT64_MAX;
+                cuts.add(lo, hi);
+                expected.push_back(lo);
+                if (hi < max) expected.push_back(hi + 1);
+            }
+            cuts.finish();
+            std::sort(expected.begin(), expected.end());
+            expected.erase(std::unique(expected.begin(), expected.end()), expected.end());
+            REQUIRE(cuts.starts == expected);
+            for (int probe = 0; probe < 200; ++probe) {
+                const uint64_t v = probe % 2 ? expected[random() % expected.size()] + probe % 3
+                                             : random() % (max == UINT64_MAX ? max : max + 1);
+                const auto at = static_cast<size_t>(
+                    std::upper_bound(expected.begin(), expected.end(), v) - expected.begin() - 1);
+                CHECK(cuts.find(v) == at);
+            }
+        }
+    }
 }
