@@ -53,21 +53,25 @@ struct Lines : x3::parser<Lines<Container, Element, End, Stray>> {
     template <typename It, typename Ctx, typename RCtx, typename Attr>
     bool parse(It& first, It const& last, Ctx const& ctx, RCtx& rctx, Attr& attr) const {
         // The items are gathered first (a block's few on the stack) and stored at their exact
-        // number: the container never grows, moving its items, while the body is read.
-        boost::container::small_vector<Item, 8> items;
+        // number: the container never grows, moving its items, while the body is read. A body
+        // of fields (most lines of a policy) is read straight into its slot, moved once.
+        using Parsed = typename x3::traits::attribute_of<Element, Ctx>::type;
+        using Slot = std::conditional_t<std::is_same_v<Parsed, ast::Field>, ast::Field, Item>;
+        boost::container::small_vector<Slot, 8> items;
         auto store = [&] {
             attr.reserve(attr.size() + items.size());
-            for (Item& item : items) x3::traits::push_back(attr, std::move(item));
+            for (Slot& item : items) attr.emplace_back(std::move(item));
         };
+        bool reading = false;  // the last slot is the line being read
         try {
             for (;;) {
                 if (values::blank_line.parse(first, last, ctx, rctx, x3::unused)) continue;
                 It start = first;
-                Item item;
-                if (element.parse(first, last, ctx, rctx, item)) {
-                    items.push_back(std::move(item));
-                    continue;
-                }
+                reading = true;
+                const bool read = element.parse(first, last, ctx, rctx, items.emplace_back());
+                reading = false;
+                if (read) continue;
+                items.pop_back();
                 first = start;
                 if (end.parse(first, last, ctx, rctx, x3::unused) ||
                     !stray.parse(first, last, ctx, rctx, x3::unused)) {
@@ -76,7 +80,10 @@ struct Lines : x3::parser<Lines<Container, Element, End, Stray>> {
                 }
             }
         } catch (...) {
-            store();  // what was read stays in the tree, as the caller's recovery expects
+            // What was read stays in the tree, as the caller's recovery expects; the line that
+            // failed is not kept.
+            if (reading) items.pop_back();
+            store();
             throw;
         }
     }
