@@ -88,55 +88,65 @@ void Elaborator::ulpLine(const ast::UlpLine& line) {
     if (!sl) return;
     entry.sl = static_cast<uint8_t>(*sl);
 
-    const std::string ulpName(ast::ulpWord(line.ulp));
+    const std::string_view ulpName = ast::ulpWord(line.ulp);
     UlpQualifier q = line.condition ? line.condition->qualifier.kind : UlpQualifier::None;
     SourceLocation qualifierAt = line.condition ? at(line.condition->qualifier) : entry.location;
     // The forms a ULP takes: '<ulp> : <sl>' and '<ulp>, <qualifier> <values> : <sl>'.
-    auto bare = [](std::string_view ulp) { return "'" + std::string(ulp) + " : <sl>'"; };
-    auto qualified = [](std::string_view ulp, std::string_view qualifiers, const char* values) {
-        return "'" + std::string(ulp) + ", " + std::string(qualifiers) + " " + values + " : <sl>'";
-    };
-    bool allowed = false;
-    std::string forms;
-    switch (line.ulp) {
-        case Ulp::Default:
-            allowed = q == UlpQualifier::None;
-            forms = bare(ulpName);
-            break;
-        case Ulp::Any: {
-            auto takes = [](UlpQualifier k) {
+    auto takes = [&](UlpQualifier k) {
+        switch (line.ulp) {
+            case Ulp::Default:
+                return k == UlpQualifier::None;
+            case Ulp::Any:
                 return k != UlpQualifier::None && k != UlpQualifier::PortNum;
-            };
-            allowed = takes(q);
-            std::string qualifiers;
-            for (size_t k = 0; k < std::size(ast::ulpQualifierWords); ++k) {
-                if (takes(static_cast<UlpQualifier>(k)))
-                    qualifiers +=
-                        (qualifiers.empty() ? "" : "|") + std::string(ast::ulpQualifierWords[k]);
-            }
-            forms = qualified(ulpName, qualifiers, "<values>");
-            break;
+            case Ulp::Sdp:
+            case Ulp::Rds:
+            case Ulp::Iser:
+                return k == UlpQualifier::None || k == UlpQualifier::PortNum;
+            case Ulp::Srp:
+                return k == UlpQualifier::TargetPortGuid;
+            case Ulp::Ipoib:
+                return k == UlpQualifier::None || k == UlpQualifier::Pkey;
         }
-        case Ulp::Sdp:
-        case Ulp::Rds:
-        case Ulp::Iser:
-            allowed = q == UlpQualifier::None || q == UlpQualifier::PortNum;
-            forms = bare("<ulp>") + " or " +
-                    qualified("<ulp>", ast::ulpQualifierWord(UlpQualifier::PortNum), "<ports>");
-            break;
-        case Ulp::Srp:
-            allowed = q == UlpQualifier::TargetPortGuid;
-            forms =
-                qualified(ulpName, ast::ulpQualifierWord(UlpQualifier::TargetPortGuid), "<guids>");
-            break;
-        case Ulp::Ipoib:
-            allowed = q == UlpQualifier::None || q == UlpQualifier::Pkey;
-            forms = bare(ulpName) + " or " +
-                    qualified(ulpName, ast::ulpQualifierWord(UlpQualifier::Pkey), "<pkeys>");
-            break;
-    }
-    if (!allowed) {
-        error("ulp-form", qualifierAt, "this is not a form of '" + ulpName + "': write " + forms);
+        return false;
+    };
+    if (!takes(q)) {
+        auto bare = [](std::string_view ulp) { return "'" + std::string(ulp) + " : <sl>'"; };
+        auto qualified = [](std::string_view ulp, std::string_view qualifiers, const char* values) {
+            return "'" + std::string(ulp) + ", " + std::string(qualifiers) + " " + values +
+                   " : <sl>'";
+        };
+        std::string forms;
+        switch (line.ulp) {
+            case Ulp::Default:
+                forms = bare(ulpName);
+                break;
+            case Ulp::Any: {
+                std::string qualifiers;
+                for (size_t k = 0; k < std::size(ast::ulpQualifierWords); ++k) {
+                    if (takes(static_cast<UlpQualifier>(k)))
+                        qualifiers += (qualifiers.empty() ? "" : "|") +
+                                      std::string(ast::ulpQualifierWords[k]);
+                }
+                forms = qualified(ulpName, qualifiers, "<values>");
+                break;
+            }
+            case Ulp::Sdp:
+            case Ulp::Rds:
+            case Ulp::Iser:
+                forms = bare("<ulp>") + " or " +
+                        qualified("<ulp>", ast::ulpQualifierWord(UlpQualifier::PortNum), "<ports>");
+                break;
+            case Ulp::Srp:
+                forms = qualified(ulpName, ast::ulpQualifierWord(UlpQualifier::TargetPortGuid),
+                                  "<guids>");
+                break;
+            case Ulp::Ipoib:
+                forms = bare(ulpName) + " or " +
+                        qualified(ulpName, ast::ulpQualifierWord(UlpQualifier::Pkey), "<pkeys>");
+                break;
+        }
+        error("ulp-form", qualifierAt,
+              "this is not a form of '" + std::string(ulpName) + "': write " + forms);
         return;
     }
     entry.qualifier = q;
