@@ -16,6 +16,7 @@
 #include "compiler/request_space.hpp"
 #include "fabric/partitions.hpp"
 #include "fabric/topology.hpp"
+#include "tests/policy_families.hpp"
 #include "tests/policy_text.hpp"
 
 using namespace ibqos;
@@ -323,6 +324,49 @@ TEST_CASE("a space too large for the budget is left unbuilt, its rules undecided
 
     Compiled unlimited(text, 0);
     CHECK(unlimited.codes(Severity::Note).empty());
+}
+
+TEST_CASE("every request a rule is tried with matches that rule", "[compiler][shadowing]") {
+    // The quick look calls a rule reachable when one of its witnesses escapes the rules before
+    // it; that verdict holds only if the rule matches the witness. Random small policies (every
+    // kind of selector) and each shape family, every rule, every variant the look tries.
+    std::mt19937 rng(20261127);
+    std::vector<std::string> policies;
+    for (int round = 0; round < 60; ++round)
+        policies.push_back(randomPolicy(rng, round % 2 ? Small : Lab));
+    for (test::Family family : test::Families) {
+        for (bool ulps : {false, true}) {
+            test::FamilyPolicy o;
+            o.family = family;
+            o.rules = 120;
+            o.ulps = ulps;
+            o.seed = 11;
+            policies.push_back(test::familyPolicy(o));
+        }
+    }
+    size_t tried = 0;
+    for (const std::string& text : policies) {
+        Compiled c(text, uint64_t{1});  // (the analysis itself is not wanted here)
+        REQUIRE(c.codes().empty());
+        DecisionDiagram dd(0);
+        RequestSpace space(dd, std::vector<const Policy*>{&c.policy});
+        for (uint32_t r = 0; r < c.policy.rules.size(); ++r) {
+            for (unsigned variant = 0; variant < 8; ++variant) {
+                const std::optional<RequestPoint> point = space.witness(0, r, variant);
+                if (!point) {
+                    // None only for a rule that matches nothing.
+                    CHECK(space.rule(0, r) == DecisionDiagram::False);
+                    break;
+                }
+                INFO("rule at line " << c.policy.rules[r].location.line << ", variant "
+                                     << variant << "\n"
+                                     << text);
+                CHECK(space.matches(0, r, *point));
+                ++tried;
+            }
+        }
+    }
+    CHECK(tried > 10'000);
 }
 
 TEST_CASE("shadowed-rule verdicts equal brute force over every small fabric",
