@@ -358,8 +358,8 @@ TEST_CASE("every request a rule is tried with matches that rule", "[compiler][sh
                     CHECK(space.rule(0, r) == DecisionDiagram::False);
                     break;
                 }
-                INFO("rule at line " << c.policy.rules[r].location.line << ", variant "
-                                     << variant << "\n"
+                INFO("rule at line " << c.policy.rules[r].location.line << ", variant " << variant
+                                     << "\n"
                                      << text);
                 CHECK(space.matches(0, r, *point));
                 ++tried;
