@@ -273,8 +273,13 @@ size_t RequestSpace::matchBlock(size_t p, const PointIndex& x, const RequestPoin
             const PortDims& at = portDims_[e];
             const uint64_t type = point.values[at.nodeType];
             x.byGuid[e].stab(point.values[at.guid], block, one, n);
-            (type == 1 ? x.bySwitchName[e] : x.byOwnName[e])
-                .stab(point.values[at.name], block, two, n);
+            // By name: read only where some rule of the block takes a port by its name.
+            const StabIndex& byName = type == 1 ? x.bySwitchName[e] : x.byOwnName[e];
+            if (byName.blocks[block].at.empty()) {
+                std::fill_n(two, n, 0);
+            } else {
+                byName.stab(point.values[at.name], block, two, n);
+            }
             auto orInto = [&](const Bits& in) {
                 for (size_t w = 0; w < n; ++w) one[w] |= in[first + w];
             };
