@@ -33,18 +33,21 @@ struct Skipper : x3::parser<Skipper> {
 
     template <typename It, typename Ctx, typename RCtx, typename Attr>
     bool parse(It& first, It const& last, Ctx const&, RCtx&, Attr&) const {
-        It start = first;
-        while (first != last) {
-            char c = *first;
+        // (On a copy: the loop keeps it in a register, not stored back at every character.)
+        It p = first;
+        while (p != last) {
+            const char c = *p;
             if (c == ' ' || c == '\t') {
-                ++first;
+                ++p;
             } else if (c == '#') {
-                while (first != last && *first != '\n') ++first;
+                while (p != last && *p != '\n') ++p;
             } else {
                 break;
             }
         }
-        return first != start;
+        const bool skipped = p != first;
+        first = p;
+        return skipped;
     }
 };
 
