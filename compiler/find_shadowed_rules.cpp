@@ -9,6 +9,8 @@
 // the space, each diagram step, each request looked up) is counted against one budget; when it
 // is spent, the rules not yet judged are left undecided, each with a note that says so.
 #include <algorithm>
+#include <charconv>
+#include <iterator>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -185,9 +187,13 @@ std::vector<Verdict> judgeRules(RequestSpace& space) {
     return verdicts;
 }
 
-std::string describe(const MatchRule& rule) {
-    if (rule.fromUlps) return "the qos-ulps line at line " + std::to_string(rule.location.line);
-    return "the match rule at line " + std::to_string(rule.location.line);
+// "the match rule at line N" (or qos-ulps line), appended to a warning (a large policy has
+// thousands: no string of its own).
+void describe(std::string& out, const MatchRule& rule) {
+    out += rule.fromUlps ? "the qos-ulps line at line " : "the match rule at line ";
+    char digits[10];
+    const auto end = std::to_chars(std::begin(digits), std::end(digits), rule.location.line).ptr;
+    out.append(digits, end);
 }
 
 const char* undecided =
@@ -216,22 +222,23 @@ void findShadowedRules(const Reporter& report, Policy& policy, uint64_t workBudg
                         rules[j].fromUlps ? undecidedLine : undecidedRule);
             continue;
         }
-        const std::string what = rules[j].fromUlps ? "this qos-ulps line" : "this match rule";
         if (v.kind != Verdict::Dead) continue;
         rules[j].shadowed = true;
+        std::string message = rules[j].fromUlps ? "this qos-ulps line" : "this match rule";
         if (v.matchesNothing) {
-            report.warning(
-                "shadowed-rule", rules[j].location,
-                what + " can never match: its source or destination groups hold no port");
+            report.warning("shadowed-rule", rules[j].location,
+                           message +
+                               " can never match: its source or destination groups hold no "
+                               "port");
             continue;
         }
-        std::string message = what + " can never match: ";
         message.reserve(message.size() + 40 * v.coveredBy.size() + 100);
+        message += " can never match: ";
         bool ulpsAfterRules = rules[j].fromUlps;
         for (size_t k = 0; k < v.coveredBy.size(); ++k) {
             const MatchRule& r = rules[v.coveredBy[k]];
             message += k == 0 ? "" : k + 1 == v.coveredBy.size() ? " and " : ", ";
-            message += describe(r);
+            describe(message, r);
             ulpsAfterRules = ulpsAfterRules && !r.fromUlps;
         }
         message += v.coveredBy.size() == 1 ? " matches" : " together match";
