@@ -74,6 +74,10 @@ uint64_t RequestSpace::StabIndex::build(uint64_t domain,
 
 void RequestSpace::StabIndex::stab(uint64_t i, size_t block, uint64_t* out, size_t n) const {
     const Block& b = blocks[block];
+    if (b.at.empty()) {  // no rule of the block holds an index (a side that names no port name)
+        std::fill_n(out, n, 0);
+        return;
+    }
     const auto k = static_cast<size_t>(std::upper_bound(b.positions.begin(), b.positions.end(), i) -
                                        b.positions.begin() - 1);
     std::copy_n(b.checkpoints.begin() + static_cast<ptrdiff_t>(k * b.words), n, out);
@@ -273,13 +277,8 @@ size_t RequestSpace::matchBlock(size_t p, const PointIndex& x, const RequestPoin
             const PortDims& at = portDims_[e];
             const uint64_t type = point.values[at.nodeType];
             x.byGuid[e].stab(point.values[at.guid], block, one, n);
-            // By name: read only where some rule of the block takes a port by its name.
-            const StabIndex& byName = type == 1 ? x.bySwitchName[e] : x.byOwnName[e];
-            if (byName.blocks[block].at.empty()) {
-                std::fill_n(two, n, 0);
-            } else {
-                byName.stab(point.values[at.name], block, two, n);
-            }
+            (type == 1 ? x.bySwitchName[e] : x.byOwnName[e])
+                .stab(point.values[at.name], block, two, n);
             auto orInto = [&](const Bits& in) {
                 for (size_t w = 0; w < n; ++w) one[w] |= in[first + w];
             };
