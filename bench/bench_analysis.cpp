@@ -76,7 +76,8 @@ std::unique_ptr<SourceFile> load(const std::string& path) {
 
 // The measuring children: each writes its figures on standard error as name=value words.
 
-int measureCheck(const std::string& path, bool unlimited) {
+// budget: "default", "unlimited" or a number of steps.
+int measureCheck(const std::string& path, const std::string& budgetWord) {
     // The same file loaded without the analysis, for the analysis's share.
     size_t bytes = 0;
     const double loadSeconds = repeat([&] {
@@ -84,7 +85,11 @@ int measureCheck(const std::string& path, bool unlimited) {
         bench::loadWithoutDeadRules(path, diagnostics, bytes);
     });
     const auto source = load(path);
-    const std::optional<uint64_t> budget = unlimited ? std::optional<uint64_t>(0) : std::nullopt;
+    std::optional<uint64_t> budget;
+    if (budgetWord == "unlimited")
+        budget = 0;
+    else if (budgetWord != "default")
+        budget = std::stoull(budgetWord);
     size_t undecided = 0, dead = 0, covers = 0, rules = 0, errors = 0;
     double best = 0;
     const double seconds = repeat(
@@ -420,7 +425,7 @@ int main(int argc, char** argv) {
     o.add_option("--budget", budget, "(internal)")->group("");
     o.add_option("--measure-diff", measureDiffArgs, "(internal)")->group("")->expected(2, 3);
     if (auto status = program.parse(argc, argv)) return *status;
-    if (!measureCheckPath.empty()) return measureCheck(measureCheckPath, budget == "unlimited");
+    if (!measureCheckPath.empty()) return measureCheck(measureCheckPath, budget);
     if (!measureDiffArgs.empty())
         return measureDiff(measureDiffArgs[0], measureDiffArgs[1],
                            measureDiffArgs.size() > 2 ? measureDiffArgs[2] : "");
