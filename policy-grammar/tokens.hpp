@@ -232,9 +232,9 @@ struct NumberToken : x3::parser<NumberToken> {
                 n.form = ast::NumberForm::BadOctal;
                 prefixEnded = true;
             }
-            if (prefixEnded) continue;
-            if (value > (UINT64_MAX - d) / base) overflow = true;
-            if (!overflow) value = value * base + d;
+            if (prefixEnded || overflow) continue;
+            overflow = __builtin_mul_overflow(value, base, &value) ||
+                       __builtin_add_overflow(value, d, &value);
         }
         if (overflow) {
             n.form = ast::NumberForm::Overflow;
@@ -285,6 +285,27 @@ struct TextToken : x3::parser<TextToken> {
         };
         if (ends(first)) return false;
         ast::Text text;
+        if (mode == TextMode::Item) {
+            // Most names are one unquoted word: both readings are that word, trimmed, and no
+            // keyword can hide in it (every keyword holds a ':' or a '-').
+            It end = first;
+            bool plain = true;
+            for (; !ends(end); ++end) {
+                const char c = *end;
+                if (c == '"' || c == ':' || c == '-') plain = false;
+            }
+            It from = first, to = end;
+            while (from != to && isTrimmedBlank(*from)) ++from;
+            while (to != from && isTrimmedBlank(to[-1])) --to;
+            if (plain &&
+                std::find_if(from, to, [](char c) { return c == ' ' || c == '\t'; }) == to) {
+                text.value.assign(from, to);
+                text.openSm = text.value;
+                first = end;
+                x3::traits::move_to(std::move(text), attr);
+                return true;
+            }
+        }
         It end = first;
         while (!ends(end)) {
             if (*end != '"') {

@@ -122,6 +122,28 @@ TEST_CASE("unquoted names keep inner blanks; quoted names keep commas and '#'",
           "SRP targets, rack 4");
 }
 
+TEST_CASE("every name has ibqos's reading and OpenSM's, blanks trimmed from both",
+          "[policy-grammar][quoting]") {
+    Parsed p(
+        inGroup("    port-name: \tStorage1  # c\n"
+                "    port-name: Virtual\t Servers,a\fb ,\"q x\" y , z-1\r\n"));
+    REQUIRE_FALSE(p.diagnostics.hasErrors());
+    std::vector<std::pair<std::string, std::string>> readings;
+    for (const ast::Item& item : p.find(ast::BlockKind::PortGroup)->items) {
+        const auto& f = boost::get<ast::Field>(item);
+        if (f.key != ast::Key::PortName) continue;
+        for (const ast::Text& name : valueOf<ast::TextList>(f))
+            readings.emplace_back(name.value, name.openSm);
+    }
+    const std::vector<std::pair<std::string, std::string>> expected{
+        {"Storage1", "Storage1"},
+        {"Virtual\t Servers", "VirtualServers"},
+        {"a\fb", "a\fb"},
+        {"q x y", "q xy"},
+        {"z-1", "z-1"}};
+    CHECK(readings == expected);
+}
+
 TEST_CASE("OpenSM's keywords are found inside unquoted text wherever its lexer finds them",
           "[policy-grammar][quoting]") {
     // Stock OpenSM 3.3.23 drops a file for each of these (checked on ibsim), and keeps one
