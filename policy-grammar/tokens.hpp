@@ -253,13 +253,17 @@ enum class TextMode : uint8_t {
     Remainder,  // a description ("use:"): the rest of the line, commas included
 };
 
-// Drops blanks at both ends, as OpenSM's __parser_strip_white() does.
-inline void trimBlanks(std::string& s) {
+// Without the blanks at both ends, as OpenSM's __parser_strip_white() drops them.
+inline std::string_view trimmed(std::string_view s) {
     size_t from = 0, to = s.size();
     while (from < to && isTrimmedBlank(s[from])) ++from;
     while (to > from && isTrimmedBlank(s[to - 1])) --to;
-    s.erase(to);
-    s.erase(0, from);
+    return s.substr(from, to - from);
+}
+inline void trimBlanks(std::string& s) {
+    const std::string_view t = trimmed(s);
+    s.erase(static_cast<size_t>(t.data() - s.data()) + t.size());
+    s.erase(0, static_cast<size_t>(t.data() - s.data()));
 }
 
 // A string: quoted parts ("...", no line break inside; commas and '#' are text there) and
@@ -288,18 +292,15 @@ struct TextToken : x3::parser<TextToken> {
         if (mode == TextMode::Item) {
             // Most names are one unquoted word: both readings are that word, trimmed, and no
             // keyword can hide in it (every keyword holds a ':' or a '-').
-            It end = first;
-            bool plain = true;
-            for (; !ends(end); ++end) {
-                const char c = *end;
-                if (c == '"' || c == ':' || c == '-') plain = false;
-            }
-            It from = first, to = end;
-            while (from != to && isTrimmedBlank(*from)) ++from;
-            while (to != from && isTrimmedBlank(to[-1])) --to;
-            if (plain &&
-                std::find_if(from, to, [](char c) { return c == ' ' || c == '\t'; }) == to) {
-                text.value.assign(from, to);
+            It word = first;
+            auto plain = [](char c) {
+                return c != '"' && c != ':' && c != '-' && c != ' ' && c != '\t';
+            };
+            while (!ends(word) && plain(*word)) ++word;
+            It end = word;
+            while (!ends(end) && isTrimmedBlank(*end)) ++end;
+            if (ends(end)) {
+                text.value.assign(trimmed(std::string_view(first, word - first)));
                 text.openSm = text.value;
                 first = end;
                 x3::traits::move_to(std::move(text), attr);

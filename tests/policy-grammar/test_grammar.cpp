@@ -126,7 +126,7 @@ TEST_CASE("every name has ibqos's reading and OpenSM's, blanks trimmed from both
           "[policy-grammar][quoting]") {
     Parsed p(
         inGroup("    port-name: \tStorage1  # c\n"
-                "    port-name: Virtual\t Servers,a\fb ,\"q x\" y , z-1\r\n"));
+                "    port-name: Virtual\t Servers,a\fb ,\"q x\" y , z-1\r, w1 \r\n"));
     REQUIRE_FALSE(p.diagnostics.hasErrors());
     std::vector<std::pair<std::string, std::string>> readings;
     for (const ast::Item& item : p.find(ast::BlockKind::PortGroup)->items) {
@@ -140,7 +140,8 @@ TEST_CASE("every name has ibqos's reading and OpenSM's, blanks trimmed from both
         {"Virtual\t Servers", "VirtualServers"},
         {"a\fb", "a\fb"},
         {"q x y", "q xy"},
-        {"z-1", "z-1"}};
+        {"z-1", "z-1"},
+        {"w1", "w1"}};
     CHECK(readings == expected);
 }
 
