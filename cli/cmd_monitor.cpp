@@ -357,10 +357,8 @@ int monitorCommand(const MonitorCommandOptions& o) {
 
 void addMonitor(Program& program) {
     auto o = std::make_shared<MonitorCommandOptions>();
-    CLI::App& c = program.command(
-        "monitor",
-        "per-VL and per-SL traffic from the performance counters, against the policy's intent",
-        monitorFooter, [o] { return monitorCommand(*o); });
+    CLI::App& c = program.command("monitor", monitorSummary, monitorFooter,
+                                  [o] { return monitorCommand(*o); });
     addPolicyArgument(c, o->policy);
     addValue(c, "--topology", o->topology, "FILE",
              "the fabric as ibnetdiscover wrote it (with LIDs) instead of discovering it");

@@ -88,6 +88,17 @@ std::string tableDifferenceLine(const std::string& port, const std::string& tabl
 // Writes a file whole or not at all: a temporary file renamed over the target. Throws IoError.
 void writeFileAtomically(const std::string& path, const std::string& content);
 
+// The ibqos program's description and the footer of its help (ibqos-monitor, which runs
+// `ibqos monitor`, is the same program to its user), and monitor's line in that help.
+inline constexpr char ibqosDescription[] =
+    "InfiniBand QoS policies, checked and compiled before they reach the fabric.";
+inline constexpr char ibqosFooter[] =
+    "Run 'ibqos COMMAND --help' for the options of a command; 'man ibqos' for the whole story. "
+    "A POLICY or FILE of '-' is standard input.\nExit status: 0 success, 1 the input has "
+    "errors, 2 usage or I/O error.";
+inline constexpr char monitorSummary[] =
+    "per-VL and per-SL traffic from the performance counters, against the policy's intent";
+
 // The ibqos subcommands.
 void addCheck(Program& program);
 void addCompile(Program& program);
