@@ -16,13 +16,16 @@ namespace {
 #ifdef IBQOS_HAVE_MONITOR
 // `ibqos monitor` is the program ibqos-monitor, run in this process's place with the same
 // arguments (systemd's notifications come from the same PID): beside this program in a build
-// tree, else where it is installed.
+// tree, else at IBQOS_MONITOR_PROGRAM from this program's directory (the installed layout,
+// wherever the tree was unpacked or moved).
 int runMonitor(char** argv) {
-    std::string program = IBQOS_MONITOR_PROGRAM;
+    namespace fs = std::filesystem;
     std::error_code error;
-    const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
-    if (!error && access((self.parent_path() / "ibqos-monitor").c_str(), X_OK) == 0)
-        program = self.parent_path() / "ibqos-monitor";
+    fs::path here = fs::read_symlink("/proc/self/exe", error).parent_path();
+    if (error) here = IBQOS_BINDIR;
+    fs::path program = here / "ibqos-monitor";
+    if (access(program.c_str(), X_OK) != 0)
+        program = (here / IBQOS_MONITOR_PROGRAM).lexically_normal();
     execv(program.c_str(), argv);
     std::fprintf(stderr, "ibqos monitor: cannot run %s: %s\n", program.c_str(),
                  std::strerror(errno));

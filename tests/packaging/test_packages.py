@@ -153,6 +153,7 @@ def check_package_metadata(debs, checks):
 def check_files(root, multiarch, checks):
     expected = [
         "usr/bin/ibqos",
+        "usr/libexec/ibqos/ibqos-monitor",
         "usr/sbin/ibqos-agent",
         f"usr/lib/{multiarch}/libibqos_osm.so",
         f"usr/lib/{multiarch}/libibqos_preload.so",
