@@ -3,9 +3,12 @@
 """Reads the built products' symbols: no test double and no failure injection point in any of
 them, no Spirit code and no compiler in the preload library (it reads the agent's plan file,
 never a policy); no allocator of our own in a library another program loads (the preload
-library, the plugin), and the ibqos command on it where the build chose one.
+library, the plugin), and the ibqos command on it where the build chose one; and the ibqos
+command without the monitor's HTTP server and libsystemd, which alone cost every command about
+4 ms to load (ibqos-monitor links them).
 
-usage: check_products.py --preload LIB [--failpoints TEST_MODULE] [--allocator-user EXE] PRODUCT...
+usage: check_products.py --preload LIB [--failpoints TEST_MODULE] [--allocator-user EXE]
+                         [--lean EXE] PRODUCT...
 """
 import argparse
 import re
@@ -20,6 +23,9 @@ FAILPOINTS = re.compile(r"\bibqos::osm::failpoint\b")
 # What a grammar or a compiler leaves behind.
 PRELOAD_FORBIDDEN = re.compile(r"boost::spirit|\bibqos::grammar::|\bibqos::ast::|\bibqos::passes::"
                                r"|\bibqos::(?:loadPolicy|compilePolicy|parsePolicy)\b")
+
+# What only the monitor needs, with the dozen libraries each loads in turn.
+MONITOR_ONLY = re.compile(r"lib(?:microhttpd|systemd)\.so")
 
 # Allocators that take malloc over for the whole process.
 ALLOCATOR = re.compile(r"lib(?:mimalloc|jemalloc|tcmalloc)")
@@ -45,6 +51,8 @@ def main():
     parser.add_argument("--failpoints", help="the plugin's test module: it must hold the points the products lack")
     parser.add_argument("--allocator-user", action="append", default=[],
                         help="a program the build links with an allocator of its own (mimalloc)")
+    parser.add_argument("--lean", action="append", default=[],
+                        help="a program every command starts: it must not load the monitor's libraries")
     parser.add_argument("products", nargs="+")
     args = parser.parse_args()
     problems = 0
@@ -75,6 +83,11 @@ def main():
         if not any(ALLOCATOR.match(lib) for lib in needed(path)):
             print(f"{path}: does not link the allocator the build chose", file=sys.stderr)
             problems += 1
+    for path in args.lean:
+        for lib in needed(path):
+            if MONITOR_ONLY.match(lib):
+                print(f"{path}: loads {lib}, which only ibqos-monitor needs", file=sys.stderr)
+                problems += 1
     print(f"{1 + len(args.products)} products read: {problems} problem(s)")
     return 1 if problems else 0
 
