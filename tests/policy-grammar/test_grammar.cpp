@@ -136,12 +136,9 @@ TEST_CASE("every name has ibqos's reading and OpenSM's, blanks trimmed from both
             readings.emplace_back(name.value, name.openSm);
     }
     const std::vector<std::pair<std::string, std::string>> expected{
-        {"Storage1", "Storage1"},
-        {"Virtual\t Servers", "VirtualServers"},
-        {"a\fb", "a\fb"},
-        {"q x y", "q xy"},
-        {"z-1", "z-1"},
-        {"w1", "w1"}};
+        {"Storage1", "Storage1"}, {"Virtual\t Servers", "VirtualServers"},
+        {"a\fb", "a\fb"},         {"q x y", "q xy"},
+        {"z-1", "z-1"},           {"w1", "w1"}};
     CHECK(readings == expected);
 }
 
