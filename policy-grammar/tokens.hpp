@@ -262,8 +262,9 @@ inline std::string_view trimmed(std::string_view s) {
 }
 inline void trimBlanks(std::string& s) {
     const std::string_view t = trimmed(s);
-    s.erase(static_cast<size_t>(t.data() - s.data()) + t.size());
-    s.erase(0, static_cast<size_t>(t.data() - s.data()));
+    const auto from = static_cast<size_t>(t.data() - s.data());
+    s.erase(from + t.size());
+    s.erase(0, from);
 }
 
 // A string: quoted parts ("...", no line break inside; commas and '#' are text there) and
