@@ -166,7 +166,7 @@ int emitDiagnostics(Diagnostics& diagnostics, const Inputs& inputs, bool json) {
         std::cout << renderJson(diagnostics.all());
     } else {
         std::string out;
-        for (const Diagnostic& d : diagnostics.all()) out += renderText(d, inputs.find(d.file));
+        for (const Diagnostic& d : diagnostics.all()) appendText(out, d, inputs.find(d.file));
         size_t errors = diagnostics.errorCount(), warnings = diagnostics.warningCount();
         size_t notes = diagnostics.all().size() - errors - warnings;
         if (!diagnostics.all().empty()) {

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <numeric>
 
 #include "common/json.hpp"
 #include "common/source.hpp"
@@ -43,19 +42,26 @@ bool Diagnostics::hasSyntaxErrorOnLine(std::string_view file, uint32_t line) con
 }
 
 void Diagnostics::sort() {
-    // The order is found on indices, and each diagnostic then moved once (a large policy has
-    // thousands, each with three strings).
-    std::vector<uint32_t> order(items_.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [this](uint32_t i, uint32_t j) {
-        const Diagnostic &a = items_[i], &b = items_[j];
-        if (a.file != b.file) return a.file < b.file;
-        if (a.location.line != b.location.line) return a.location.line < b.location.line;
-        return a.location.column < b.location.column;
-    });
+    // By file, line and column, equals in the order reported. The order is found on integer
+    // keys (the file's rank among the files, the line; the column, the index), and each
+    // diagnostic then moved once (a large policy has thousands, each with three strings).
+    std::vector<std::string_view> files;
+    for (const Diagnostic& d : items_) {
+        if (std::find(files.begin(), files.end(), d.file) == files.end()) files.push_back(d.file);
+    }
+    std::sort(files.begin(), files.end());
+    std::vector<std::pair<uint64_t, uint64_t>> keys(items_.size());
+    for (uint32_t i = 0; i < items_.size(); ++i) {
+        const Diagnostic& d = items_[i];
+        const auto file = static_cast<uint64_t>(
+            std::lower_bound(files.begin(), files.end(), d.file) - files.begin());
+        keys[i] = {file << 32 | d.location.line, uint64_t{d.location.column} << 32 | i};
+    }
+    if (std::is_sorted(keys.begin(), keys.end())) return;
+    std::sort(keys.begin(), keys.end());
     std::vector<Diagnostic> sorted;
     sorted.reserve(items_.size());
-    for (uint32_t i : order) sorted.push_back(std::move(items_[i]));
+    for (const auto& key : keys) sorted.push_back(std::move(items_[key.second & UINT32_MAX]));
     items_ = std::move(sorted);
 }
 
@@ -84,9 +90,13 @@ std::string_view severityName(Severity severity) {
 }
 
 std::string renderText(const Diagnostic& d, const SourceFile* source) {
-    // Appended piece by piece: a large policy may have thousands of these.
     std::string out;
     out.reserve(d.file.size() + d.code.size() + d.message.size() + 64);
+    appendText(out, d, source);
+    return out;
+}
+
+void appendText(std::string& out, const Diagnostic& d, const SourceFile* source) {
     out += d.file;
     if (d.location.line != 0) {
         out += ':';
@@ -101,7 +111,7 @@ std::string renderText(const Diagnostic& d, const SourceFile* source) {
     out += "] ";
     out += d.message;
     out += '\n';
-    if (!source || d.location.line == 0 || d.location.line > source->lineCount()) return out;
+    if (!source || d.location.line == 0 || d.location.line > source->lineCount()) return;
 
     std::string_view line = source->line(d.location.line);
     size_t column = d.location.column == 0 ? 0 : d.location.column - 1;
@@ -112,16 +122,26 @@ std::string renderText(const Diagnostic& d, const SourceFile* source) {
     if (line.size() > Width && column > Width / 2)
         start = std::min(column - Width / 2, line.size() - Width);
     std::string_view shown = line.substr(start, Width);
-    out += "    ";
-    for (char c : shown) {
+    // The line as it is, a control character as '?' (a tab kept); the caret under the column,
+    // with the line's tabs before it kept so that it lines up.
+    auto printable = [](char c) {
         const auto u = static_cast<unsigned char>(c);
-        out += u == '\t' || (u >= 0x20 && u != 0x7f) ? c : '?';
+        return u == '\t' || (u >= 0x20 && u != 0x7f);
+    };
+    out += "    ";
+    if (std::all_of(shown.begin(), shown.end(), printable)) {
+        out += shown;
+    } else {
+        for (char c : shown) out += printable(c) ? c : '?';
     }
     out += "\n    ";
-    for (size_t i = 0; i < shown.size() && start + i < column; ++i)
-        out += shown[i] == '\t' ? '\t' : ' ';
+    const std::string_view before = shown.substr(0, column - std::min(column, start));
+    if (before.find('\t') == std::string_view::npos) {
+        out.append(before.size(), ' ');
+    } else {
+        for (char c : before) out += c == '\t' ? '\t' : ' ';
+    }
     out += "^\n";
-    return out;
 }
 
 Json diagnosticsJson(const std::vector<Diagnostic>& diagnostics) {

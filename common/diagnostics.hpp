@@ -96,6 +96,8 @@ std::string_view severityName(Severity severity);
 // "FILE:LINE:COL: error: [CODE] message", then the source line (at most 200 characters
 // around the column) and a caret under the column when the source is known.
 std::string renderText(const Diagnostic& diagnostic, const SourceFile* source);
+// The same, appended to out (a large policy has thousands: one buffer for all of them).
+void appendText(std::string& out, const Diagnostic& diagnostic, const SourceFile* source);
 
 // The diagnostics as a JSON array of {"severity","code","file","line","column","message",
 // "opensm_rejects"}: the value, and the document printed on one line with a newline.

@@ -452,3 +452,30 @@ TEST_CASE("blank lines and comment lines inside any block add nothing to it",
     REQUIRE(b.file.blocks.size() == 6);
     for (size_t i = 0; i < a.file.blocks.size(); ++i) same(a.file.blocks[i], b.file.blocks[i]);
 }
+
+TEST_CASE("a diagnostic's excerpt shows control characters as '?' and lines its caret up past tabs",
+          "[diagnostics]") {
+    const SourceFile source("p.conf", "ok\n\tname:\x01x y\n");
+    Diagnostics d;
+    d.error("e", "p.conf", {2, 9}, "here");
+    CHECK(renderText(d.all()[0], &source) ==
+          "p.conf:2:9: error: [e] here\n    \tname:?x y\n    \t       ^\n");
+    d.note("n", "p.conf", {1, 2}, "plain");
+    std::string out;
+    appendText(out, d.all()[1], &source);
+    CHECK(out == "p.conf:1:2: note: [n] plain\n    ok\n     ^\n");
+}
+
+TEST_CASE("diagnostics sort by file, line and column, equal positions in the order reported",
+          "[diagnostics]") {
+    Diagnostics d;
+    d.warning("c", "b.conf", {1, 1}, "1");
+    d.warning("c", "a.conf", {7, 3}, "2");
+    d.warning("c", "a.conf", {7, 1}, "3");
+    d.warning("c", "a.conf", {2, 9}, "4");
+    d.warning("c", "a.conf", {7, 1}, "5");
+    d.sort();
+    std::string order;
+    for (const Diagnostic& x : d.all()) order += x.message;
+    CHECK(order == "43521");
+}
