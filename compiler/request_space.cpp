@@ -394,38 +394,10 @@ RequestSpace::Selectors RequestSpace::selectorsOf(const PortGroup& g) const {
 void RequestSpace::indexRules() {
     for (RequestField f : RequestFields) {
         auto& fieldRules = ruleFields_[fieldNumber(f)];
-        auto& index = fieldIndex_[fieldNumber(f)];
         for (const Policy* p : policies_) {
             fieldRules.emplace_back();
-            index.emplace_back();
-            FieldIndex& fi = index.back();
-            std::vector<uint32_t> narrow;  // the rules listed by interval
-            for (uint32_t r = 0; r < p->rules.size(); ++r) {
-                IndexRanges set = fieldIndices(f, ruleField(p->rules[r], f));
-                if (ruleField(p->rules[r], f).empty()) {
-                    fi.unnamed.push_back(r);
-                } else {
-                    uint64_t count = 0;
-                    for (const Range& x : set) count += x.hi - x.lo + 1;
-                    (count > WideRule ? fi.wide : narrow).push_back(r);
-                }
-                fieldRules.back().push_back(std::move(set));
-            }
-            // Counted, then placed: each interval's rules in order.
-            fi.start.assign(dims_[fieldDim(f)].size + 1, 0);
-            for (uint32_t r : narrow) {
-                for (const Range& x : fieldRules.back()[r]) {
-                    for (uint64_t i = x.lo; i <= x.hi; ++i) ++fi.start[i + 1];
-                }
-            }
-            for (size_t i = 1; i < fi.start.size(); ++i) fi.start[i] += fi.start[i - 1];
-            fi.rules.resize(fi.start.back());
-            std::vector<uint32_t> next(fi.start.begin(), fi.start.end() - 1);
-            for (uint32_t r : narrow) {
-                for (const Range& x : fieldRules.back()[r]) {
-                    for (uint64_t i = x.lo; i <= x.hi; ++i) fi.rules[next[i]++] = r;
-                }
-            }
+            for (const MatchRule& rule : p->rules)
+                fieldRules.back().push_back(fieldIndices(f, ruleField(rule, f)));
         }
     }
     for (auto& memo : groupMemo_) {
@@ -870,8 +842,44 @@ bool RequestSpace::sidesMeet(size_t p, const std::vector<uint32_t>& a, size_t q,
     return false;
 }
 
+void RequestSpace::indexFields() const {
+    for (RequestField f : RequestFields) {
+        const auto& fieldRules = ruleFields_[fieldNumber(f)];
+        auto& index = fieldIndex_[fieldNumber(f)];
+        for (size_t p = 0; p < policies_.size(); ++p) {
+            FieldIndex& fi = index.emplace_back();
+            std::vector<uint32_t> narrow;  // the rules listed by interval
+            for (uint32_t r = 0; r < policies_[p]->rules.size(); ++r) {
+                if (ruleField(policies_[p]->rules[r], f).empty()) {
+                    fi.unnamed.push_back(r);
+                } else {
+                    uint64_t count = 0;
+                    for (const Range& x : fieldRules[p][r]) count += x.hi - x.lo + 1;
+                    (count > WideRule ? fi.wide : narrow).push_back(r);
+                }
+            }
+            // Counted, then placed: each interval's rules in order.
+            fi.start.assign(dims_[fieldDim(f)].size + 1, 0);
+            for (uint32_t r : narrow) {
+                for (const Range& x : fieldRules[p][r]) {
+                    for (uint64_t i = x.lo; i <= x.hi; ++i) ++fi.start[i + 1];
+                }
+            }
+            for (size_t i = 1; i < fi.start.size(); ++i) fi.start[i] += fi.start[i - 1];
+            fi.rules.resize(fi.start.back());
+            std::vector<uint32_t> next(fi.start.begin(), fi.start.end() - 1);
+            for (uint32_t r : narrow) {
+                for (const Range& x : fieldRules[p][r]) {
+                    for (uint64_t i = x.lo; i <= x.hi; ++i) fi.rules[next[i]++] = r;
+                }
+            }
+        }
+    }
+}
+
 std::vector<uint32_t> RequestSpace::overlapping(size_t p, uint32_t before, size_t qp,
                                                 uint32_t q) const {
+    std::call_once(fieldsIndexed_, [this] { indexFields(); });
     const MatchRule& query = policies_[qp]->rules[q];
     auto below = [before](std::span<const uint32_t> sorted) {
         return static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), before) -

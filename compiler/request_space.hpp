@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -297,8 +298,10 @@ class RequestSpace {
     std::vector<std::vector<IndexRanges>> ruleFields_[3];           // [field][policy][rule]
     std::vector<std::vector<Ref>> groupMemo_[2];                    // [end][policy][group]
     std::vector<std::vector<Ref>> ruleMemo_;                        // [policy][rule]
-    std::vector<FieldIndex> fieldIndex_[3];                         // [field][policy]
-    std::vector<PointIndex> pointIndex_;                            // [policy]
+    // [field][policy], built by the first overlapping() (the dead-rule analysis asks none).
+    mutable std::vector<FieldIndex> fieldIndex_[3];
+    mutable std::once_flag fieldsIndexed_;
+    std::vector<PointIndex> pointIndex_;  // [policy]
     // [policy]: the rules of its first tier of extent (none with fewer than TopIndexRules
     // rules or a single tier), where largestMatch looks first.
     std::vector<PointIndex> topIndex_;
@@ -315,6 +318,7 @@ class RequestSpace {
     void addDimension(Dimension d);
     void addPortDimensions(Ends end);
     void indexRules();
+    void indexFields() const;
     size_t fieldDim(RequestField f) const { return fieldDims_[static_cast<size_t>(f)]; }
     size_t classDim(Ends end) const { return classDims_[static_cast<size_t>(end)]; }
     void addFieldDimensions();
