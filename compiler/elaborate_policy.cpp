@@ -235,11 +235,12 @@ void Elaborator::section(ast::Block& b) {
     if (b.kind == BlockKind::QosLevels && !policy_.qosLevelsLocation.line) {
         policy_.qosLevelsLocation = at(b.open);
     }
-    // Room for every block of the section at once: a Policy element is large, and moving all
-    // of them each time the vector grows costs more than reading them.
-    if (b.kind == BlockKind::PortGroups) reserveMore(policy_.groups, b.items.size());
+    // Room for every block of the section at once, and for what the qos-ulps lines add later:
+    // a Policy element is large, and moving all of them each time the vector grows costs more
+    // than reading them.
+    if (b.kind == BlockKind::PortGroups) reserveMore(policy_.groups, b.items.size() + ulpLines_);
     if (b.kind == BlockKind::QosLevels) reserveMore(policy_.levels, b.items.size());
-    if (b.kind == BlockKind::QosMatchRules) reserveMore(policy_.rules, b.items.size());
+    if (b.kind == BlockKind::QosMatchRules) reserveMore(policy_.rules, b.items.size() + ulpLines_);
     size_t nested = 0;
     for (ast::Item& item : b.items) {
         if (auto* inner = boost::get<ast::x3::forward_ast<ast::Block>>(&item)) {
@@ -259,7 +260,11 @@ void Elaborator::section(ast::Block& b) {
 
 void elaboratePolicy(ast::PolicyFile&& file, const Reporter& report, Policy& policy,
                      std::vector<UlpEntry>& ulps, Gaps& gaps) {
-    Elaborator elaborator(report, policy, ulps, gaps);
+    size_t ulpLines = 0;
+    for (const ast::Block& b : file.blocks) {
+        if (b.kind == ast::BlockKind::QosUlps) ulpLines += b.items.size();
+    }
+    Elaborator elaborator(report, policy, ulps, gaps, ulpLines);
     for (ast::Block& b : file.blocks) {
         elaborator.block(b);
         b = ast::Block{};  // free each block once read

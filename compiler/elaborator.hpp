@@ -18,8 +18,11 @@ class Elaborator {
     using BlockKind = ast::BlockKind;
     using Key = ast::Key;
 
-    Elaborator(const Reporter& report, Policy& policy, std::vector<UlpEntry>& ulps, Gaps& gaps)
-        : report_(report), policy_(policy), ulps_(ulps), gaps_(gaps) {}
+    // ulpLines: the lines of the file's qos-ulps sections, each of which lowerUlps makes a rule
+    // and at most a group of.
+    Elaborator(const Reporter& report, Policy& policy, std::vector<UlpEntry>& ulps, Gaps& gaps,
+               size_t ulpLines)
+        : report_(report), policy_(policy), ulps_(ulps), gaps_(gaps), ulpLines_(ulpLines) {}
     // Reads one block (a section, or a block found outside its section) into the Policy.
     void block(ast::Block& b);
 
@@ -28,6 +31,7 @@ class Elaborator {
     Policy& policy_;
     std::vector<UlpEntry>& ulps_;
     Gaps& gaps_;
+    size_t ulpLines_;
     bool pathBitsWarned_ = false;
     bool inExtension_ = false;  // inside host-sched, which OpenSM never sees
 
