@@ -166,7 +166,14 @@ int emitDiagnostics(Diagnostics& diagnostics, const Inputs& inputs, bool json) {
         std::cout << renderJson(diagnostics.all());
     } else {
         std::string out;
-        for (const Diagnostic& d : diagnostics.all()) appendText(out, d, inputs.find(d.file));
+        // Written 64 KiB at a time: a large policy's diagnostics run to megabytes.
+        for (const Diagnostic& d : diagnostics.all()) {
+            appendText(out, d, inputs.find(d.file));
+            if (out.size() >= 64 * 1024) {
+                std::cerr << out;
+                out.clear();
+            }
+        }
         size_t errors = diagnostics.errorCount(), warnings = diagnostics.warningCount();
         size_t notes = diagnostics.all().size() - errors - warnings;
         if (!diagnostics.all().empty()) {
