@@ -62,10 +62,6 @@ RangeSet shifted(const RangeSet& ports, uint64_t base) {
 
 void lowerUlps(const std::vector<UlpEntry>& ulps, const Reporter& report, Policy& policy) {
     policy.firstUlpRule = policy.rules.size();
-    // A line is at most a rule and a group: room made once, not by doubling (a rule is a few
-    // hundred bytes, and a large policy has thousands of each).
-    policy.rules.reserve(policy.rules.size() + ulps.size());
-    policy.groups.reserve(policy.groups.size() + ulps.size());
     SourceLocation defaultAt;
     for (const UlpEntry& e : ulps) {
         if (e.ulp == Ulp::Default) {
