@@ -79,18 +79,12 @@ DecisionDiagram::Ref DecisionDiagram::intern(uint32_t v, Ref lo, Ref hi) {
     return r;
 }
 
-DecisionDiagram::Ref DecisionDiagram::terminal(uint32_t value) {
-    return intern(TerminalVar, value, 0);
-}
-
 DecisionDiagram::Ref DecisionDiagram::node(uint32_t v, Ref lo, Ref hi) {
     if (lo == hi) return lo;
     return intern(v, lo, hi);
 }
 
-uint64_t DecisionDiagram::memoKey(uint32_t op, Ref a, Ref b, Ref c) {
-    return hash(a, b, c) + op * 0x27d4eb2fULL;
-}
+uint64_t DecisionDiagram::memoKey(uint32_t op, Ref a, Ref b) { return hash(a, b, op); }
 
 uint32_t DecisionDiagram::top(Ref a, Ref b) const { return std::min(nodes_[a].var, nodes_[b].var); }
 
@@ -113,9 +107,9 @@ DecisionDiagram::Ref DecisionDiagram::boolean(Op op, Ref a, Ref b) {
             if (b == False) return a;
             break;
     }
-    const uint64_t key = memoKey(op, a, b, 0);
+    const uint64_t key = memoKey(op, a, b);
     const Memo& m = memoAt(key);
-    if (m.op == op && m.a == a && m.b == b && m.c == 0) return m.result;
+    if (m.op == op && m.a == a && m.b == b) return m.result;
     step();
     const uint32_t v = top(a, b);
     auto [a0, a1] = split(a, v);
@@ -124,7 +118,7 @@ DecisionDiagram::Ref DecisionDiagram::boolean(Op op, Ref a, Ref b) {
     Ref hi = boolean(op, a1, b1);
     Ref r = node(v, lo, hi);
     // (The memo may have grown during the recursion: memoAt finds the slot again.)
-    memoAt(key) = {op, a, b, 0, r};
+    memoAt(key) = {a, b, op, r};
     return r;
 }
 
@@ -132,85 +126,20 @@ DecisionDiagram::Ref DecisionDiagram::conj(Ref a, Ref b) { return boolean(And, a
 DecisionDiagram::Ref DecisionDiagram::disj(Ref a, Ref b) { return boolean(Or, a, b); }
 DecisionDiagram::Ref DecisionDiagram::minus(Ref a, Ref b) { return boolean(Minus, a, b); }
 
-bool DecisionDiagram::intersects(Ref a, Ref b) {
-    if (a == False || b == False) return false;
-    if (a == True || b == True || a == b) return true;
-    if (a > b) std::swap(a, b);
-    const uint64_t key = memoKey(Intersects, a, b, 0);
-    const Memo& m = memoAt(key);
-    if (m.op == Intersects && m.a == a && m.b == b) return m.result != 0;
-    step();
-    const uint32_t v = top(a, b);
-    auto [a0, a1] = split(a, v);
-    auto [b0, b1] = split(b, v);
-    bool r = intersects(a0, b0) || intersects(a1, b1);
-    memoAt(key) = {Intersects, a, b, 0, r ? 1u : 0u};
-    return r;
-}
-
 bool DecisionDiagram::implies(Ref a, Ref b) {
     // a implies b: a and (not b) is empty, walked without building not b.
     if (a == False || b == True || a == b) return true;
     if (b == False) return false;  // a is not False
     if (a == True) return false;   // b is not True
-    const uint64_t key = memoKey(Intersects + 1, a, b, 0);
+    const uint64_t key = memoKey(Implies, a, b);
     const Memo& m = memoAt(key);
-    if (m.op == Intersects + 1 && m.a == a && m.b == b) return m.result != 0;
+    if (m.op == Implies && m.a == a && m.b == b) return m.result != 0;
     step();
     const uint32_t v = top(a, b);
     auto [a0, a1] = split(a, v);
     auto [b0, b1] = split(b, v);
     bool r = implies(a0, b0) && implies(a1, b1);
-    memoAt(key) = {Intersects + 1, a, b, 0, r ? 1u : 0u};
-    return r;
-}
-
-DecisionDiagram::Ref DecisionDiagram::ite(Ref cond, Ref then, Ref otherwise) {
-    if (cond == True || then == otherwise) return then;
-    if (cond == False) return otherwise;
-    const uint64_t key = memoKey(Ite, cond, then, otherwise);
-    const Memo& m = memoAt(key);
-    if (m.op == Ite && m.a == cond && m.b == then && m.c == otherwise) return m.result;
-    step();
-    const uint32_t v = std::min({nodes_[cond].var, nodes_[then].var, nodes_[otherwise].var});
-    auto [c0, c1] = split(cond, v);
-    auto [t0, t1] = split(then, v);
-    auto [e0, e1] = split(otherwise, v);
-    Ref lo = ite(c0, t0, e0);
-    Ref hi = ite(c1, t1, e1);
-    Ref r = node(v, lo, hi);
-    memoAt(key) = {Ite, cond, then, otherwise, r};
-    return r;
-}
-
-DecisionDiagram::Ref DecisionDiagram::combine(
-    Ref a, Ref b, uint32_t op, const std::function<uint32_t(uint32_t, uint32_t)>& f) {
-    if (isTerminal(a) && isTerminal(b)) return terminal(f(terminalValue(a), terminalValue(b)));
-    const uint64_t key = memoKey(op, a, b, 0);
-    const Memo& m = memoAt(key);
-    if (m.op == op && m.a == a && m.b == b && m.c == 0) return m.result;
-    step();
-    const uint32_t v = top(a, b);
-    auto [a0, a1] = split(a, v);
-    auto [b0, b1] = split(b, v);
-    Ref lo = combine(a0, b0, op, f);
-    Ref hi = combine(a1, b1, op, f);
-    Ref r = node(v, lo, hi);
-    memoAt(key) = {op, a, b, 0, r};
-    return r;
-}
-
-DecisionDiagram::Ref DecisionDiagram::mapTerminals(Ref a, uint32_t op,
-                                                   const std::function<uint32_t(uint32_t)>& f) {
-    if (isTerminal(a)) return terminal(f(terminalValue(a)));
-    const uint64_t key = memoKey(op, a, 0, 1);
-    const Memo& m = memoAt(key);
-    if (m.op == op && m.a == a && m.b == 0 && m.c == 1) return m.result;
-    step();
-    Ref lo = mapTerminals(low(a), op, f);
-    Ref hi = mapTerminals(high(a), op, f);
-    Ref r = node(var(a), lo, hi);
-    memoAt(key) = {op, a, 0, 1, r};
+    memoAt(key) = {a, b, Implies, r ? 1u : 0u};
     return r;
 }
 

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
-// DecisionDiagram: reduced ordered decision diagrams over bit variables, with integer terminals
-// (binary decision diagrams when the terminals are 0 and 1), for the analyses of a policy's
-// request space (compiler/request_space.hpp).
+// DecisionDiagram: reduced ordered binary decision diagrams over bit variables, for the analyses
+// of a policy's request space (compiler/request_space.hpp).
 #pragma once
 
 #include <cstddef>
@@ -37,8 +36,6 @@ class DecisionDiagram {
     // AnalysisBudgetSpent (0: no bound). A node costs 12 bytes and its table entry 4.
     explicit DecisionDiagram(uint64_t workBudget = 0);
 
-    // The terminal with this value (0 is False, 1 is True).
-    Ref terminal(uint32_t value);
     bool isTerminal(Ref f) const { return nodes_[f].var == TerminalVar; }
     uint32_t terminalValue(Ref f) const { return nodes_[f].lo; }
     uint32_t var(Ref f) const { return nodes_[f].var; }
@@ -50,24 +47,13 @@ class DecisionDiagram {
     // The boolean function "bit v is 1".
     Ref bit(uint32_t v) { return node(v, False, True); }
 
-    // Boolean operations (on 0/1 diagrams).
+    // Boolean operations.
     Ref conj(Ref a, Ref b);
     Ref disj(Ref a, Ref b);
     Ref minus(Ref a, Ref b);  // a and not b
     Ref negate(Ref a) { return minus(True, a); }
-    // Whether a and b share an assignment (no node is made).
-    bool intersects(Ref a, Ref b);
     // Whether every assignment of a is one of b (no node is made).
     bool implies(Ref a, Ref b);
-
-    // If-then-else with a boolean condition and any terminals: where cond holds, then; else
-    // otherwise. What a first-match rule list is built from.
-    Ref ite(Ref cond, Ref then, Ref otherwise);
-    // The diagram whose terminals are f(a's terminal, b's terminal), assignment by
-    // assignment. `op` tells memo entries of different functions apart (any value above 15).
-    Ref combine(Ref a, Ref b, uint32_t op, const std::function<uint32_t(uint32_t, uint32_t)>& f);
-    // The diagram with each terminal value t replaced by f(t).
-    Ref mapTerminals(Ref a, uint32_t op, const std::function<uint32_t(uint32_t)>& f);
 
     // Drops every node but the terminals 0 and 1: every other Ref made so far is invalid.
     // The work spent stays counted.
@@ -93,12 +79,13 @@ class DecisionDiagram {
         uint32_t var;
         Ref lo, hi;
     };
+    // 16 bytes: four to a cache line.
     struct Memo {
+        Ref a = 0, b = 0;
         uint32_t op = 0;  // 0: unused
-        Ref a = 0, b = 0, c = 0;
         Ref result = 0;
     };
-    enum Op : uint32_t { And = 1, Or, Minus, Ite, Intersects };
+    enum Op : uint32_t { And = 1, Or, Minus, Implies };
 
     std::vector<Node> nodes_;
     // Open addressing over nodes_: the Ref in the low half, the hash's high half above it, so
@@ -116,7 +103,7 @@ class DecisionDiagram {
     Ref intern(uint32_t v, Ref lo, Ref hi);
     // A memo entry's key, and its slot: hashed once, found again after a recursion that may
     // have grown the memo.
-    static uint64_t memoKey(uint32_t op, Ref a, Ref b, Ref c);
+    static uint64_t memoKey(uint32_t op, Ref a, Ref b);
     Memo& memoAt(uint64_t key) { return memo_[key & (memo_.size() - 1)]; }
     Ref boolean(Op op, Ref a, Ref b);
     uint32_t top(Ref a, Ref b) const;
