@@ -404,8 +404,11 @@ void RequestSpace::indexRules() {
         for (const Policy* p : policies_)
             memo.emplace_back(p->groups.size(), DecisionDiagram::False);
     }
-    for (const Policy* p : policies_)
+    for (const Policy* p : policies_) {
         ruleMemo_.emplace_back(p->rules.size(), DecisionDiagram::False);
+        savedRules_.emplace_back(p->rules.size());
+        ruleBuilds_.emplace_back(p->rules.size(), 0);
+    }
     pointIndex_.resize(policies_.size());
     topIndex_.resize(policies_.size());
     for (size_t p = 0; p < policies_.size(); ++p) {
@@ -539,6 +542,11 @@ Ref RequestSpace::group(size_t p, uint32_t g, Ends end) {
 Ref RequestSpace::rule(size_t p, uint32_t r) {
     Ref& memo = ruleMemo_[p][r];
     if (memo != DecisionDiagram::False) return memo;
+    if (!savedRules_[p][r].empty()) {
+        memo = restoreRule(p, r);
+        memos_.push_back(&memo);
+        return memo;
+    }
     const MatchRule& rule = policies_[p]->rules[r];
     // Built from the last dimension up, each part above what is built so far: a part's
     // diagram leads to the rest where it holds, so no part is walked twice.
@@ -556,8 +564,48 @@ Ref RequestSpace::rule(size_t p, uint32_t r) {
     }
     // A rule that matches nothing stays False (recomputed when asked again, which is cheap).
     memo = f;
-    if (memo != DecisionDiagram::False) memos_.push_back(&memo);
+    if (memo != DecisionDiagram::False) {
+        memos_.push_back(&memo);
+        if (++ruleBuilds_[p][r] == 2) saveRule(p, r, f);
+    }
     return f;
+}
+
+void RequestSpace::saveRule(size_t p, uint32_t r, Ref f) {
+    std::vector<SavedNode>& out = savedRules_[p][r];
+    if (savedAt_.size() < dd_.size()) savedAt_.resize(dd_.size(), 0);
+    auto code = [&](Ref g) { return dd_.isTerminal(g) ? g : savedAt_[g] + 1; };
+    auto pending = [&](Ref g) { return !dd_.isTerminal(g) && savedAt_[g] == 0; };
+    // Depth first, a node after both its children.
+    std::vector<Ref> stack{f}, saved;
+    while (!stack.empty()) {
+        const Ref g = stack.back();
+        if (!pending(g)) {
+            stack.pop_back();
+            continue;
+        }
+        const Ref lo = dd_.low(g), hi = dd_.high(g);
+        if (pending(lo) || pending(hi)) {
+            if (pending(hi)) stack.push_back(hi);
+            if (pending(lo)) stack.push_back(lo);
+            continue;
+        }
+        stack.pop_back();
+        out.push_back({dd_.var(g), code(lo), code(hi)});
+        savedAt_[g] = static_cast<uint32_t>(out.size());
+        saved.push_back(g);
+    }
+    for (Ref g : saved) savedAt_[g] = 0;
+}
+
+Ref RequestSpace::restoreRule(size_t p, uint32_t r) {
+    const std::vector<SavedNode>& saved = savedRules_[p][r];
+    // (About what building it anew from its parts would cost in steps, a quarter.)
+    dd_.spend(1 + saved.size() / 4);
+    made_.clear();
+    auto ref = [&](uint32_t c) { return c < 2 ? Ref{c} : made_[c - 2]; };
+    for (const SavedNode& n : saved) made_.push_back(dd_.node(n.var, ref(n.lo), ref(n.hi)));
+    return made_.back();
 }
 
 RequestPoint RequestSpace::pointIn(Ref f, uint64_t seed) const {

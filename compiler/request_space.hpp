@@ -298,6 +298,17 @@ class RequestSpace {
     std::vector<std::vector<IndexRanges>> ruleFields_[3];           // [field][policy][rule]
     std::vector<std::vector<Ref>> groupMemo_[2];                    // [end][policy][group]
     std::vector<std::vector<Ref>> ruleMemo_;                        // [policy][rule]
+    // A rule's diagram once it has been built a second time (a trim dropped it in between):
+    // its nodes bottom up, each child 0 (False), 1 (True) or 2 + the position of an earlier
+    // node, so that making it again after a trim costs a node each, not its groups' and
+    // ranges' diagrams and the operations that join them.
+    struct SavedNode {
+        uint32_t var, lo, hi;
+    };
+    std::vector<std::vector<std::vector<SavedNode>>> savedRules_;  // [policy][rule]
+    std::vector<std::vector<uint8_t>> ruleBuilds_;  // [policy][rule]: times built, up to 2
+    std::vector<uint32_t> savedAt_;                 // saveRule's: [Ref] its position + 1
+    std::vector<Ref> made_;                         // restoreRule's: the nodes made so far
     // [field][policy], built by the first overlapping() (the dead-rule analysis asks none).
     mutable std::vector<FieldIndex> fieldIndex_[3];
     mutable std::once_flag fieldsIndexed_;
@@ -314,6 +325,8 @@ class RequestSpace {
     uint32_t vars_ = 0;
     uint64_t setupWords_ = 0;  // the work of building the space, spent at the end
 
+    void saveRule(size_t p, uint32_t r, Ref f);
+    Ref restoreRule(size_t p, uint32_t r);
     void addFieldCuts(const Cuts& extra);
     void addDimension(Dimension d);
     void addPortDimensions(Ends end);

@@ -369,6 +369,60 @@ TEST_CASE("every request a rule is tried with matches that rule", "[compiler][sh
     CHECK(tried > 10'000);
 }
 
+TEST_CASE("a rule's diagram made again after the diagram starts afresh is the same function",
+          "[compiler][shadowing]") {
+    // The judgement starts its diagram afresh when it grows large, and a rule built a second
+    // time is kept as its nodes and made again from them after that. The products each rule's
+    // diagram splits into, listed when first built, when built again and when made from the
+    // kept nodes, must be the same: a rule made wrong there changes verdicts on large policies
+    // only.
+    std::mt19937 rng(20261128);
+    std::vector<std::string> policies;
+    for (int round = 0; round < 20; ++round)
+        policies.push_back(randomPolicy(rng, round % 2 ? Small : Lab));
+    for (test::Family family : test::Families) {
+        test::FamilyPolicy o;
+        o.family = family;
+        o.rules = 60;
+        o.ulps = true;
+        o.seed = 12;
+        policies.push_back(test::familyPolicy(o));
+    }
+    size_t compared = 0;
+    for (const std::string& text : policies) {
+        Compiled c(text, uint64_t{1});
+        REQUIRE(c.codes().empty());
+        DecisionDiagram dd(0);
+        RequestSpace space(dd, std::vector<const Policy*>{&c.policy});
+        auto products = [&](uint32_t r) {
+            std::string listed;
+            space.cubes(
+                space.rule(0, r), [](uint32_t t) { return t == 1; },
+                [&](const RequestCube& cube) {
+                    for (const IndexRanges& dim : cube.dims) {
+                        for (const Range& x : dim)
+                            listed += std::to_string(x.lo) + "-" + std::to_string(x.hi) + ",";
+                        listed += ";";
+                    }
+                    listed += "\n";
+                });
+            return listed;
+        };
+        for (uint32_t r = 0; r < c.policy.rules.size(); ++r) {
+            const std::string first = products(r);
+            space.trimDiagram(0);
+            const std::string again = products(r);  // built anew, and kept
+            space.trimDiagram(0);
+            const std::string kept = products(r);  // made from the kept nodes
+            INFO("rule at line " << c.policy.rules[r].location.line << "\n" << text);
+            CHECK(again == first);
+            CHECK(kept == first);
+            compared += !first.empty();
+        }
+    }
+    CHECK(compared > 300);
+}
+
 TEST_CASE("shadowed-rule verdicts equal brute force over every small fabric",
           "[compiler][shadowing]") {
     const std::vector<Port> ports = allPorts();
