@@ -5,7 +5,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -23,8 +22,8 @@ struct AnalysisBudgetSpent : std::runtime_error {
 // names a node or a terminal; terminals 0 and 1 are False and True.
 //
 // An arena holds no process-wide state, never prints and never exits: analyses make one each
-// (inside OpenSM too). Building is single-threaded; once built, the read-only queries
-// (evaluate, forEachPath, pathsTo) may run concurrently.
+// (inside OpenSM too). Building is single-threaded; once built, its nodes (isTerminal, var,
+// low, high) may be read concurrently.
 class DecisionDiagram {
   public:
     using Ref = uint32_t;
@@ -44,8 +43,6 @@ class DecisionDiagram {
 
     // The node testing v: low when the bit is 0, high when it is 1 (reduced: lo == hi is lo).
     Ref node(uint32_t v, Ref lo, Ref hi);
-    // The boolean function "bit v is 1".
-    Ref bit(uint32_t v) { return node(v, False, True); }
 
     // Boolean operations.
     Ref conj(Ref a, Ref b);

@@ -600,7 +600,7 @@ void RequestSpace::saveRule(size_t p, uint32_t r, Ref f) {
 
 Ref RequestSpace::restoreRule(size_t p, uint32_t r) {
     const std::vector<SavedNode>& saved = savedRules_[p][r];
-    // (About what building it anew from its parts would cost in steps, a quarter.)
+    // A step for every four nodes: making a node again costs less than an operation's step.
     dd_.spend(1 + saved.size() / 4);
     made_.clear();
     auto ref = [&](uint32_t c) { return c < 2 ? Ref{c} : made_[c - 2]; };
