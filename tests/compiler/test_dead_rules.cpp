@@ -149,6 +149,27 @@ const Universe Lab{0x100000,
                    {"0x100", "0x1", "0x7001", "0x2"},
                    false};
 
+// Random policies (every kind of selector; half on Small, half on Lab), then each shape family
+// of `familyRules` rules, with and without qos-ulps lines.
+std::vector<std::string> mixedPolicies(uint32_t seed, int random, uint32_t familyRules,
+                                       uint64_t familySeed) {
+    std::mt19937 rng(seed);
+    std::vector<std::string> policies;
+    for (int round = 0; round < random; ++round)
+        policies.push_back(randomPolicy(rng, round % 2 ? Small : Lab));
+    for (test::Family family : test::Families) {
+        for (bool ulps : {false, true}) {
+            test::FamilyPolicy o;
+            o.family = family;
+            o.rules = familyRules;
+            o.ulps = ulps;
+            o.seed = familySeed;
+            policies.push_back(test::familyPolicy(o));
+        }
+    }
+    return policies;
+}
+
 }  // namespace
 
 TEST_CASE("a rule hidden by the union of two earlier rules is dead", "[compiler][shadowing]") {
@@ -330,22 +351,8 @@ TEST_CASE("every request a rule is tried with matches that rule", "[compiler][sh
     // The quick look calls a rule reachable when one of its witnesses escapes the rules before
     // it; that verdict holds only if the rule matches the witness. Random small policies (every
     // kind of selector) and each shape family, every rule, every variant the look tries.
-    std::mt19937 rng(20261127);
-    std::vector<std::string> policies;
-    for (int round = 0; round < 60; ++round)
-        policies.push_back(randomPolicy(rng, round % 2 ? Small : Lab));
-    for (test::Family family : test::Families) {
-        for (bool ulps : {false, true}) {
-            test::FamilyPolicy o;
-            o.family = family;
-            o.rules = 120;
-            o.ulps = ulps;
-            o.seed = 11;
-            policies.push_back(test::familyPolicy(o));
-        }
-    }
     size_t tried = 0;
-    for (const std::string& text : policies) {
+    for (const std::string& text : mixedPolicies(20261127, 60, 120, 11)) {
         Compiled c(text, uint64_t{1});  // (the analysis itself is not wanted here)
         REQUIRE(c.codes().empty());
         DecisionDiagram dd(0);
@@ -376,20 +383,8 @@ TEST_CASE("a rule's diagram made again after the diagram starts afresh is the sa
     // diagram splits into, listed when first built, when built again and when made from the
     // kept nodes, must be the same: a rule made wrong there changes verdicts on large policies
     // only.
-    std::mt19937 rng(20261128);
-    std::vector<std::string> policies;
-    for (int round = 0; round < 20; ++round)
-        policies.push_back(randomPolicy(rng, round % 2 ? Small : Lab));
-    for (test::Family family : test::Families) {
-        test::FamilyPolicy o;
-        o.family = family;
-        o.rules = 60;
-        o.ulps = true;
-        o.seed = 12;
-        policies.push_back(test::familyPolicy(o));
-    }
     size_t compared = 0;
-    for (const std::string& text : policies) {
+    for (const std::string& text : mixedPolicies(20261128, 20, 60, 12)) {
         Compiled c(text, uint64_t{1});
         REQUIRE(c.codes().empty());
         DecisionDiagram dd(0);
