@@ -36,7 +36,6 @@ class DecisionDiagram {
     explicit DecisionDiagram(uint64_t workBudget = 0);
 
     bool isTerminal(Ref f) const { return nodes_[f].var == TerminalVar; }
-    uint32_t terminalValue(Ref f) const { return nodes_[f].lo; }
     uint32_t var(Ref f) const { return nodes_[f].var; }
     Ref low(Ref f) const { return nodes_[f].lo; }
     Ref high(Ref f) const { return nodes_[f].hi; }

@@ -987,18 +987,7 @@ std::vector<uint32_t> RequestSpace::overlapping(size_t p, uint32_t before, size_
     return kept;
 }
 
-void RequestSpace::cubes(Ref f, const std::function<bool(uint32_t)>& keep,
-                         const std::function<void(const RequestCube&)>& out) const {
-    // Whether a diagram reaches a kept terminal, remembered per node.
-    std::unordered_map<Ref, bool> reaches;
-    auto useful = [&](auto& self, Ref g) -> bool {
-        if (dd_.isTerminal(g)) return keep(dd_.terminalValue(g));
-        auto it = reaches.find(g);
-        if (it != reaches.end()) return it->second;
-        bool r = self(self, dd_.low(g)) || self(self, dd_.high(g));
-        reaches.emplace(g, r);
-        return r;
-    };
+void RequestSpace::cubes(Ref f, const std::function<void(const RequestCube&)>& out) const {
     RequestCube cube;
     cube.dims.resize(dims_.size());
     // The runs of dimension d's values from node g: which node each leads to.
@@ -1009,7 +998,7 @@ void RequestSpace::cubes(Ref f, const std::function<bool(uint32_t)>& keep,
             const uint64_t span = bit == 64 ? UINT64_MAX : (uint64_t{1} << bit) - 1;
             const uint64_t hi = std::min(lo + span, d.size - 1);
             if (bit == 0 || dd_.isTerminal(h) || dd_.var(h) >= d.firstVar + d.bits) {
-                if (!useful(useful, h)) return;
+                if (h == DecisionDiagram::False) return;  // (every other node reaches True)
                 if (!list.empty() && list.back().second == h && list.back().first.hi + 1 == lo) {
                     list.back().first.hi = hi;
                 } else {
@@ -1031,7 +1020,6 @@ void RequestSpace::cubes(Ref f, const std::function<bool(uint32_t)>& keep,
     };
     auto visit = [&](auto& self, size_t dim, Ref g) -> void {
         if (dim == dims_.size()) {
-            cube.terminal = dd_.terminalValue(g);
             out(cube);
             return;
         }

@@ -46,7 +46,6 @@ using IndexRanges = std::vector<Range>;
 // A product of requests: per dimension, the value indices it holds.
 struct RequestCube {
     std::vector<IndexRanges> dims;  // in RequestSpace::dimensions() order
-    uint32_t terminal = 0;
 };
 
 // One request of the space: a value index per dimension.
@@ -162,11 +161,9 @@ class RequestSpace {
     // groups, in rule order.
     std::vector<uint32_t> overlapping(size_t p, uint32_t before, size_t qp, uint32_t q) const;
 
-    // The products f splits into, dimension by dimension, coarsest first: for each path, the
-    // values of every dimension that lead to the same rest. Only products whose terminal
-    // `keep` accepts are listed.
-    void cubes(Ref f, const std::function<bool(uint32_t)>& keep,
-               const std::function<void(const RequestCube&)>& out) const;
+    // The products the requests of f split into, dimension by dimension, coarsest first: for
+    // each path to True, the values of every dimension that lead to the same rest.
+    void cubes(Ref f, const std::function<void(const RequestCube&)>& out) const;
 
   private:
     using Bits = std::vector<uint64_t>;  // one bit per rule

@@ -607,9 +607,8 @@ class Differ {
         const QosMatch after{levelOf(1, newRule),
                              newRule < policy(1).rules.size() ? newRule : NoRule};
         if (pkeys_) {
-            space_.cubes(
-                part, [](uint32_t t) { return t == 1; },
-                [&](const RequestCube& cube) { regionsOf(cube, before, after, nullptr); });
+            space_.cubes(part,
+                         [&](const RequestCube& cube) { regionsOf(cube, before, after, nullptr); });
             return;
         }
         // Every fabric: the products of the fields, each with the ends of the requests below

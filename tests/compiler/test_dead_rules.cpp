@@ -391,16 +391,14 @@ TEST_CASE("a rule's diagram made again after the diagram starts afresh is the sa
         RequestSpace space(dd, std::vector<const Policy*>{&c.policy});
         auto products = [&](uint32_t r) {
             std::string listed;
-            space.cubes(
-                space.rule(0, r), [](uint32_t t) { return t == 1; },
-                [&](const RequestCube& cube) {
-                    for (const IndexRanges& dim : cube.dims) {
-                        for (const Range& x : dim)
-                            listed += std::to_string(x.lo) + "-" + std::to_string(x.hi) + ",";
-                        listed += ";";
-                    }
-                    listed += "\n";
-                });
+            space.cubes(space.rule(0, r), [&](const RequestCube& cube) {
+                for (const IndexRanges& dim : cube.dims) {
+                    for (const Range& x : dim)
+                        listed += std::to_string(x.lo) + "-" + std::to_string(x.hi) + ",";
+                    listed += ";";
+                }
+                listed += "\n";
+            });
             return listed;
         };
         for (uint32_t r = 0; r < c.policy.rules.size(); ++r) {
