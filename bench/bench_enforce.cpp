@@ -529,7 +529,8 @@ int main(int argc, char** argv) {
             found += answer.has_value();
             benchmark::DoNotOptimize(answer);
         }
-        if (found != state.iterations()) state.SkipWithError("the path is not in the table");
+        if (static_cast<benchmark::IterationCount>(found) != state.iterations())
+            state.SkipWithError("the path is not in the table");
     })->Unit(benchmark::kNanosecond);
 
     int status = program.run();

@@ -65,11 +65,12 @@ Policy buildPolicy(const bench::FatTree& tree, unsigned rules, std::mt19937_64& 
     for (unsigned g = 0; g < Groups; ++g) {
         PortGroup group;
         group.name = "group-" + std::to_string(g);
-        group.guidRanges.push_back(
-            {{tree.hostPortGuid(g * slice), tree.hostPortGuid(g * slice + slice / 2 - 1)}, {}});
+        const Range hosts{tree.hostPortGuid(g * slice),
+                          tree.hostPortGuid(g * slice + slice / 2 - 1)};
+        group.guidRanges.push_back({hosts, {}, hosts});
         for (unsigned i = 0; i < RandomMembers; ++i) {
             uint64_t guid = tree.hostPortGuid(static_cast<unsigned>(pick(tree.hosts)));
-            group.guidRanges.push_back({{guid, guid}, {}});
+            group.guidRanges.push_back({{guid, guid}, {}, {guid, guid}});
         }
         p.groups.push_back(std::move(group));
     }

@@ -99,13 +99,17 @@ struct RandomPolicy {
             }
             for (unsigned i = pick(3); i > 0; --i) {
                 uint64_t lo = 0x100 + pick(60);
-                group.guidRanges.push_back({{lo, lo + pick(8)}, {}});
+                const Range guids{lo, lo + pick(8)};
+                group.guidRanges.push_back({guids, {}, guids});
             }
             if (pick(4) == 0) {
                 std::string name = "p" + std::to_string(1 + pick(3));
                 group.partitions.push_back({name, name, {}});
             }
-            if (pick(4) == 0) group.pkeyRanges.push_back({{1 + pick(3), 3}, {}});
+            if (pick(4) == 0) {
+                const Range pkeys{1 + pick(3), 3};
+                group.pkeyRanges.push_back({pkeys, {}, pkeys});
+            }
             group.self = pick(6) == 0;
             policy.groups.push_back(group);
         }
