@@ -3,8 +3,10 @@
 #include "compiler/range_set.hpp"
 
 #include <algorithm>
-#include <cstdio>
+#include <charconv>
 #include <iterator>
+
+#include "common/text.hpp"
 
 namespace ibqos {
 
@@ -101,17 +103,26 @@ uint64_t RangeSet::size() const {
 
 std::string RangeSet::str(bool hex) const {
     std::string out;
-    char buf[48];
-    auto number = [&](uint64_t v) {
-        std::snprintf(buf, sizeof buf, hex ? "0x%llx" : "%llu", static_cast<unsigned long long>(v));
-        return std::string(buf);
-    };
-    for (const Range& r : ranges_) {
-        if (!out.empty()) out += ", ";
-        out += number(r.lo);
-        if (r.hi != r.lo) out += "-" + number(r.hi);
-    }
+    appendTo(out, hex);
     return out;
+}
+
+void RangeSet::appendTo(std::string& out, bool hex) const {
+    auto number = [&](uint64_t v) {
+        if (hex) {
+            appendHex(out, v);
+        } else {
+            char digits[24];
+            out.append(digits, std::to_chars(std::begin(digits), std::end(digits), v).ptr);
+        }
+    };
+    for (size_t i = 0; i < ranges_.size(); ++i) {
+        if (i) out += ", ";
+        number(ranges_[i].lo);
+        if (ranges_[i].hi == ranges_[i].lo) continue;
+        out += '-';
+        number(ranges_[i].hi);
+    }
 }
 
 void ElementaryIntervals::finish() {

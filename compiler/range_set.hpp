@@ -42,6 +42,7 @@ class RangeSet {
 
     // "0x10-0x1f, 0x30" with hex for hex-looking sets (hex = true) or decimal otherwise.
     std::string str(bool hex = false) const;
+    void appendTo(std::string& out, bool hex = false) const;
     bool operator==(const RangeSet&) const = default;
 
   private:
