@@ -35,7 +35,18 @@ class AnswerWriter {
         }
     }
 
-    void write(std::string& out, const PathAnswer& a) const {
+    void write(std::string& out, const PathAnswer& a) const { write(out, a, true, nullptr); }
+
+    // The answer as `ibqos diff` prints it for a region: "rule" lists every rule that decides
+    // it, and "pkey" is null where the region does not fix the PKey.
+    void writeForRegion(std::string& out, const PathAnswer& a, bool pkeyKnown,
+                        const std::vector<uint32_t>& rules) const {
+        write(out, a, pkeyKnown, &rules);
+    }
+
+  private:
+    void write(std::string& out, const PathAnswer& a, bool pkeyKnown,
+               const std::vector<uint32_t>* rules) const {
         out += a.ok() ? "{\"status\":\"ok\"" : "{\"status\":\"rejected\"";
         out += levels_[a.match.level];
         number(out, ",\"sl\":", a.sl);
@@ -45,23 +56,34 @@ class AnswerWriter {
         optional(out, ",\"rate_limit_gbps\":", readable(a.rateLimit, rateGbps));
         optional(out, ",\"packet_life\":", a.packetLife);
         out += pkeys_[a.match.level];
-        if (a.ok()) {
+        if (a.ok() && pkeyKnown) {
             number(out, ",\"pkey\":", a.pkey);
         } else {
             out += ",\"pkey\":null";
         }
-        if (a.match.rule == NoRule) {
-            out += ",\"rule\":null";
+        if (rules) {
+            out += ",\"rule\":[";
+            for (size_t i = 0; i < rules->size(); ++i) {
+                if (i) out += ',';
+                rule(out, (*rules)[i]);
+            }
+            out += ']';
         } else {
-            number(out, ",\"rule\":{\"index\":", a.match.rule);
-            number(out, ",\"line\":", policy_.rules[a.match.rule].location.line);
-            out += '}';
+            out += ",\"rule\":";
+            rule(out, a.match.rule);
         }
         if (!a.ok()) out += ",\"reason\":" + dumpJson(rejectionText(a.rejection));
         out += '}';
     }
-
-  private:
+    void rule(std::string& out, uint32_t r) const {
+        if (r == NoRule) {
+            out += "null";
+            return;
+        }
+        number(out, "{\"index\":", r);
+        number(out, ",\"line\":", policy_.rules[r].location.line);
+        out += '}';
+    }
     static void number(std::string& out, const char* key, uint64_t v) {
         out += key;
         char digits[24];

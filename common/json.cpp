@@ -2,6 +2,8 @@
 // Printing JSON documents and numbers.
 #include "common/json.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 
 namespace ibqos {
@@ -28,7 +30,17 @@ std::string dumpJsonObject(const std::vector<std::pair<std::string, std::string>
     std::string out = "{";
     for (size_t i = 0; i < members.size(); ++i) {
         if (i) out += ',';
-        out += dumpJson(members[i].first);
+        const std::string& key = members[i].first;
+        // A key of letters, digits and underscores (every key the commands write) as it is.
+        if (std::all_of(key.begin(), key.end(), [](char c) {
+                return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+            })) {
+            out += '"';
+            out += key;
+            out += '"';
+        } else {
+            out += dumpJson(key);
+        }
         out += ':';
         out += members[i].second;
     }

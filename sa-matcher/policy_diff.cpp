@@ -1125,35 +1125,53 @@ std::string describeValues(const FieldValues& values, bool hexValues) {
 
 std::string describePortKind(const PortKind& kind) {
     std::string out;
-    auto part = [&](const std::string& text) { out += (out.empty() ? "" : ", ") + text; };
+    // Appended in place: a region of a random policy names hundreds of GUID ranges.
+    auto part = [&](const char* head) -> std::string& {
+        if (!out.empty()) out += ", ";
+        return out += head;
+    };
+    auto list = [&](const std::vector<std::string>& items) {
+        for (size_t i = 0; i < items.size(); ++i) {
+            out += i ? ", '" : "'";
+            out += items[i];
+            out += '\'';
+        }
+    };
+    auto ranges = [&](std::vector<Range> r) { RangeSet::build(std::move(r)).appendTo(out, true); };
     if (kind.nodeTypes) {
-        std::string types;
-        for (NodeType t : *kind.nodeTypes)
-            types += (types.empty() ? "" : " or ") + std::string(nodeTypeName(t));
-        part("node type " + types);
+        part("node type ");
+        for (size_t i = 0; i < kind.nodeTypes->size(); ++i)
+            (out += i ? " or " : "") += nodeTypeName((*kind.nodeTypes)[i]);
     }
     if (kind.sm) part(*kind.sm ? "the SM's port" : "not the SM's port");
-    auto list = [](const std::vector<std::string>& items) {
-        std::string s;
-        for (const std::string& i : items) s += (s.empty() ? "'" : ", '") + i + "'";
-        return s;
-    };
-    if (kind.names)
-        part("named " + (kind.names->empty() ? std::string("nothing") : list(*kind.names)));
-    if (kind.notNames && !kind.notNames->empty()) part("not named " + list(*kind.notNames));
-    if (kind.guids) {
-        std::vector<Range> guids = *kind.guids;
-        part("GUID " + RangeSet::build(std::move(guids)).str(true));
+    if (kind.names) {
+        part("named ");
+        if (kind.names->empty()) out += "nothing";
+        list(*kind.names);
     }
-    if (!kind.inPartitions.empty()) part("in partition " + list(kind.inPartitions));
-    if (!kind.notInPartitions.empty()) part("not in partition " + list(kind.notInPartitions));
+    if (kind.notNames && !kind.notNames->empty()) {
+        part("not named ");
+        list(*kind.notNames);
+    }
+    if (kind.guids) {
+        part("GUID ");
+        ranges(*kind.guids);
+    }
+    if (!kind.inPartitions.empty()) {
+        part("in partition ");
+        list(kind.inPartitions);
+    }
+    if (!kind.notInPartitions.empty()) {
+        part("not in partition ");
+        list(kind.notInPartitions);
+    }
     if (!kind.inPkeys.empty()) {
-        std::vector<Range> r = kind.inPkeys;
-        part("member of PKey " + RangeSet::build(std::move(r)).str(true));
+        part("member of PKey ");
+        ranges(kind.inPkeys);
     }
     if (!kind.notInPkeys.empty()) {
-        std::vector<Range> r = kind.notInPkeys;
-        part("not member of PKey " + RangeSet::build(std::move(r)).str(true));
+        part("not member of PKey ");
+        ranges(kind.notInPkeys);
     }
     return out.empty() ? "any port" : out;
 }
