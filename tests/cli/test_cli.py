@@ -174,6 +174,31 @@ class JsonTypes(unittest.TestCase):
         self.assertEqual(region["service_ids"], [[0x8000000000000001, 0xfffffffffffffffe]])
         self.assertEqual(region["service_ids_hex"], [["0x8000000000000001", "0xfffffffffffffffe"]])
 
+    def test_diff_writes_names_that_need_escaping_as_valid_json(self):
+        # A region is written as text member by member: a backslash, a quote and UTF-8 in names
+        # must come back as the policy wrote them (quotes dropped as OpenSM reads the name).
+        def policy(sl):
+            return ("port-groups\n port-group\n  name: odd\n"
+                    '  port-name: rack\\1 "caf\u00e9" HCA-1/P1\n'
+                    " end-port-group\nend-port-groups\n"
+                    "qos-levels\n qos-level\n  name: default\n  sl: 0\n end-qos-level\n"
+                    f" qos-level\n  name: lev\\el\n  sl: {sl}\n end-qos-level\nend-qos-levels\n"
+                    "qos-match-rules\n qos-match-rule\n  source: odd\n  qos-class: 3\n"
+                    "  qos-level-name: lev\\el\n end-qos-match-rule\nend-qos-match-rules\n")
+        with tempfile.TemporaryDirectory() as scratch:
+            paths = []
+            for sl in (1, 2):
+                paths.append(os.path.join(scratch, f"{sl}.conf"))
+                with open(paths[-1], "w", encoding="utf-8") as f:
+                    f.write(policy(sl))
+            p = ibqos("diff", *paths, "--json")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        [region] = json.loads(p.stdout)["regions"]
+        self.assertEqual(region["sources"], [{"port_names": ["rack\\1 caf\u00e9 HCA-1/P1"]}])
+        self.assertEqual((region["destinations"], region["qos_classes"]), (None, [[3, 3]]))
+        self.assertEqual((region["old"]["level"], region["old"]["sl"], region["new"]["sl"]), ("lev\\el", 1, 2))
+        self.assertEqual(region["old"]["rule"], [{"index": 0, "line": 18}])
+
     def test_diff_gives_changed_tables_in_compiles_form(self):
         setup = root("samples/policies/qos-lab-setup.conf")
         d = json.loads(ibqos("diff", LAB_POLICY, setup, *LAB, "--json").stdout)
