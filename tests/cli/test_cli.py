@@ -156,21 +156,25 @@ class JsonTypes(unittest.TestCase):
         self.assertEqual((a["mtu_limit"], a["mtu_limit_bytes"], a["rate_limit"], a["rate_limit_gbps"]),
                          (4, 2048, 3, 10))
 
+    def diff_of(self, policy):
+        """`ibqos diff --json` of policy(1) against policy(2): they differ."""
+        with tempfile.TemporaryDirectory() as scratch:
+            paths = []
+            for sl in (1, 2):
+                paths.append(os.path.join(scratch, f"{sl}.conf"))
+                with open(paths[-1], "w", encoding="utf-8") as f:
+                    f.write(policy(sl))
+            p = ibqos("diff", *paths, "--json")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        return json.loads(p.stdout)
+
     def test_diff_gives_64_bit_service_ids_exactly_as_hex_strings_too(self):
         def policy(sl):
             return ("qos-levels\n qos-level\n  name: default\n  sl: 0\n end-qos-level\n"
                     f" qos-level\n  name: big\n  sl: {sl}\n end-qos-level\nend-qos-levels\n"
                     "qos-match-rules\n qos-match-rule\n  service-id: 0x8000000000000001-0xfffffffffffffffe\n"
                     "  qos-level-name: big\n end-qos-match-rule\nend-qos-match-rules\n")
-        with tempfile.TemporaryDirectory() as scratch:
-            paths = []
-            for sl in (1, 2):
-                paths.append(os.path.join(scratch, f"{sl}.conf"))
-                with open(paths[-1], "w") as f:
-                    f.write(policy(sl))
-            p = ibqos("diff", *paths, "--json")
-        self.assertEqual(p.returncode, 1, p.stderr)
-        [region] = json.loads(p.stdout)["regions"]
+        [region] = self.diff_of(policy)["regions"]
         self.assertEqual(region["service_ids"], [[0x8000000000000001, 0xfffffffffffffffe]])
         self.assertEqual(region["service_ids_hex"], [["0x8000000000000001", "0xfffffffffffffffe"]])
 
@@ -185,15 +189,7 @@ class JsonTypes(unittest.TestCase):
                     f" qos-level\n  name: lev\\el\n  sl: {sl}\n end-qos-level\nend-qos-levels\n"
                     "qos-match-rules\n qos-match-rule\n  source: odd\n  qos-class: 3\n"
                     "  qos-level-name: lev\\el\n end-qos-match-rule\nend-qos-match-rules\n")
-        with tempfile.TemporaryDirectory() as scratch:
-            paths = []
-            for sl in (1, 2):
-                paths.append(os.path.join(scratch, f"{sl}.conf"))
-                with open(paths[-1], "w", encoding="utf-8") as f:
-                    f.write(policy(sl))
-            p = ibqos("diff", *paths, "--json")
-        self.assertEqual(p.returncode, 1, p.stderr)
-        [region] = json.loads(p.stdout)["regions"]
+        [region] = self.diff_of(policy)["regions"]
         self.assertEqual(region["sources"], [{"port_names": ["rack\\1 caf\u00e9 HCA-1/P1"]}])
         self.assertEqual((region["destinations"], region["qos_classes"]), (None, [[3, 3]]))
         self.assertEqual((region["old"]["level"], region["old"]["sl"], region["new"]["sl"]), ("lev\\el", 1, 2))
