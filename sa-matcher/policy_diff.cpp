@@ -1126,9 +1126,9 @@ std::string describeValues(const FieldValues& values, bool hexValues) {
 std::string describePortKind(const PortKind& kind) {
     std::string out;
     // Appended in place: a region of a random policy names hundreds of GUID ranges.
-    auto part = [&](const char* head) -> std::string& {
+    auto part = [&](const char* head) {
         if (!out.empty()) out += ", ";
-        return out += head;
+        out += head;
     };
     auto list = [&](const std::vector<std::string>& items) {
         for (size_t i = 0; i < items.size(); ++i) {
@@ -1140,8 +1140,10 @@ std::string describePortKind(const PortKind& kind) {
     auto ranges = [&](std::vector<Range> r) { RangeSet::build(std::move(r)).appendTo(out, true); };
     if (kind.nodeTypes) {
         part("node type ");
-        for (size_t i = 0; i < kind.nodeTypes->size(); ++i)
-            (out += i ? " or " : "") += nodeTypeName((*kind.nodeTypes)[i]);
+        for (size_t i = 0; i < kind.nodeTypes->size(); ++i) {
+            if (i) out += " or ";
+            out += nodeTypeName((*kind.nodeTypes)[i]);
+        }
     }
     if (kind.sm) part(*kind.sm ? "the SM's port" : "not the SM's port");
     if (kind.names) {
