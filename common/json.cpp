@@ -27,7 +27,11 @@ std::string dumpJsonArray(const std::vector<std::string>& elements) {
 }
 
 std::string dumpJsonObject(const std::vector<std::pair<std::string, std::string>>& members) {
-    std::string out = "{";
+    size_t size = 2;
+    for (const auto& [key, value] : members) size += key.size() + value.size() + 4;
+    std::string out;
+    out.reserve(size);
+    out += '{';
     for (size_t i = 0; i < members.size(); ++i) {
         if (i) out += ',';
         const std::string& key = members[i].first;
