@@ -12,6 +12,8 @@
 //   ibqos-bench-analysis [--what check,decided,diff,diff-topology] [--sizes 10,100,1000,10000]
 //                        [--diff-most N] [--family F] [--processes N] [--write DIR] [--json]
 //                        [--benchmark_...]
+//   ibqos-bench-analysis --generate --write DIR [--sizes ...] [--family F]   (the policies only:
+//                        FAMILY[-ulps]-RULES.conf, as `check` measures them; bench/opensm_parse.py)
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -409,6 +411,7 @@ int main(int argc, char** argv) {
     std::vector<unsigned> sizes{10, 100, 1000, 10000};
     std::string familyName = "all";
     unsigned diffMost = 1000, processes = 3;
+    bool generate = false;
     bench::Program program(
         "ibqos-bench-analysis",
         "the policy-space analyses on the policy families (one core, CPU time): ibqos check by "
@@ -434,6 +437,9 @@ int main(int argc, char** argv) {
                  "keep the generated policies and the topology in this directory (default: a "
                  "temporary one, removed at the end)");
     o.add_option("--measure-check", measureCheckPath, "(internal)")->group("");
+    o.add_flag("--generate", generate,
+               "write the policies `check` measures (FAMILY[-ulps]-RULES.conf, each family and "
+               "size, with and without qos-ulps) into the --write directory, and measure nothing");
     o.add_option("--budget", budget, "(internal)")->group("");
     o.add_option("--measure-diff", measureDiffArgs, "(internal)")->group("")->expected(2, 3);
     if (auto status = program.parse(argc, argv)) return *status;
@@ -449,6 +455,26 @@ int main(int argc, char** argv) {
     if (families.empty()) {
         std::fprintf(stderr, "ibqos-bench-analysis: no family is named '%s'\n", familyName.c_str());
         return 2;
+    }
+    if (generate) {
+        if (writeDir.empty()) {
+            std::fprintf(stderr, "ibqos-bench-analysis: --generate needs --write DIR\n");
+            return 2;
+        }
+        mkdir(writeDir.c_str(), 0755);
+        for (test::Family f : families) {
+            for (bool ulps : {false, true}) {
+                for (unsigned rules : sizes) {
+                    const std::string name = std::string(test::familyName(f)) +
+                                             (ulps ? "-ulps-" : "-") + std::to_string(rules) +
+                                             ".conf";
+                    const std::string path = write(
+                        writeDir, name, test::familyPolicy(familyOptions(f, ulps, rules, false)));
+                    std::printf("%s\n", path.c_str());
+                }
+            }
+        }
+        return 0;
     }
     Setup setup{argv[0], writeDir, "", processes};
     const bool temporary = writeDir.empty();
