@@ -289,8 +289,16 @@ test::FamilyPolicy familyOptions(test::Family family, bool ulps, unsigned rules,
 
 std::string write(const std::string& dir, const std::string& name, const std::string& text) {
     const std::string path = dir + "/" + name;
-    std::ofstream(path, std::ios::binary) << text;
+    if (!(std::ofstream(path, std::ios::binary) << text)) {
+        std::fprintf(stderr, "ibqos-bench-analysis: cannot write %s\n", path.c_str());
+        std::exit(2);
+    }
     return path;
+}
+
+// A family policy's file name without its ".conf": FAMILY[-ulps]-RULES.
+std::string policyStem(test::Family family, bool ulps, unsigned rules) {
+    return std::string(test::familyName(family)) + (ulps ? "-ulps-" : "-") + std::to_string(rules);
 }
 
 void registerSeries(const Setup& setup, What what, test::Family family, bool ulps,
@@ -319,9 +327,8 @@ void registerSeries(const Setup& setup, What what, test::Family family, bool ulp
             std::vector<std::string> measure;
             CliRun cli;
             const bool topology = what == What::DiffTopology;
-            const std::string stem = std::string(test::familyName(family)) +
-                                     (ulps ? "-ulps-" : "-") + std::to_string(rules) +
-                                     (topology ? "-fat-tree" : "");
+            const std::string stem =
+                policyStem(family, ulps, rules) + (topology ? "-fat-tree" : "");
             for (auto _ : state) {
                 const std::string policy =
                     write(setup.dir, stem + ".conf",
@@ -436,10 +443,10 @@ int main(int argc, char** argv) {
     o.add_option("--write", writeDir,
                  "keep the generated policies and the topology in this directory (default: a "
                  "temporary one, removed at the end)");
-    o.add_option("--measure-check", measureCheckPath, "(internal)")->group("");
     o.add_flag("--generate", generate,
                "write the policies `check` measures (FAMILY[-ulps]-RULES.conf, each family and "
                "size, with and without qos-ulps) into the --write directory, and measure nothing");
+    o.add_option("--measure-check", measureCheckPath, "(internal)")->group("");
     o.add_option("--budget", budget, "(internal)")->group("");
     o.add_option("--measure-diff", measureDiffArgs, "(internal)")->group("")->expected(2, 3);
     if (auto status = program.parse(argc, argv)) return *status;
@@ -465,12 +472,10 @@ int main(int argc, char** argv) {
         for (test::Family f : families) {
             for (bool ulps : {false, true}) {
                 for (unsigned rules : sizes) {
-                    const std::string name = std::string(test::familyName(f)) +
-                                             (ulps ? "-ulps-" : "-") + std::to_string(rules) +
-                                             ".conf";
-                    const std::string path = write(
-                        writeDir, name, test::familyPolicy(familyOptions(f, ulps, rules, false)));
-                    std::printf("%s\n", path.c_str());
+                    std::printf("%s\n",
+                                write(writeDir, policyStem(f, ulps, rules) + ".conf",
+                                      test::familyPolicy(familyOptions(f, ulps, rules, false)))
+                                    .c_str());
                 }
             }
         }
