@@ -148,9 +148,10 @@ def main():
                                  "the same files: the policy families at 10 to 10,000 rules.")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"),
                     help="the ibqos build folder (default: build)")
-    ap.add_argument("--sizes", default="10,100,1000,10000", help="rule counts")
+    ap.add_argument("--sizes", default="10,100,1000,10000",
+                    help="rule counts (default 10,100,1000,10000)")
     ap.add_argument("--family", default="all",
-                    help="shifted, nested, same-ranges, pair-rules, random or all")
+                    help="shifted, nested, same-ranges, pair-rules, random or all (default)")
     ap.add_argument("--processes", type=int, default=3,
                     help="fresh processes per figure, their median taken (default 3)")
     ap.add_argument("--cpu", type=int, help="run every measured process on this CPU")
