@@ -47,8 +47,12 @@ def fail(message):
 
 
 def run(cmd, cwd=None, log=None):
-    with open(log, "a") if log else open(os.devnull, "w") as out:
-        r = subprocess.run(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+    """Runs cmd, its output into log (without one, its errors on our standard error)."""
+    if log:
+        with open(log, "a") as out:
+            r = subprocess.run(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+    else:
+        r = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL)
     if r.returncode != 0:
         fail(f"{' '.join(cmd)} failed (exit {r.returncode})" + (f"; see {log}" if log else ""))
 
@@ -91,11 +95,17 @@ def build_opensm(args, work):
     tree = os.path.join(work, f"opensm-{VERSION}")
     if not os.path.isdir(tree):
         src = args.opensm_src or fetch_source(work, args.mirror)
+        if not os.path.exists(src):
+            fail(f"--opensm-src {src}: no such file or directory")
+        # Unpacked beside the tree, then renamed: a failed attempt leaves no tree behind.
+        unpacking = tree + ".partial"
+        shutil.rmtree(unpacking, ignore_errors=True)
         if os.path.isdir(src):
-            shutil.copytree(src, tree, symlinks=True)
+            shutil.copytree(src, unpacking, symlinks=True)
         else:
-            os.makedirs(tree)
-            run(["tar", "xf", src, "-C", tree, "--strip-components=1"])
+            os.makedirs(unpacking)
+            run(["tar", "xf", src, "-C", unpacking, "--strip-components=1"])
+        os.rename(unpacking, tree)
     log = os.path.join(work, "build.log")
     say(f"building OpenSM in {tree} (about a minute on 2 cores; log: {log})")
     if not os.path.exists(os.path.join(tree, "configure")):
