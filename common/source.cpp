@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -27,6 +28,11 @@ std::optional<SourceFile> SourceFile::load(const std::string& path, std::string&
     std::ifstream in(path, std::ios::binary);
     if (!in) {
         error = "cannot open '" + path + "': " + std::strerror(errno);
+        return std::nullopt;
+    }
+    // A directory opens as a stream that cannot be read (and claims a huge size).
+    if (std::error_code ec; std::filesystem::is_directory(path, ec)) {
+        error = "cannot read '" + path + "': " + std::strerror(EISDIR);
         return std::nullopt;
     }
     in.seekg(0, std::ios::end);

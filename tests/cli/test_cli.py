@@ -136,6 +136,20 @@ class FabricOptions(unittest.TestCase):
                 self.assertIn(option.encode() + b" requires --topology", p.stderr)
 
 
+class Inputs(unittest.TestCase):
+    def test_a_directory_given_as_a_file_is_named_as_one(self):
+        with tempfile.TemporaryDirectory() as scratch:
+            for args in (["check", scratch], ["check", LAB_POLICY, "--topology", scratch],
+                         ["check", LAB_POLICY, *LAB[:2], "--partitions", scratch],
+                         ["diff", LAB_POLICY, scratch]):
+                p = ibqos(*args)
+                self.assertEqual(p.returncode, 2, args)
+                self.assertIn(f"cannot read '{scratch}': Is a directory".encode(), p.stderr, args)
+            p = agent("plan", scratch)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn(f"cannot read '{scratch}': Is a directory".encode(), p.stderr)
+
+
 class Output(unittest.TestCase):
     def test_an_output_that_cannot_be_written_names_the_file_asked_for(self):
         with tempfile.TemporaryDirectory() as scratch:
