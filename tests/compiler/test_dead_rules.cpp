@@ -376,6 +376,49 @@ TEST_CASE("every request a rule is tried with matches that rule", "[compiler][sh
     CHECK(tried > 10'000);
 }
 
+TEST_CASE("the lookups of earlier matching rules equal a scan of every rule",
+          "[compiler][shadowing]") {
+    // firstMatch, allMatches and largestMatch read bitset indexes (largestMatch first the
+    // index of the largest rules, built for 256 rules or more); a plain scan of the rules with
+    // matches() and extent() must give the same rules. Each family at 400 rules and random
+    // policies, at the witnesses of every third rule.
+    size_t looked = 0, largestNotFirst = 0;
+    for (const std::string& text : mixedPolicies(20261129, 10, 400, 13)) {
+        Compiled c(text, uint64_t{1});
+        REQUIRE(c.codes().empty());
+        DecisionDiagram dd(0);
+        RequestSpace space(dd, std::vector<const Policy*>{&c.policy});
+        RequestSpace::LookupRoom room;
+        const auto n = static_cast<uint32_t>(c.policy.rules.size());
+        for (uint32_t r = 0; r < n; r += 3) {
+            for (unsigned variant = 0; variant < 2; ++variant) {
+                const std::optional<RequestPoint> point = space.witness(0, r, variant);
+                if (!point) break;
+                for (uint32_t before : {r, n}) {
+                    std::vector<uint32_t> all;
+                    std::optional<uint32_t> largest;
+                    for (uint32_t i = 0; i < before; ++i) {
+                        if (!space.matches(0, i, *point)) continue;
+                        all.push_back(i);
+                        if (!largest || space.extent(0, i) > space.extent(0, *largest)) largest = i;
+                    }
+                    INFO("rule at line " << c.policy.rules[r].location.line << ", variant "
+                                         << variant << ", rules below " << before << "\n"
+                                         << text);
+                    CHECK(space.allMatches(0, *point, before, room) == all);
+                    CHECK(space.firstMatch(0, *point, before, room) ==
+                          (all.empty() ? std::nullopt : std::optional<uint32_t>(all[0])));
+                    CHECK(space.largestMatch(0, *point, before, room) == largest);
+                    ++looked;
+                    largestNotFirst += largest && *largest != all[0];
+                }
+            }
+        }
+    }
+    CHECK(looked > 3'000);
+    CHECK(largestNotFirst > 1'000);  // the largest is not merely the first
+}
+
 TEST_CASE("a rule's diagram made again after the diagram starts afresh is the same function",
           "[compiler][shadowing]") {
     // The judgement starts its diagram afresh when it grows large, and a rule built a second
