@@ -234,6 +234,13 @@ void RequestSpace::tierRules(size_t p) {
         top.rules.clear();
         return;
     }
+    top.atRank.resize(top.rules.size());
+    std::iota(top.atRank.begin(), top.atRank.end(), 0);
+    std::stable_sort(top.atRank.begin(), top.atRank.end(), [&](uint32_t a, uint32_t b) {
+        return extent[top.rules[a]] > extent[top.rules[b]];
+    });
+    top.rankOf.resize(top.rules.size());
+    for (uint32_t k = 0; k < top.atRank.size(); ++k) top.rankOf[top.atRank[k]] = k;
     buildPointIndex(p, top);
 }
 
@@ -368,19 +375,19 @@ std::optional<uint32_t> RequestSpace::largestMatch(size_t p, const RequestPoint&
     // The index of the first tier first: a rule that matches there is larger than any other.
     const PointIndex& top = topIndex_[p];
     if (const uint32_t bits = top.rules.empty() ? 0 : top.below(before); bits > 0) {
+        // The largest of the matches, the first rule of equals: the least rank.
         const size_t words = top.wordsBelow(bits);
-        std::optional<uint32_t> best;
+        uint32_t best = UINT32_MAX;
         for (size_t block = 0; blockStart(block) < words; ++block) {
             const size_t first = blockStart(block),
                          n = matchBlock(p, top, point, bits, block, room);
             for (size_t w = first; w < first + n; ++w) {
-                for (uint64_t m = room[w]; m; m &= m - 1) {
-                    const uint32_t r = top.rules[w * 64 + static_cast<size_t>(std::countr_zero(m))];
-                    if (!best || extents_[p][r] > extents_[p][*best]) best = r;
-                }
+                for (uint64_t m = room[w]; m; m &= m - 1)
+                    best = std::min(best,
+                                    top.rankOf[w * 64 + static_cast<size_t>(std::countr_zero(m))]);
             }
         }
-        if (best) return best;
+        if (best != UINT32_MAX) return top.rules[top.atRank[best]];
     }
     // Every block's matches, then the tiers of extent, largest first.
     const size_t words = pointIndex_[p].wordsBelow(before);
