@@ -226,9 +226,9 @@ class RequestSpace {
             Bits rules;
         };
         std::vector<Tier> byExtent;
-        // The first tier's index only: each bit's place among its rules by extent, largest
-        // first (equals by rule), and the bit at each place.
-        std::vector<uint32_t> rankOf, atRank;
+        // The first tier's index only: its rules by extent, largest first (equals by rule),
+        // and each bit's place in that order.
+        std::vector<uint32_t> byRank, rankOf;
         uint64_t replayBound = 0;  // the changes a lookup may replay, in all
         // The bits that stand for rules below `before`.
         uint32_t below(uint32_t before) const {

@@ -234,13 +234,10 @@ void RequestSpace::tierRules(size_t p) {
         top.rules.clear();
         return;
     }
-    top.atRank.resize(top.rules.size());
-    std::iota(top.atRank.begin(), top.atRank.end(), 0);
-    std::stable_sort(top.atRank.begin(), top.atRank.end(), [&](uint32_t a, uint32_t b) {
-        return extent[top.rules[a]] > extent[top.rules[b]];
-    });
+    // The first tier is the head of `order`: its rules by rank.
+    top.byRank.assign(order.begin(), order.begin() + static_cast<ptrdiff_t>(top.rules.size()));
     top.rankOf.resize(top.rules.size());
-    for (uint32_t k = 0; k < top.atRank.size(); ++k) top.rankOf[top.atRank[k]] = k;
+    for (uint32_t k = 0; k < top.byRank.size(); ++k) top.rankOf[top.below(top.byRank[k])] = k;
     buildPointIndex(p, top);
 }
 
@@ -387,7 +384,7 @@ std::optional<uint32_t> RequestSpace::largestMatch(size_t p, const RequestPoint&
                                     top.rankOf[w * 64 + static_cast<size_t>(std::countr_zero(m))]);
             }
         }
-        if (best != UINT32_MAX) return top.rules[top.atRank[best]];
+        if (best != UINT32_MAX) return top.byRank[best];
     }
     // Every block's matches, then the tiers of extent, largest first.
     const size_t words = pointIndex_[p].wordsBelow(before);
