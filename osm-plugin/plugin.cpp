@@ -267,12 +267,15 @@ void Plugin::logDiagnostics(const Diagnostics& diagnostics, const SourceFile& so
 }
 
 void Plugin::reloadPolicy() {
-    std::ifstream in(options_.policy, std::ios::binary);
-    if (!in) {
-        if (!fileMissingLogged_) {
-            fileMissingLogged_ = true;
+    // The loader every command uses: a directory, a read error or an oversized file is a file
+    // that cannot be read (stock OpenSM exits on a directory), never an empty policy.
+    std::string error;
+    std::optional<SourceFile> loaded = SourceFile::load(options_.policy, error);
+    if (!loaded) {
+        if (error != readErrorLogged_) {
+            readErrorLogged_ = error;
             log(OSM_LOG_ERROR, "0013",
-                "cannot read " + options_.policy + " (" + std::strerror(errno) + "): " +
+                error + "; " +
                     (good_.policy
                          ? "the last good policy (version " + std::to_string(good_.version) +
                                ") stays in force"
@@ -280,15 +283,12 @@ void Plugin::reloadPolicy() {
         }
         return;
     }
-    fileMissingLogged_ = false;
-    std::stringstream text;
-    text << in.rdbuf();
-    std::string content = std::move(text).str();
-    uint64_t hash = fnv1a(content);
+    readErrorLogged_.clear();
+    uint64_t hash = fnv1a(loaded->text());
     if (hash == lastSeenHash_) return;
     lastSeenHash_ = hash;
 
-    auto source = std::make_unique<SourceFile>(options_.policy, std::move(content));
+    auto source = std::make_unique<SourceFile>(std::move(*loaded));
     Diagnostics diagnostics;
     auto policy = std::make_shared<const Policy>(loadPolicy(*source, diagnostics));
     diagnostics.sort();

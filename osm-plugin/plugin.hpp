@@ -79,10 +79,10 @@ class Plugin {
     osm_opensm_t* osm_;
     PluginOptions options_;
     LoadedPolicy good_;
-    LoadedPolicy candidate_;     // read and checked, waiting to bind to the fabric
-    uint64_t lastSeenHash_ = 0;  // the last file content looked at, good or not
-    bool fileMissingLogged_ = false;
-    OpenSmConf original_;  // the administrator's QoS options, before ibqos set its own
+    LoadedPolicy candidate_;       // read and checked, waiting to bind to the fabric
+    uint64_t lastSeenHash_ = 0;    // the last file content looked at, good or not
+    std::string readErrorLogged_;  // why the policy file could not be read, once logged
+    OpenSmConf original_;          // the administrator's QoS options, before ibqos set its own
     osm_subn_opt_t* opt_ = nullptr;
     std::array<std::optional<ClassOptions>, 4> lastSet_;
     std::unique_ptr<CompiledSweep> sweep_;

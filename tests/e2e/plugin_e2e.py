@@ -120,7 +120,7 @@ def tables_on_two_fabrics(work):
 
 
 def reloads(work):
-    scenario("a broken edit, a good edit and a deleted file")
+    scenario("a broken edit, a good edit, a deleted file and a directory")
     policy = os.path.join(work, "policy.conf")
     shutil.copy(os.path.join(ROOT, "samples/policies/per-port-tables.conf"), policy)
     with simfabric.SimFabric(os.path.join(ROOT, "samples/fabrics/three-switch.net")) as fabric:
@@ -157,6 +157,13 @@ def reloads(work):
         osm.heavy_sweep()
         check("IBQOS-0013" in osm.log(), "a missing policy file is reported")
         check(path_sl(fabric, host, src, dst, 0x10005) == 3, "with the file gone, the last good policy still answers")
+        # A directory in its place (stock OpenSM exits on one) is a file that cannot be read, not
+        # an empty policy.
+        os.mkdir(policy)
+        osm.heavy_sweep()
+        check(f"IBQOS-0013: cannot read '{policy}': Is a directory" in osm.log(), "a directory in its place is reported")
+        check(path_sl(fabric, host, src, dst, 0x10005) == 3, "with a directory in its place, the last good policy still answers")
+        os.rmdir(policy)
         with open(policy, "w") as f:
             f.write(text.replace("        sl: 2\n", "        sl: 3\n"))
         tables_match(fabric, host, policy, guid, "with the file gone")
