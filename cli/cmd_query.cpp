@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <stdexcept>
@@ -316,7 +317,9 @@ int runBatch(const Answerer& answerer, const Fabric& fabric, const std::string& 
     std::istream* in = &std::cin;
     if (path != "-") {
         file.open(path, std::ios::binary);
-        if (!file) throw IoError{"cannot read " + path + ": " + std::strerror(errno)};
+        if (!file) throw IoError{"cannot read '" + path + "': " + std::strerror(errno)};
+        if (std::error_code ec; std::filesystem::is_directory(path, ec))
+            throw IoError{"cannot read '" + path + "': " + std::strerror(EISDIR)};
         in = &file;
     }
     LineReader reader(*in);
@@ -334,7 +337,7 @@ int runBatch(const Answerer& answerer, const Fabric& fabric, const std::string& 
         std::cout << (q ? answerer.json(answerer.answer(*q)) : dumpJson(errorJson(error))) << '\n';
         if (in == &std::cin) std::cout.flush();
     }
-    if (in->bad()) throw IoError{"reading " + path + " failed"};
+    if (in->bad()) throw IoError{"reading '" + path + "' failed"};
     std::cout.flush();
     return errors ? ExitInputErrors : ExitOk;
 }

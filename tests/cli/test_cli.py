@@ -141,7 +141,7 @@ class Inputs(unittest.TestCase):
         with tempfile.TemporaryDirectory() as scratch:
             for args in (["check", scratch], ["check", LAB_POLICY, "--topology", scratch],
                          ["check", LAB_POLICY, *LAB[:2], "--partitions", scratch],
-                         ["diff", LAB_POLICY, scratch]):
+                         ["diff", LAB_POLICY, scratch], ["query", LAB_POLICY, *LAB, "--batch", scratch]):
                 p = ibqos(*args)
                 self.assertEqual(p.returncode, 2, args)
                 self.assertIn(f"cannot read '{scratch}': Is a directory".encode(), p.stderr, args)
