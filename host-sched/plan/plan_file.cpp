@@ -2,10 +2,9 @@
 // planFileText and parsePlanText: a line per element, checked on the way in.
 #include "host-sched/plan/plan_file.hpp"
 
-#include <fstream>
-#include <sstream>
 #include <vector>
 
+#include "common/source.hpp"
 #include "common/text.hpp"
 
 namespace ibqos::host {
@@ -144,14 +143,12 @@ std::optional<HostPlan> parsePlanText(std::string_view text, const std::string& 
 }
 
 std::optional<HostPlan> readPlanFile(const std::string& path, std::string& error) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        error = "cannot read " + path + " (is ibqos-agent running?)";
+    std::optional<SourceFile> file = SourceFile::load(path, error);
+    if (!file) {
+        error += " (is ibqos-agent running?)";
         return std::nullopt;
     }
-    std::stringstream text;
-    text << in.rdbuf();
-    return parsePlanText(text.str(), path, error);
+    return parsePlanText(file->text(), path, error);
 }
 
 }  // namespace ibqos::host

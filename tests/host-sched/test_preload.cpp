@@ -318,6 +318,19 @@ TEST_CASE("without the preload library the same program reaches the stand-in and
     CHECK(r.messages.empty());
 }
 
+TEST_CASE("a directory in the plan's place is named as one, not read as an empty plan",
+          "[host-sched][preload]") {
+    Scratch s;
+    Run r = runDriver(s, {"open", "mlx5_0", "qp", "mlx5_0", "0x100", "rc", "rtr", "0x100", "3"},
+                      {{"IBQOS_PLAN", s.dir}});
+    CHECK(WEXITSTATUS(r.status) == 0);
+    auto log = lines(r.err);
+    REQUIRE(log.size() == 1);
+    CHECK(log[0].find("no host plan (cannot read '" + s.dir + "': Is a directory") !=
+          std::string::npos);
+    CHECK(indexOf(r.out, {"driver: rtr 256 rc=0"}) != SIZE_MAX);
+}
+
 TEST_CASE("a missing plan is logged once and every call still goes through",
           "[host-sched][preload]") {
     Scratch s;
