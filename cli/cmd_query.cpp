@@ -25,14 +25,14 @@ namespace ibqos::cli {
 namespace {
 
 const char* const queryFooter =
-    R"(Answers, without a fabric, what OpenSM's SA answers for a PathRecord request under the policy:
-the QoS level, its SL, MTU and rate limits and packet life, the PKey of the path, and which rule
-decided it. Rules are tried in OpenSM's order (qos-match-rules, then qos-ulps lines); a rule
-naming a field the request does not carry never matches it. The answer is "rejected" where
-OpenSM answers nothing: a requested SL other than the level's, a requested PKey the two ports do
-not share (or that the level does not list), or ports sharing no partition. Offline there are
-no routes: the MTU and rate are the level's limits (the path's own where it sets none), and an
-SL that a switch's SL2VL table drops on the way is not seen.
+    R"(Answers offline, from the topology file, what OpenSM's SA answers for a PathRecord request under
+the policy: the QoS level, its SL, MTU and rate limits and packet life, the PKey of the path,
+and which rule decided it. Rules are tried in OpenSM's order (qos-match-rules, then qos-ulps
+lines); a rule naming a field the request does not carry never matches it. The answer is
+"rejected" where OpenSM answers nothing: a requested SL other than the level's, a requested PKey
+the two ports do not share (or that the level does not list), or ports sharing no partition.
+Offline there are no routes: the MTU and rate are the level's limits (the path's own where it
+sets none), and an SL that a switch's SL2VL table drops on the way is not seen.
 
 A PORT is a port GUID (0x...), a LID (decimal), or NodeDescription/P<n>. With --batch FILE
 ('-': standard input) every line is a request SRC DST SERVICE_ID QOS_CLASS PKEY SL: fields
