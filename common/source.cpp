@@ -25,6 +25,12 @@ SourceFile::SourceFile(std::string name, std::string text)
 }
 
 std::optional<SourceFile> SourceFile::load(const std::string& path, std::string& error) {
+    std::optional<std::string> text = readText(path, error);
+    if (!text) return std::nullopt;
+    return SourceFile(path, std::move(*text));
+}
+
+std::optional<std::string> SourceFile::readText(const std::string& path, std::string& error) {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
         error = "cannot open '" + path + "': " + std::strerror(errno);
@@ -48,7 +54,7 @@ std::optional<SourceFile> SourceFile::load(const std::string& path, std::string&
             error = "'" + path + "' is larger than 2 GiB";
             return std::nullopt;
         }
-        return SourceFile(path, std::move(text));
+        return text;
     }
     if (static_cast<uint64_t>(size) > MaxSize) {
         error = "'" + path + "' is larger than 2 GiB";
@@ -60,7 +66,7 @@ std::optional<SourceFile> SourceFile::load(const std::string& path, std::string&
         error = "cannot read '" + path + "': " + std::strerror(errno);
         return std::nullopt;
     }
-    return SourceFile(path, std::move(text));
+    return text;
 }
 
 SourceLocation SourceFile::locate(uint32_t offset) const {

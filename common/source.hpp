@@ -22,6 +22,8 @@ class SourceFile {
 
     // Reads a whole file; on failure returns nullopt and sets error to a readable reason.
     static std::optional<SourceFile> load(const std::string& path, std::string& error);
+    // The same, the text alone, for a reader that needs no line index (or not yet).
+    static std::optional<std::string> readText(const std::string& path, std::string& error);
 
     const std::string& name() const { return name_; }
     std::string_view text() const { return text_; }

@@ -270,8 +270,8 @@ void Plugin::reloadPolicy() {
     // The loader every command uses: a directory, a read error or an oversized file is a file
     // that cannot be read (stock OpenSM exits on a directory), never an empty policy.
     std::string error;
-    std::optional<SourceFile> loaded = SourceFile::load(options_.policy, error);
-    if (!loaded) {
+    std::optional<std::string> text = SourceFile::readText(options_.policy, error);
+    if (!text) {
         if (error != readErrorLogged_) {
             readErrorLogged_ = error;
             log(OSM_LOG_ERROR, "0013",
@@ -284,11 +284,11 @@ void Plugin::reloadPolicy() {
         return;
     }
     readErrorLogged_.clear();
-    uint64_t hash = fnv1a(loaded->text());
+    uint64_t hash = fnv1a(*text);
     if (hash == lastSeenHash_) return;
     lastSeenHash_ = hash;
 
-    auto source = std::make_unique<SourceFile>(std::move(*loaded));
+    auto source = std::make_unique<SourceFile>(options_.policy, std::move(*text));
     Diagnostics diagnostics;
     auto policy = std::make_shared<const Policy>(loadPolicy(*source, diagnostics));
     diagnostics.sort();

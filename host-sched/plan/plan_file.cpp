@@ -143,12 +143,12 @@ std::optional<HostPlan> parsePlanText(std::string_view text, const std::string& 
 }
 
 std::optional<HostPlan> readPlanFile(const std::string& path, std::string& error) {
-    std::optional<SourceFile> file = SourceFile::load(path, error);
-    if (!file) {
+    std::optional<std::string> text = SourceFile::readText(path, error);
+    if (!text) {
         error += " (is ibqos-agent running?)";
         return std::nullopt;
     }
-    return parsePlanText(file->text(), path, error);
+    return parsePlanText(*text, path, error);
 }
 
 }  // namespace ibqos::host
