@@ -1,11 +1,8 @@
 // SPDX-License-Identifier: MIT
 // ibqos query: the QoS level, SL, limits and PKey the SA answers for a path, and why.
 #include <cctype>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <stdexcept>
@@ -316,10 +313,7 @@ int runBatch(const Answerer& answerer, const Fabric& fabric, const std::string& 
     std::ifstream file;
     std::istream* in = &std::cin;
     if (path != "-") {
-        file.open(path, std::ios::binary);
-        if (!file) throw IoError{"cannot read '" + path + "': " + std::strerror(errno)};
-        if (std::error_code ec; std::filesystem::is_directory(path, ec))
-            throw IoError{"cannot read '" + path + "': " + std::strerror(EISDIR)};
+        if (std::string error; !SourceFile::open(path, file, error)) throw IoError{error};
         in = &file;
     }
     LineReader reader(*in);

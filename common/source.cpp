@@ -30,17 +30,23 @@ std::optional<SourceFile> SourceFile::load(const std::string& path, std::string&
     return SourceFile(path, std::move(*text));
 }
 
-std::optional<std::string> SourceFile::readText(const std::string& path, std::string& error) {
-    std::ifstream in(path, std::ios::binary);
+bool SourceFile::open(const std::string& path, std::ifstream& in, std::string& error) {
+    in.open(path, std::ios::binary);
     if (!in) {
         error = "cannot open '" + path + "': " + std::strerror(errno);
-        return std::nullopt;
+        return false;
     }
     // A directory opens as a stream that cannot be read (and claims a huge size).
     if (std::error_code ec; std::filesystem::is_directory(path, ec)) {
         error = "cannot read '" + path + "': " + std::strerror(EISDIR);
-        return std::nullopt;
+        return false;
     }
+    return true;
+}
+
+std::optional<std::string> SourceFile::readText(const std::string& path, std::string& error) {
+    std::ifstream in;
+    if (!open(path, in, error)) return std::nullopt;
     in.seekg(0, std::ios::end);
     std::streamoff size = in.tellg();
     if (size < 0) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,6 +25,9 @@ class SourceFile {
     static std::optional<SourceFile> load(const std::string& path, std::string& error);
     // The same, the text alone, for a reader that needs no line index (or not yet).
     static std::optional<std::string> readText(const std::string& path, std::string& error);
+    // Opens a file to read as a stream (a reader that goes line by line); false, with error
+    // set as load() sets it, when it cannot be opened or is a directory.
+    static bool open(const std::string& path, std::ifstream& in, std::string& error);
 
     const std::string& name() const { return name_; }
     std::string_view text() const { return text_; }

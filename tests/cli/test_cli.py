@@ -137,17 +137,33 @@ class FabricOptions(unittest.TestCase):
 
 
 class Inputs(unittest.TestCase):
+    @staticmethod
+    def commands(path):
+        return (["check", path], ["check", LAB_POLICY, "--topology", path],
+                ["check", LAB_POLICY, *LAB[:2], "--partitions", path],
+                ["diff", LAB_POLICY, path], ["query", LAB_POLICY, *LAB, "--batch", path])
+
     def test_a_directory_given_as_a_file_is_named_as_one(self):
         with tempfile.TemporaryDirectory() as scratch:
-            for args in (["check", scratch], ["check", LAB_POLICY, "--topology", scratch],
-                         ["check", LAB_POLICY, *LAB[:2], "--partitions", scratch],
-                         ["diff", LAB_POLICY, scratch], ["query", LAB_POLICY, *LAB, "--batch", scratch]):
+            for args in self.commands(scratch):
                 p = ibqos(*args)
                 self.assertEqual(p.returncode, 2, args)
                 self.assertIn(f"cannot read '{scratch}': Is a directory".encode(), p.stderr, args)
             p = agent("plan", scratch)
             self.assertEqual(p.returncode, 2)
             self.assertIn(f"cannot read '{scratch}': Is a directory".encode(), p.stderr)
+
+    def test_a_missing_file_is_named_with_the_same_words_by_every_command(self):
+        with tempfile.TemporaryDirectory() as scratch:
+            missing = os.path.join(scratch, "missing.conf")
+            for args in self.commands(missing):
+                p = ibqos(*args)
+                self.assertEqual(p.returncode, 2, args)
+                self.assertIn(f"cannot open '{missing}': No such file or directory".encode(),
+                              p.stderr, args)
+            p = agent("plan", missing)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn(f"cannot open '{missing}': No such file or directory".encode(), p.stderr)
 
 
 class Output(unittest.TestCase):
