@@ -3,7 +3,9 @@
 // thread, so a 50,000-port scrape cannot be timed on a simulated fabric. Instead, on a synthetic
 // fat tree of about 50,000 linked ports:
 //   - the exact MAD count of a scrape, as the collector plans and sends it (all attributes
-//     answered; without the per-SL ones; without per-VL and per-SL; with --reset-after-read);
+//     answered; without the per-SL ones; without per-VL and per-SL; each with the per-VL and
+//     per-SL counters cleared after each read (the default), and all answered with no counter
+//     cleared and with PortCounters cleared too);
 //   - the collector's CPU time per MAD, measured against an in-process PMA that answers at once
 //     (building each request with libibmad, mad_build_pkt included, bookkeeping, decoding), and
 //     the report and Prometheus text per scrape;
@@ -231,16 +233,17 @@ int main(int argc, char** argv) {
     struct Case {
         const char* name;
         std::set<Attribute> dropped;
-        bool reset;
+        CounterReset reset;
     };
     const std::vector<Case> cases = {
-        {"all_attributes", {}, false},
-        {"no_per_sl", {Attribute::PortXmitDataSl, Attribute::PortRcvDataSl}, false},
+        {"all_attributes", {}, CounterReset::Lanes},
+        {"no_per_sl", {Attribute::PortXmitDataSl, Attribute::PortRcvDataSl}, CounterReset::Lanes},
         {"no_per_vl_no_per_sl",
          {Attribute::PortXmitDataSl, Attribute::PortRcvDataSl, Attribute::PortVlXmitWaitCounters,
           Attribute::PortVlOpData, Attribute::PortVlOpPackets},
-         false},
-        {"all_attributes_reset_after_read", {}, true},
+         CounterReset::Lanes},
+        {"all_attributes_no_reset", {}, CounterReset::None},
+        {"all_attributes_reset_all", {}, CounterReset::All},
     };
     for (const char* name : {"first_scrape_mads", "steady_scrape_mads", "first_scrape_timeouts"})
         bench::counterUnit(name, "MADs");
@@ -252,7 +255,7 @@ int main(int argc, char** argv) {
             (std::string("model_") + c.name).c_str(),
             [&, c](benchmark::State& state) {
                 CollectorOptions o = options;
-                o.resetAfterRead = c.reset;
+                o.reset = c.reset;
                 // The CPU per MAD of these answers (the collector_scrape benchmark's way).
                 InstantPma instant;
                 instant.dropped = c.dropped;

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -38,9 +39,16 @@ against the policy: PortCounters and PortCountersExtended of every linked port, 
 PortVLXmitWaitCounters, PortVLOpData and PortVLOpPackets, and the per-SL PortXmitDataSL and
 PortRcvDataSL. A device kind that does not answer an attribute is asked once (one timeout per
 kind and attribute family), not per port; a PMA that does not answer is reported and skipped.
-Data counters count 4-byte words (reported in bytes); XmitWait is in device ticks; a counter
-stopped at its maximum is reported as saturated, not as a rate. Counters are never cleared
-unless --reset-after-read is given (other readers share them).
+Data counters count 4-byte words (reported in bytes); XmitWait is in device ticks. The 64-bit
+PortCountersExtended is read wherever the PMA has it, its XmitWait too where ClassPortInfo says
+so. The per-VL and per-SL counters have no 64-bit form (PortVLOpData and PortXmitDataSL stop
+after 16 GiB, under a second of HDR traffic; PortVLXmitWait is 16 bits): they are cleared after
+each read (--reset-counters lanes, the default). OpenSM's PerfMgr reads only PortCounters and
+PortCountersExtended, so clearing the others takes nothing from it; another tool that reads the
+per-VL or per-SL counters loses what ibqos clears (--reset-counters none leaves every counter
+as it is; all also clears PortCounters' 32-bit data, packet and XmitWait counters). An interval
+in which a counter stopped at its maximum is reported as saturated and judged with what is known
+(at least the maximum's worth); the next interval is judged afresh.
 
 The fabric is discovered from the local port with SMPs (as ibnetdiscover does), and every port's
 SL2VL and VL arbitration tables are compared with the compiled ones (as `ibqos verify` does;
@@ -55,10 +63,18 @@ than --margin, and traffic on an SL that no qos-level uses, are findings.
                   --json ({"scrape", "ports", "findings", "pmas", "support"}; see ibqos(1))
   (otherwise)     a service: a scrape every --interval, the last one served at
                   http://--listen/metrics (Prometheus), /report.json and /shares.svg, written to
-                  --textfile (node_exporter's textfile collector) and --svg. Under systemd
-                  (Type=notify) READY=1 after the first scrape, WATCHDOG=1 when WatchdogSec is
-                  set; SIGHUP reads the policy again, discovers the fabric again and learns
-                  attribute support afresh; SIGTERM stops.
+                  --textfile (node_exporter's textfile collector) and --svg. Each scrape
+                  renders every page once; requests share it. Under systemd (Type=notify)
+                  EXTEND_TIMEOUT_USEC while discovery and the first scrape run, READY=1 after
+                  the first scrape, WATCHDOG=1 when WatchdogSec is set (also while a long
+                  rediscovery or scrape runs); SIGHUP reads the policy again, discovers the
+                  fabric again and learns attribute support afresh; SIGTERM stops.
+
+The HTTP server listens on every address unless --listen names one. It holds at most
+--max-connections connections, --max-connections-per-client from one address, and closes a
+connection idle for --idle-timeout seconds; --web-config-file takes Prometheus' web-config
+format (tls_server_config: cert_file, key_file, min_version, max_version; basic_auth_users:
+bcrypt hashes; http_server_config: headers).
 
 Exit status: 0 success, 1 the policy has errors, 2 usage error, or the fabric cannot be reached.)";
 
@@ -66,7 +82,7 @@ struct MonitorCommandOptions {
     std::string policy;
     Value topology, partitions, sm, vls, portCaps, opensmConf, hca, port;
     Value interval, listen, textfile, svg, window, margin, timeout, retries, inFlight, madBudget,
-        rediscover;
+        rediscover, resetCounters, webConfig, maxConnections, maxPerClient, idleTimeout;
     bool once = false, json = false, resetAfterRead = false, noTableCheck = false;
 };
 
@@ -134,16 +150,66 @@ struct Outputs {
     monitor::MetricsServer* server = nullptr;
 };
 
-// Publishes the last report where it goes each scrape (the JSON report and the SVG the server
-// renders when asked). A file that cannot be written is an IoError.
+// The server's pages, in the order a scrape renders them.
+const std::pair<const char*, const char*> ServedPages[] = {
+    {"/metrics", "text/plain; version=0.0.4; charset=utf-8"},
+    {"/report.json", "application/json"},
+    {"/shares.svg", "image/svg+xml"}};
+
+// Renders the last report once for every output that takes it: the server's pages (requests
+// share each rendering until the next scrape), the textfile and the SVG. A file that cannot be
+// written is an IoError.
 void publish(const monitor::Monitor& m, const Outputs& out) {
+    auto shared = [](std::string text) {
+        return std::make_shared<const std::string>(std::move(text));
+    };
     if (out.server || out.textfile) {
-        auto metrics = std::make_shared<const std::string>(monitor::prometheusText(m));
+        auto metrics = shared(monitor::prometheusText(m));
         if (out.textfile) writeFileAtomically(*out.textfile, *metrics);
-        if (out.server) out.server->publishMetrics(std::move(metrics));
+        if (out.server) out.server->publish(ServedPages[0].first, std::move(metrics));
     }
-    if (out.svg) writeFileAtomically(*out.svg, monitor::sharesSvg(m));
+    if (out.server)
+        out.server->publish(ServedPages[1].first, shared(dumpJson(monitor::reportJson(m)) + "\n"));
+    if (out.server || out.svg) {
+        auto svg = shared(monitor::sharesSvg(m));
+        if (out.svg) writeFileAtomically(*out.svg, *svg);
+        if (out.server) out.server->publish(ServedPages[2].first, std::move(svg));
+    }
 }
+
+// While it lives, a thread tells systemd every `period` that the service is at work (a long
+// discovery or scrape runs on the loop that would otherwise tell it): `message` is
+// EXTEND_TIMEOUT_USEC=... before READY=1, WATCHDOG=1 after. It gives up after `most`, so that
+// a loop that truly hangs still trips the watchdog.
+class Keepalive {
+  public:
+    Keepalive(std::string message, std::chrono::milliseconds period,
+              std::chrono::milliseconds most = std::chrono::minutes(30))
+        : thread_([this, message = std::move(message), period, most] {
+              const auto end = std::chrono::steady_clock::now() + most;
+              std::unique_lock<std::mutex> lock(lock_);
+              do {
+                  sd_notify(0, message.c_str());
+              } while (!stop_.wait_for(lock, period, [this] { return stopping_; }) &&
+                       std::chrono::steady_clock::now() < end);
+          }) {}
+    ~Keepalive() {
+        {
+            std::lock_guard<std::mutex> lock(lock_);
+            stopping_ = true;
+        }
+        stop_.notify_one();
+        thread_.join();
+    }
+    Keepalive(const Keepalive&) = delete;
+    Keepalive& operator=(const Keepalive&) = delete;
+
+  private:
+    std::mutex lock_;
+    std::condition_variable stop_;
+    bool stopping_ = false;
+    std::thread thread_;  // last: it starts once the members it reads exist
+};
 
 std::string summary(const monitor::Report& r) {
     const monitor::ScrapeStats& s = r.stats;
@@ -176,6 +242,17 @@ bool expired(int fd) {
     return read(fd, &expirations, sizeof expirations) == sizeof expirations;
 }
 
+// --reset-counters, or --reset-after-read (its older spelling of `all`).
+monitor::CounterReset resetOption(const MonitorCommandOptions& o) {
+    if (o.resetAfterRead && o.resetCounters)
+        throw UsageError{"--reset-after-read is --reset-counters all: give one of them"};
+    if (o.resetAfterRead) return monitor::CounterReset::All;
+    if (!o.resetCounters || *o.resetCounters == "lanes") return monitor::CounterReset::Lanes;
+    if (*o.resetCounters == "none") return monitor::CounterReset::None;
+    if (*o.resetCounters == "all") return monitor::CounterReset::All;
+    throw UsageError{"--reset-counters takes none, lanes or all, not '" + *o.resetCounters + "'"};
+}
+
 int monitorCommand(const MonitorCommandOptions& o) {
     if (o.json && !o.once) throw UsageError{"--json goes with --once"};
     if (o.vls && !o.topology) throw UsageError{"--vls goes with --topology"};
@@ -194,9 +271,29 @@ int monitorCommand(const MonitorCommandOptions& o) {
     c.retries = static_cast<unsigned>(numberOption("retries", o.retries, 1, 10));
     c.inFlight = static_cast<unsigned>(numberOption("in-flight", o.inFlight, 128, 4096));
     c.madBudget = numberOption("mad-budget", o.madBudget, 0, UINT32_MAX);
-    c.resetAfterRead = o.resetAfterRead;
+    c.reset = resetOption(o);
     if (c.timeout.count() == 0 || c.inFlight == 0)
         throw UsageError{"--timeout and --in-flight must be at least 1"};
+    if (o.once && (o.webConfig || o.maxConnections || o.maxPerClient || o.idleTimeout))
+        throw UsageError{"the web server's options go with --listen, not with --once"};
+    monitor::ServerLimits limits;
+    limits.connections = static_cast<unsigned>(
+        numberOption("max-connections", o.maxConnections, limits.connections, 1000000));
+    limits.connectionsPerClient = static_cast<unsigned>(numberOption(
+        "max-connections-per-client", o.maxPerClient, limits.connectionsPerClient, 1000000));
+    limits.timeoutSeconds = static_cast<unsigned>(
+        numberOption("idle-timeout", o.idleTimeout, limits.timeoutSeconds, 86400));
+    if (limits.connections == 0 || limits.connectionsPerClient == 0 || limits.timeoutSeconds == 0)
+        throw UsageError{
+            "--max-connections, --max-connections-per-client and --idle-timeout "
+            "must be at least 1"};
+    std::optional<monitor::WebConfig> web;
+    if (o.webConfig) {
+        if (!o.listen) throw UsageError{"--web-config-file goes with --listen"};
+        std::string error;
+        web = monitor::loadWebConfig(*o.webConfig, error);
+        if (!web) throw IoError{error};
+    }
 
     // A service's signals arrive through a file descriptor its loop polls. They are blocked
     // before any thread starts (the simulator's, the HTTP server's), so that every thread
@@ -211,16 +308,31 @@ int monitorCommand(const MonitorCommandOptions& o) {
         signal(SIGPIPE, SIG_IGN);
     }
 
+    std::string error;
+    std::unique_ptr<monitor::MetricsServer> server;
+    if (o.listen) {
+        // The server answers from the start (503 until the first scrape is published).
+        const bool tls = web && web->tls();
+        server = monitor::MetricsServer::start(*o.listen, limits, std::move(web), error);
+        if (!server) throw IoError{error};
+        for (const auto& [path, type] : ServedPages) server->addPage(path, type);
+        log("serving http" + std::string(tls ? "s" : "") + "://" + *o.listen + "/metrics (port " +
+            std::to_string(server->port()) + ")");
+    }
+    Outputs outputs{o.textfile, o.svg, server.get()};
+    // Under systemd, discovery and the first scrape of a large fabric may outlast the start
+    // timeout: each EXTEND_TIMEOUT_USEC gives 30 s more, sent every 10 s until READY=1.
+    auto starting = o.once ? nullptr
+                           : std::make_unique<Keepalive>("EXTEND_TIMEOUT_USEC=30000000",
+                                                         std::chrono::seconds(10));
     std::optional<Session> session = openSession(o);
     if (!session) return ExitInputErrors;
-    std::string error;
     const probe::ProbeOptions local = localPortOptions(o.hca, o.port);
     auto transport = monitor::UmadPmaTransport::open(
         local.ca, local.port, static_cast<unsigned>(c.timeout.count()), error);
     if (!transport) throw IoError{error};
     auto m = std::make_unique<monitor::Monitor>(*transport, std::move(session->compiled), options,
                                                 std::move(session->drift));
-    Outputs outputs{o.textfile, o.svg, nullptr};
 
     if (o.once) {
         const monitor::Report& first = m->scrape();
@@ -238,41 +350,20 @@ int monitorCommand(const MonitorCommandOptions& o) {
 
     int signalFd = signalfd(-1, &signals, SFD_CLOEXEC);
     if (signalFd < 0) throw IoError{"signalfd failed"};
-    // The scrape loop holds this while it scrapes or replaces the monitor; the server's pages
-    // take it to render from the last scrape.
-    std::mutex monitorLock;
-    std::unique_ptr<monitor::MetricsServer> server;
-    if (o.listen) {
-        server = monitor::MetricsServer::start(*o.listen, error);
-        if (!server) {
-            close(signalFd);
-            throw IoError{error};
-        }
-        auto page = [&](auto render) {
-            return [&, render]() -> std::optional<std::string> {
-                std::lock_guard<std::mutex> lock(monitorLock);
-                if (m->last().stats.scrape == 0) return std::nullopt;
-                return render(*m);
-            };
-        };
-        server->addPage("/report.json", "application/json", page([](const monitor::Monitor& m) {
-                            return dumpJson(monitor::reportJson(m)) + "\n";
-                        }));
-        server->addPage("/shares.svg", "image/svg+xml",
-                        page([](const monitor::Monitor& m) { return monitor::sharesSvg(m); }));
-        outputs.server = server.get();
-        log("serving http://" + *o.listen + "/metrics (port " + std::to_string(server->port()) +
-            ")");
-    }
     int scrapeTimer = timerFd(interval);
     int rediscoverTimer = rediscover > 0 ? timerFd(rediscover) : -1;
     uint64_t watchdogUs = 0;
-    int watchdogTimer = sd_watchdog_enabled(0, &watchdogUs) > 0 && watchdogUs > 0
-                            ? timerFd(static_cast<double>(watchdogUs) / 2e6)
-                            : -1;
+    const bool watchdog = sd_watchdog_enabled(0, &watchdogUs) > 0 && watchdogUs > 0;
+    int watchdogTimer = watchdog ? timerFd(static_cast<double>(watchdogUs) / 2e6) : -1;
+    // While the loop scrapes or rediscovers, the watchdog is told from another thread.
+    auto busy = [&] {
+        return watchdog ? std::make_unique<Keepalive>("WATCHDOG=1",
+                                                      std::chrono::milliseconds(watchdogUs / 2000))
+                        : nullptr;
+    };
 
+    // Only this thread touches the monitor: the server reads the pages published from it.
     auto scrapeAndPublish = [&] {
-        std::lock_guard<std::mutex> lock(monitorLock);
         const monitor::Report& r = m->scrape();
         try {
             publish(*m, outputs);
@@ -282,19 +373,20 @@ int monitorCommand(const MonitorCommandOptions& o) {
         return summary(r);
     };
     std::string last = scrapeAndPublish();
+    starting.reset();
     log(last);
     sd_notify(0, ("READY=1\nSTATUS=" + last).c_str());
 
     // A new session (SIGHUP, or the rediscovery timer) replaces the monitor; a policy with
     // errors or a fabric that cannot be read leaves the current one in place.
     auto renew = [&](bool relearn) {
+        auto keepalive = busy();
         try {
             std::optional<Session> fresh = openSession(o);
             if (!fresh) {
                 log("the policy has errors: the current one is kept");
                 return;
             }
-            std::lock_guard<std::mutex> lock(monitorLock);
             monitor::SupportTable learnt =
                 relearn ? monitor::SupportTable{} : m->collector().support();
             m = std::make_unique<monitor::Monitor>(*transport, std::move(fresh->compiled), options,
@@ -326,7 +418,10 @@ int monitorCommand(const MonitorCommandOptions& o) {
                 if (expired(watchdogTimer)) sd_notify(0, "WATCHDOG=1");
             } else if (p.fd == scrapeTimer) {
                 if (!expired(scrapeTimer)) continue;
-                last = scrapeAndPublish();
+                {
+                    auto keepalive = busy();
+                    last = scrapeAndPublish();
+                }
                 if (m->last().findings.size() != findings) log(last);
                 findings = m->last().findings.size();
                 sd_notify(0, ("STATUS=" + last).c_str());
@@ -395,9 +490,18 @@ void addMonitor(Program& program) {
              "stopped");
     addValue(c, "--rediscover", o->rediscover, "SECONDS",
              "discover the fabric again this often (default: only at start and on SIGHUP)");
-    c.add_flag("--reset-after-read", o->resetAfterRead,
-               "clear the 32- and 16-bit counters after each read (other readers of the counters "
-               "lose them)");
+    addValue(c, "--reset-counters", o->resetCounters, "none|lanes|all",
+             "which counters are cleared after each read: lanes (default) the per-VL and per-SL "
+             "ones, all also PortCounters' (see below)");
+    c.add_flag("--reset-after-read", o->resetAfterRead, "the same as --reset-counters all");
+    addValue(c, "--web-config-file", o->webConfig, "FILE",
+             "TLS and basic auth for the server, in Prometheus' web-config format");
+    addValue(c, "--max-connections", o->maxConnections, "N",
+             "connections the server holds at most (default 8192)");
+    addValue(c, "--max-connections-per-client", o->maxPerClient, "N",
+             "connections from one address at most (default 128)");
+    addValue(c, "--idle-timeout", o->idleTimeout, "SECONDS",
+             "close a connection idle this long (default 10)");
     c.add_flag("--no-table-check", o->noTableCheck,
                "do not compare the live SL2VL and VL arbitration tables with the compiled ones");
 }

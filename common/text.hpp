@@ -162,6 +162,19 @@ inline bool splitFields(std::string_view line, std::vector<std::string>& fields,
     }
 }
 
+// The length of the well-formed UTF-8 sequence at the start of s (1 to 4 bytes), or 0 where
+// none starts (a stray byte, an overlong form, a surrogate, a code point past U+10FFFF, or a
+// sequence cut short).
+size_t utf8SequenceLength(std::string_view s);
+
+// text as valid UTF-8: every byte that starts no well-formed sequence written as \xNN (what
+// outputs that must be UTF-8 make of a NodeDescription in Latin-1).
+std::string validUtf8(std::string_view text);
+
+// text as XML character data or an attribute value: markup characters as entities; control
+// characters (but tab and newline) and bytes that are not valid UTF-8 as \xNN.
+std::string xmlText(std::string_view text);
+
 // The 64-bit FNV-1a hash of some bytes: a file's identity in logs.
 inline uint64_t fnv1a(std::string_view bytes) {
     uint64_t h = 1469598103934665603ULL;

@@ -5,6 +5,7 @@
 #include <string>
 #include <tuple>
 
+#include "common/text.hpp"
 #include "compiler/emit.hpp"
 #include "compiler/vlarb_sim.hpp"
 #include "ib/qos.hpp"
@@ -64,29 +65,6 @@ std::string portsLabel(const Fabric& fabric, const FabricTables& tables, const A
     for (size_t i = 0; i < s.ports.size() && i < max; ++i)
         out += (i ? ", " : "") + fabric.portName(tables.ports[s.ports[i]].port);
     if (s.ports.size() > max) out += ", ...";
-    return out;
-}
-
-std::string xml(const std::string& s) {
-    std::string out;
-    for (char c : s) {
-        switch (c) {
-            case '<':
-                out += "&lt;";
-                break;
-            case '>':
-                out += "&gt;";
-                break;
-            case '&':
-                out += "&amp;";
-                break;
-            case '"':
-                out += "&quot;";
-                break;
-            default:
-                out += c;
-        }
-    }
     return out;
 }
 
@@ -186,13 +164,13 @@ std::string emitSharesSvg(const BoundPolicy& bound, const FabricTables& tables) 
         std::snprintf(
             buf, sizeof buf,
             "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-weight=\"bold\">%s</text>\n",
-            (groupStart + x - gap) / 2, top + chartHeight + 32, xml(label).c_str());
+            (groupStart + x - gap) / 2, top + chartHeight + 32, xmlText(label).c_str());
         svg += buf;
         std::string detail = "limit " + std::to_string(s.highLimit) + "; " +
                              fabric.portName(tables.ports[s.ports.front()].port);
         std::snprintf(buf, sizeof buf,
                       "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#555\">%s</text>\n",
-                      (groupStart + x - gap) / 2, top + chartHeight + 48, xml(detail).c_str());
+                      (groupStart + x - gap) / 2, top + chartHeight + 48, xmlText(detail).c_str());
         svg += buf;
         x += groupGap;
     }

@@ -54,6 +54,9 @@ inline constexpr uint16_t CapAllPortSelect = 1u << 8;
 inline constexpr uint16_t CapExtendedWidth = 1u << 9;         // PortCountersExtended, all fields
 inline constexpr uint16_t CapExtendedWidthNoIetf = 1u << 10;  // ... its data and packet fields
 inline constexpr uint16_t CapXmitWait = 1u << 12;             // PortCounters.PortXmitWait
+// ClassPortInfo.CapabilityMask2 (IBA 16.1.3.1 table 216): IsAdditionalPortCountersExtended-
+// Supported, PortCountersExtended's error and XmitWait counters (64 bits wide).
+inline constexpr uint32_t Cap2AdditionalExtended = 1u << 1;
 
 // PortXmitData, PortRcvData (both widths), PortVLOpData and PortXmitDataSL/PortRcvDataSL count
 // octets divided by 4, whatever the link's width (IBA 16.1.3.5).
@@ -103,8 +106,8 @@ constexpr MAD_FIELDS laneField(Attribute a, unsigned lane) {
 // Whether an attribute holds one counter per lane.
 constexpr bool isLaneAttribute(Attribute a) { return laneField(a, 0) != IB_NO_FIELD; }
 
-// The port-wide counters a collector reads, in this order: PortCounters has all five,
-// PortCountersExtended the first four (64 bits wide).
+// The port-wide counters a collector reads, in this order, in both PortCounters and
+// PortCountersExtended (64 bits wide; its XmitWait only where Cap2AdditionalExtended says so).
 enum class PortCounter : uint8_t { XmitData, RcvData, XmitPkts, RcvPkts, XmitWait };
 inline constexpr unsigned PortCounterCount = 5;
 
@@ -112,12 +115,11 @@ inline constexpr unsigned PortCounterCount = 5;
 // most 32 bits wide (libibmad's table gives its exact width) and stops at its maximum.
 constexpr bool wideCounters(Attribute a) { return a == Attribute::PortCountersExtended; }
 
-// How many counters of an attribute a collector reads: 5, 4, a lane each, or none.
+// How many counters of an attribute a collector reads: 5, a lane each, or none.
 constexpr unsigned counterCount(Attribute a) {
-    return a == Attribute::PortCounters           ? PortCounterCount
-           : a == Attribute::PortCountersExtended ? PortCounterCount - 1
-           : isLaneAttribute(a)                   ? Lanes
-                                                  : 0;
+    return a == Attribute::PortCounters || a == Attribute::PortCountersExtended ? PortCounterCount
+           : isLaneAttribute(a)                                                 ? Lanes
+                                                                                : 0;
 }
 
 // The IB_PC_* field of an attribute's counter `index` (a PortCounter, or a lane).
@@ -125,7 +127,8 @@ constexpr MAD_FIELDS counterField(Attribute a, unsigned index) {
     constexpr MAD_FIELDS portCounters[] = {IB_PC_XMT_BYTES_F, IB_PC_RCV_BYTES_F, IB_PC_XMT_PKTS_F,
                                            IB_PC_RCV_PKTS_F, IB_PC_XMT_WAIT_F};
     constexpr MAD_FIELDS extended[] = {IB_PC_EXT_XMT_BYTES_F, IB_PC_EXT_RCV_BYTES_F,
-                                       IB_PC_EXT_XMT_PKTS_F, IB_PC_EXT_RCV_PKTS_F};
+                                       IB_PC_EXT_XMT_PKTS_F, IB_PC_EXT_RCV_PKTS_F,
+                                       IB_PC_EXT_XMT_WAIT_F};
     if (index >= counterCount(a)) return IB_NO_FIELD;
     if (a == Attribute::PortCounters) return portCounters[index];
     if (a == Attribute::PortCountersExtended) return extended[index];

@@ -75,11 +75,19 @@ Attribute familyProbe(Attribute attribute) {
     }
 }
 
-bool narrow(Attribute attribute) {
-    return attribute == Attribute::PortCounters || perf::isLaneAttribute(attribute);
-}
-
 }  // namespace
+
+bool Collector::clears(Attribute attribute) const {
+    switch (options_.reset) {
+        case CounterReset::None:
+            return false;
+        case CounterReset::Lanes:
+            return perf::isLaneAttribute(attribute);
+        case CounterReset::All:
+            return perf::isLaneAttribute(attribute) || attribute == Attribute::PortCounters;
+    }
+    return false;
+}
 
 Collector::Collector(PmaTransport& transport, std::vector<NodeTarget> targets,
                      CollectorOptions options, SupportTable learnt)
@@ -121,7 +129,7 @@ size_t Collector::portCost(const NodeTarget& target, const NodeStatus& status) c
             continue;
         }
         if (support(target.kind, a) == Support::No) continue;
-        cost += options_.resetAfterRead && narrow(a) ? 2 : 1;
+        cost += clears(a) ? 2 : 1;
     }
     return cost;
 }
@@ -286,6 +294,7 @@ void Collector::answered(const Pending& pending, const PmaAnswer& answer, Scrape
     if (a == Attribute::ClassPortInfo) {
         status.capabilityKnown = true;
         status.capabilityMask = decodeCapabilityMask(answer.data);
+        status.capabilityMask2 = decodeCapabilityMask2(answer.data);
         status.problem.clear();
     } else {
         AttributeHistory& history =
@@ -304,7 +313,7 @@ void Collector::answered(const Pending& pending, const PmaAnswer& answer, Scrape
             history.current = decodeSample(a, answer.data, now);
             history.scrape = stats.scrape;
             if (a == Attribute::PortCounters) ++stats.portsRead;
-            if (options_.resetAfterRead && narrow(a))
+            if (clears(a))
                 queues_[job.target].push_back({job.target, job.port, a, IB_MAD_METHOD_SET});
         }
     }

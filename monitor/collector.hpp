@@ -61,12 +61,19 @@ struct NodeTarget {
 // without a link carry no traffic of their own).
 std::vector<NodeTarget> targetsOf(const Fabric& fabric);
 
+// Which counters the collector clears after reading them (a Set of their CounterSelect).
+enum class CounterReset : uint8_t {
+    None,   // none: other readers keep them whole; a narrow counter stops at its maximum
+    Lanes,  // the per-VL and per-SL counters, which have no 64-bit form (OpenSM reads none)
+    All,    // those and PortCounters' data, packet and XmitWait counters
+};
+
 struct CollectorOptions {
     unsigned inFlight = 128;  // MADs outstanding at most over the fabric (one per node)
     size_t madBudget = 0;     // MADs a scrape may send (0: no bound)
     std::chrono::milliseconds timeout{500};
-    unsigned retries = 1;         // a MAD is sent 1 + retries times before it counts as lost
-    bool resetAfterRead = false;  // clear the narrow counters after each read (a SET)
+    unsigned retries = 1;  // a MAD is sent 1 + retries times before it counts as lost
+    CounterReset reset = CounterReset::Lanes;
 };
 
 enum class Support : uint8_t { Unknown, Probing, Yes, No };
@@ -91,7 +98,10 @@ struct NodeStatus {
     bool answering = true;  // false: the PMA did not answer in the last scrape that asked it
     std::string problem;    // why, or the last error status it answered with
     bool capabilityKnown = false;
-    uint16_t capabilityMask = 0;  // ClassPortInfo.CapabilityMask
+    uint16_t capabilityMask = 0;   // ClassPortInfo.CapabilityMask
+    uint32_t capabilityMask2 = 0;  // ClassPortInfo.CapabilityMask2
+    // PortCountersExtended holds the port's XmitWait (64 bits) too.
+    bool extendedXmitWait() const { return capabilityMask2 & ib::perf::Cap2AdditionalExtended; }
 };
 
 struct ScrapeStats {
@@ -127,6 +137,8 @@ class Collector {
     const SupportTable& support() const { return support_; }
     Support support(const DeviceKind& kind, ib::perf::Attribute attribute) const;
     const CollectorOptions& options() const { return options_; }
+    // Whether the collector clears an attribute's counters after reading them.
+    bool clears(ib::perf::Attribute attribute) const;
 
   private:
     struct Job {

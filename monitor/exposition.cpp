@@ -75,9 +75,11 @@ bool attributeRead(const Monitor& m, uint32_t port, Attribute a) {
 
 // ---- Prometheus text exposition -------------------------------------------------------------
 
+// A label value: valid UTF-8 (Prometheus refuses a whole scrape over one invalid byte), with
+// the format's three escapes.
 std::string escapeLabel(const std::string& value) {
     std::string out;
-    for (char c : value) {
+    for (char c : validUtf8(value)) {
         if (c == '\\' || c == '"') {
             out += '\\';
             out += c;
@@ -469,7 +471,9 @@ Json reportJson(const Monitor& m) {
                          {"rates", std::move(rates)},
                          {"totals", std::move(totals)},
                          {"states", std::move(states)},
+                         {"extended_xmit_wait", p.extendedXmitWait},
                          {"congested", p.congested},
+                         {"judged", p.judged},
                          {"saturated", p.saturated},
                          {"vls", std::move(vls)},
                          {"sls", std::move(sls)}});
@@ -560,28 +564,6 @@ std::string reportText(const Monitor& m) {
 }
 
 // ---- SVG -------------------------------------------------------------------------------------
-
-namespace {
-
-std::string xmlText(const std::string& s) {
-    std::string out;
-    for (char c : s) {
-        if (c == '<') {
-            out += "&lt;";
-        } else if (c == '>') {
-            out += "&gt;";
-        } else if (c == '&') {
-            out += "&amp;";
-        } else if (c == '"') {
-            out += "&quot;";
-        } else {
-            out += c;
-        }
-    }
-    return out;
-}
-
-}  // namespace
 
 std::string sharesSvg(const Monitor& m, size_t panels) {
     // The ports that fell furthest below their intent within the window come first.

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: MIT
-// MetricsServer: libmicrohttpd's own thread answers from the last published text, or renders a
-// page.
+// MetricsServer: libmicrohttpd in epoll mode (no select(), so no FD_SETSIZE), with its own
+// limits on connections, per-address connections, idle time and per-connection memory; every
+// reply is a response object made once and queued by reference.
 #include "monitor/metrics_server.hpp"
 
 #include <microhttpd.h>
 #include <netdb.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <cstring>
-#include <optional>
 
 #include "common/text.hpp"
 
@@ -23,17 +24,17 @@ const char* const IndexPage =
     "<li><a href=\"/shares.svg\">/shares.svg</a>: achieved and intended VL shares</li>"
     "</ul></body></html>\n";
 
-MHD_Result reply(MHD_Connection* connection, unsigned status, const std::string& body,
-                 const char* type) {
+// A response over static text, made once.
+MHD_Response* staticResponse(const char* text, const char* type,
+                             const std::optional<WebConfig>& web) {
     MHD_Response* response = MHD_create_response_from_buffer(
-        body.size(), const_cast<char*>(body.data()), MHD_RESPMEM_MUST_COPY);
-    if (!response) return MHD_NO;
+        std::strlen(text), const_cast<char*>(text), MHD_RESPMEM_PERSISTENT);
+    if (!response) throw std::bad_alloc();
     MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        MHD_add_response_header(response, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
-    MHD_Result result = MHD_queue_response(connection, status, response);
-    MHD_destroy_response(response);
-    return result;
+    if (web)
+        for (const auto& [name, value] : web->headers)
+            MHD_add_response_header(response, name.c_str(), value.c_str());
+    return response;
 }
 
 // libmicrohttpd's access handler.
@@ -43,39 +44,87 @@ MHD_Result handle(void* server, MHD_Connection* connection, const char* url, con
         static_cast<MetricsServer*>(server)->answer(connection, url, method));
 }
 
+// The soft limit on open files raised to what the connections need (a shell's default of 1,024
+// would refuse them long before the limit does), within the hard limit.
+void raiseFileLimit(unsigned connections) {
+    rlimit limit{};
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+    const rlim_t wanted = static_cast<rlim_t>(connections) + 256;
+    if (limit.rlim_cur >= wanted) return;
+    limit.rlim_cur = limit.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, limit.rlim_max);
+    setrlimit(RLIMIT_NOFILE, &limit);
+}
+
 }  // namespace
+
+struct MetricsServer::Published {
+    std::shared_ptr<const std::string> body;
+    MHD_Response* response = nullptr;
+    ~Published() {
+        if (response) MHD_destroy_response(response);
+    }
+};
+
+bool MetricsServer::authorized(MHD_Connection* connection) {
+    if (!web_ || web_->users.empty()) return true;
+    char* password = nullptr;
+    char* user = MHD_basic_auth_get_username_password(connection, &password);
+    bool ok = false;
+    if (user && password) {
+        auto hash = web_->users.find(user);
+        if (hash != web_->users.end()) {
+            bool cached = false;
+            {
+                std::lock_guard<std::mutex> lock(lock_);
+                auto known = passwords_.find(user);
+                cached = known != passwords_.end() && known->second == password;
+            }
+            ok = cached || bcryptMatches(password, hash->second);
+            if (ok && !cached) {
+                std::lock_guard<std::mutex> lock(lock_);
+                passwords_[user] = password;
+            }
+        }
+    }
+    if (user) MHD_free(user);
+    if (password) MHD_free(password);
+    return ok;
+}
+
+int MetricsServer::reply(MHD_Connection* connection, unsigned status, MHD_Response* response) {
+    return MHD_queue_response(connection, status, response);
+}
 
 int MetricsServer::answer(MHD_Connection* connection, const char* url, const char* method) {
     ++requests_;
-    if (std::strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
-        std::strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-        return reply(connection, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n", "text/plain");
-    const std::string path = url;
-    if (path == "/") return reply(connection, MHD_HTTP_OK, IndexPage, "text/html; charset=utf-8");
-    std::shared_ptr<const std::string> metrics;
-    const Rendered* page = nullptr;
+    if (!authorized(connection)) {
+        ++unauthorized_;
+        return reply(connection, MHD_HTTP_UNAUTHORIZED, replies_.unauthorized);
+    }
+    const Route r = route(method, url, pages_);
+    switch (r.kind) {
+        case Route::Kind::MethodNotAllowed:
+            return reply(connection, MHD_HTTP_METHOD_NOT_ALLOWED, replies_.notAllowed);
+        case Route::Kind::Index:
+            return reply(connection, MHD_HTTP_OK, replies_.index);
+        case Route::Kind::NotFound:
+            return reply(connection, MHD_HTTP_NOT_FOUND, replies_.notFound);
+        case Route::Kind::Page:
+            break;
+    }
+    std::shared_ptr<Published> page;
     {
         std::lock_guard<std::mutex> lock(lock_);
-        metrics = metrics_;
-        if (auto it = pages_.find(path); it != pages_.end()) page = &it->second;
+        page = pages_.find(std::string(r.page))->second.current;
     }
-    std::optional<std::string> body;
-    const char* type = "text/plain; version=0.0.4; charset=utf-8";
-    if (path == "/metrics") {
-        if (metrics) body = *metrics;
-    } else if (page) {
-        body = page->render();
-        type = page->contentType.c_str();
-    } else {
-        return reply(connection, MHD_HTTP_NOT_FOUND, "not found\n", "text/plain");
-    }
-    if (!body)
-        return reply(connection, MHD_HTTP_SERVICE_UNAVAILABLE, "no scrape has finished yet\n",
-                     "text/plain");
-    return reply(connection, MHD_HTTP_OK, *body, type);
+    if (!page) return reply(connection, MHD_HTTP_SERVICE_UNAVAILABLE, replies_.unavailable);
+    return reply(connection, MHD_HTTP_OK, page->response);
 }
 
-std::unique_ptr<MetricsServer> MetricsServer::start(const std::string& listen, std::string& error) {
+std::unique_ptr<MetricsServer> MetricsServer::start(const std::string& listen,
+                                                    const ServerLimits& limits,
+                                                    std::optional<WebConfig> web,
+                                                    std::string& error) {
     std::string host, service = listen;
     if (auto colon = listen.rfind(':'); colon != std::string::npos) {
         host = listen.substr(0, colon);
@@ -88,8 +137,29 @@ std::unique_ptr<MetricsServer> MetricsServer::start(const std::string& listen, s
         error = "--listen takes [ADDRESS:]PORT, not '" + listen + "'";
         return nullptr;
     }
+    if (web && web->tls() && !MHD_is_feature_supported(MHD_FEATURE_TLS)) {
+        error =
+            "this libmicrohttpd has no TLS: the web config's tls_server_config cannot be served";
+        return nullptr;
+    }
     std::unique_ptr<MetricsServer> server(new MetricsServer());
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    server->web_ = std::move(web);
+    const std::optional<WebConfig>& w = server->web_;
+    StaticReplies& replies = server->replies_;
+    replies.index = staticResponse(IndexPage, "text/html; charset=utf-8", w);
+    replies.notFound = staticResponse("not found\n", "text/plain", w);
+    replies.notAllowed = staticResponse("only GET and HEAD\n", "text/plain", w);
+    MHD_add_response_header(replies.notAllowed, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+    replies.unavailable = staticResponse("no scrape has finished yet\n", "text/plain", w);
+    // (libmicrohttpd's own 401 helper adds its header to the response at every call.)
+    replies.unauthorized = staticResponse("unauthorized\n", "text/plain", w);
+    MHD_add_response_header(replies.unauthorized, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                            "Basic realm=\"ibqos monitor\"");
+    raiseFileLimit(limits.connections);
+
+    // epoll where the kernel has it, with libmicrohttpd's own thread; basic auth's bcrypt runs in
+    // a request's thread, so two threads keep one slow check from holding every scrape.
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
     addrinfo* address = nullptr;
     if (host.empty()) {
         flags |= MHD_USE_DUAL_STACK;
@@ -105,17 +175,38 @@ std::unique_ptr<MetricsServer> MetricsServer::start(const std::string& listen, s
         }
         if (address->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     }
-    MHD_AccessHandlerCallback handler = &handle;
+    const bool tls = w && w->tls(), auth = w && !w->users.empty();
+    if (tls) flags |= MHD_USE_TLS;
+    const unsigned threads = auth ? 2 : 1;
+    // Options in an array, the TLS and address ones only where they apply.
+    std::vector<MHD_OptionItem> options = {
+        {MHD_OPTION_CONNECTION_LIMIT, limits.connections, nullptr},
+        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, limits.connectionsPerClient, nullptr},
+        {MHD_OPTION_CONNECTION_TIMEOUT, limits.timeoutSeconds, nullptr},
+        // A request here is a GET line and a few headers.
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, 16 * 1024, nullptr},
+        {MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, nullptr},
+    };
+    if (threads > 1) options.push_back({MHD_OPTION_THREAD_POOL_SIZE, threads, nullptr});
+    if (address) options.push_back({MHD_OPTION_SOCK_ADDR, 0, address->ai_addr});
+    if (tls) {
+        options.push_back(
+            {MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(w->certificate.c_str())});
+        options.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(w->key.c_str())});
+        if (!w->tlsPriorities.empty())
+            options.push_back(
+                {MHD_OPTION_HTTPS_PRIORITIES, 0, const_cast<char*>(w->tlsPriorities.c_str())});
+    }
+    options.push_back({MHD_OPTION_END, 0, nullptr});
     server->daemon_ =
-        address
-            ? MHD_start_daemon(flags, static_cast<uint16_t>(*port), nullptr, nullptr, handler,
-                               server.get(), MHD_OPTION_SOCK_ADDR, address->ai_addr,
-                               MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END)
-            : MHD_start_daemon(flags, static_cast<uint16_t>(*port), nullptr, nullptr, handler,
-                               server.get(), MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+        MHD_start_daemon(flags, static_cast<uint16_t>(*port), nullptr, nullptr, &handle,
+                         server.get(), MHD_OPTION_ARRAY, options.data(), MHD_OPTION_END);
     if (address) freeaddrinfo(address);
     if (!server->daemon_) {
-        error = "cannot listen on '" + listen + "' (in use, or not an address of this host?)";
+        error = "cannot listen on '" + listen + "'" +
+                (tls ? " (in use, not an address of this host, or a certificate and "
+                       "key GnuTLS cannot use?)"
+                     : " (in use, or not an address of this host?)");
         return nullptr;
     }
     const MHD_DaemonInfo* info = MHD_get_daemon_info(server->daemon_, MHD_DAEMON_INFO_BIND_PORT);
@@ -125,16 +216,38 @@ std::unique_ptr<MetricsServer> MetricsServer::start(const std::string& listen, s
 
 MetricsServer::~MetricsServer() {
     if (daemon_) MHD_stop_daemon(daemon_);
+    for (MHD_Response* r : {replies_.index, replies_.notFound, replies_.notAllowed,
+                            replies_.unavailable, replies_.unauthorized})
+        if (r) MHD_destroy_response(r);
 }
 
-void MetricsServer::publishMetrics(std::shared_ptr<const std::string> text) {
+void MetricsServer::addPage(const std::string& path, const std::string& contentType) {
     std::lock_guard<std::mutex> lock(lock_);
-    metrics_ = std::move(text);
+    pages_[path].contentType = contentType;
 }
 
-void MetricsServer::addPage(const std::string& path, const std::string& contentType, Page render) {
+void MetricsServer::publish(const std::string& path, std::shared_ptr<const std::string> body) {
+    auto published = std::make_shared<Published>();
+    published->body = std::move(body);
+    // The response reads the body in place; it holds the publication's body alive through a
+    // reference of its own, released by libmicrohttpd when the last request is done with it.
+    auto* keep = new std::shared_ptr<const std::string>(published->body);
+    published->response = MHD_create_response_from_buffer_with_free_callback_cls(
+        keep->get()->size(), const_cast<char*>(keep->get()->data()),
+        [](void* held) { delete static_cast<std::shared_ptr<const std::string>*>(held); }, keep);
+    if (!published->response) {
+        delete keep;
+        throw std::bad_alloc();
+    }
+    std::shared_ptr<Published> previous;
     std::lock_guard<std::mutex> lock(lock_);
-    pages_[path] = {contentType, std::move(render)};
+    Page& page = pages_.at(path);
+    MHD_add_response_header(published->response, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            page.contentType.c_str());
+    if (web_)
+        for (const auto& [name, value] : web_->headers)
+            MHD_add_response_header(published->response, name.c_str(), value.c_str());
+    previous = std::exchange(page.current, std::move(published));
 }
 
 }  // namespace ibqos::monitor

@@ -51,23 +51,28 @@ const char* findingKindName(Finding::Kind kind) {
 
 namespace {
 
-// Counter `index` of an attribute over the last interval, times scale (bytes per data word).
+// Counter `index` of an attribute over the last interval, times scale (bytes per data word). A
+// counter at its maximum counted at least from the previous reading (or the clear) up to it.
 Delta deltaOf(const AttributeHistory& h, unsigned index, double scale, uint64_t scrape) {
     Delta d;
     if (!h.current.valid) return d;
+    const uint64_t now = h.current.values[index];
+    const uint64_t before = h.previous.valid ? h.previous.values[index] : 0;
     if (h.scrape != scrape) {
         d.state = DeltaState::Stale;
     } else if (h.current.saturated & (1u << index)) {
         d.state = DeltaState::Saturated;
+        if (h.previous.valid && before <= now) d.value = static_cast<double>(now - before) * scale;
     } else if (!h.previous.valid) {
         d.state = DeltaState::First;
-    } else if (h.current.values[index] < h.previous.values[index]) {
+    } else if (now < before) {
         d.state = DeltaState::Reset;
     } else {
         d.state = DeltaState::Ok;
-        d.value = static_cast<double>(h.current.values[index] - h.previous.values[index]) * scale;
-        d.seconds = std::chrono::duration<double>(h.current.at - h.previous.at).count();
+        d.value = static_cast<double>(now - before) * scale;
     }
+    if (h.previous.valid)
+        d.seconds = std::chrono::duration<double>(h.current.at - h.previous.at).count();
     return d;
 }
 
@@ -103,11 +108,13 @@ PortReport Monitor::portReport(uint32_t target, const PortTarget& port, uint64_t
     const AttributeHistory& counters = s[Attribute::PortCounters];
     const AttributeHistory& extended = s[Attribute::PortCountersExtended];
     out.extended = extended.current.valid;
+    out.extendedXmitWait = out.extended && collector_.status(target).extendedXmitWait();
     const double word = perf::DataWordBytes;
     for (unsigned i = 0; i < perf::PortCounterCount; ++i) {
         bool data =
             i == unsigned(perf::PortCounter::XmitData) || i == unsigned(perf::PortCounter::RcvData);
-        bool wide = out.extended && i != unsigned(perf::PortCounter::XmitWait);
+        bool wide =
+            i == unsigned(perf::PortCounter::XmitWait) ? out.extendedXmitWait : out.extended;
         out.counters[i] = deltaOf(wide ? extended : counters, i, data ? word : 1, scrape);
     }
     for (unsigned lane = 0; lane < perf::Lanes; ++lane) {
@@ -120,18 +127,22 @@ PortReport Monitor::portReport(uint32_t target, const PortTarget& port, uint64_t
     for (Attribute a : PortAttributes) {
         const AttributeHistory& h = s[a];
         if (!h.current.valid || h.scrape != scrape || !h.current.saturated) continue;
+        // (The wide attribute never saturates; a narrow counter the port reads wide is skipped.)
+        if (a == Attribute::PortCounters && out.extended) continue;
         for (unsigned i = 0; i < perf::counterCount(a); ++i) {
             if (h.current.saturated & (1u << i))
                 out.saturated.push_back(mad_field_name(perf::counterField(a, i)));
         }
+        out.saturatedStays = out.saturatedStays || !collector_.clears(a);
     }
-    const Delta& wait = out.counters[unsigned(perf::PortCounter::XmitWait)];
-    out.congested = wait.ok() && wait.value > 0;
+    // Congested: the port's XmitWait rose, or a VL's did (the per-VL counters are cleared after
+    // each read, so they tell even where a narrow PortXmitWait stays at its maximum).
+    out.congested = out.counters[unsigned(perf::PortCounter::XmitWait)].rose() ||
+                    std::any_of(out.vlXmitWait.begin(), out.vlXmitWait.end(),
+                                [](const Delta& d) { return d.rose(); });
 
     Totals& t = totals_[reportOfPort_[port.port]];
-    auto add = [](double& total, const Delta& d) {
-        if (d.ok()) total += d.value;
-    };
+    auto add = [](double& total, const Delta& d) { total += d.known(); };
     for (unsigned i = 0; i < perf::PortCounterCount; ++i) add(t.port[i], out.counters[i]);
     for (unsigned lane = 0; lane < perf::Lanes; ++lane) {
         add(t.vlXmitWait[lane], out.vlXmitWait[lane]);
@@ -155,28 +166,33 @@ void Monitor::judge(PortReport& out, const std::vector<PortReport>& reports) {
     if (peer == NoPort || reportOfPort_[peer] == NoPort) return;
     const PortReport& in = reports[reportOfPort_[peer]];
     double total = 0;
-    for (unsigned vl = 0; vl < 15; ++vl)
-        if (in.vlRcvBytes[vl].ok()) total += in.vlRcvBytes[vl].value;
+    for (unsigned vl = 0; vl < ib::DataVlCount; ++vl) total += in.vlRcvBytes[vl].known();
     if (total <= 0) return;
     out.hasVlMix = true;
     uint16_t carried = 0, waited = 0;
     bool perVlWait = false;
-    for (unsigned vl = 0; vl < 15; ++vl) {
-        double bytes = in.vlRcvBytes[vl].ok() ? in.vlRcvBytes[vl].value : 0;
+    for (unsigned vl = 0; vl < ib::DataVlCount; ++vl) {
+        const Delta& received = in.vlRcvBytes[vl];
+        double bytes = received.known();
         out.vls[vl].achieved = bytes / total;
+        out.vls[vl].lowerBound = received.state == DeltaState::Saturated;
+        out.mixSaturated = out.mixSaturated || out.vls[vl].lowerBound;
         if (bytes > 0) carried |= static_cast<uint16_t>(1u << vl);
-        if (out.vlXmitWait[vl].ok()) {
+        const Delta& wait = out.vlXmitWait[vl];
+        if (wait.ok() || wait.state == DeltaState::Saturated) {
             perVlWait = true;
-            if (out.vlXmitWait[vl].value > 0) waited |= static_cast<uint16_t>(1u << vl);
+            if (wait.rose()) waited |= static_cast<uint16_t>(1u << vl);
         }
     }
     uint16_t competing = perVlWait && waited ? waited : carried;
-    for (unsigned vl = 0; vl < 15; ++vl) out.vls[vl].competing = competing & (1u << vl);
+    for (unsigned vl = 0; vl < ib::DataVlCount; ++vl)
+        out.vls[vl].competing = competing & (1u << vl);
     const PortIntent& intent = intent_.port(out.port);
     if (!out.congested || intent.setup < 0) return;
     out.judged = true;
-    std::array<double, 15> intended = intent_.shares(intent.setup, competing | carried);
-    for (unsigned vl = 0; vl < 15; ++vl) out.vls[vl].intended = intended[vl];
+    std::array<double, ib::DataVlCount> intended =
+        intent_.shares(intent.setup, competing | carried);
+    for (unsigned vl = 0; vl < ib::DataVlCount; ++vl) out.vls[vl].intended = intended[vl];
 }
 
 const Report& Monitor::scrape() {
@@ -216,15 +232,22 @@ const Report& Monitor::scrape() {
         if (!p.saturated.empty()) {
             std::string list;
             for (const std::string& c : p.saturated) list += (list.empty() ? "" : ", ") + c;
-            report.findings.push_back({Finding::Kind::CounterSaturated, p.port, node, -1, -1, 0, 0,
-                                       name + ": " + list +
-                                           " stopped at the counter's maximum; no delta is "
-                                           "reported until it is cleared"});
+            report.findings.push_back(
+                {Finding::Kind::CounterSaturated, p.port, node, -1, -1, 0, 0,
+                 name + ": " + list +
+                     " reached the counter's maximum in the last "
+                     "interval: judged with what it counted up to it" +
+                     (p.saturatedStays ? "; it stays there until something clears it "
+                                         "(--reset-counters)"
+                                       : "; it is cleared after each read, so the "
+                                         "next interval is judged afresh")});
         }
         if (p.judged) {
             for (unsigned vl = 0; vl < 15; ++vl) {
                 const VlShare& v = p.vls[vl];
-                if (!v.competing || v.achieved + options_.margin >= v.intended) continue;
+                // A VL whose count saturated got at least what is known: never found below.
+                if (!v.competing || v.lowerBound || v.achieved + options_.margin >= v.intended)
+                    continue;
                 report.findings.push_back(
                     {Finding::Kind::VlBelowShare, p.port, node, static_cast<int>(vl), -1,
                      v.achieved, v.intended,

@@ -85,6 +85,12 @@ uint16_t decodeCapabilityMask(const PerfData& data) {
     return static_cast<uint16_t>(mask);
 }
 
+uint32_t decodeCapabilityMask2(const PerfData& data) {
+    uint32_t mask = 0;
+    mad_decode_field(const_cast<uint8_t*>(data.data()), IB_CPI_CAPMASK2_F, &mask);
+    return mask;
+}
+
 uint8_t decodePortSelect(perf::Attribute attribute, const PerfData& data) {
     if (attribute == perf::Attribute::ClassPortInfo) return 0;
     return static_cast<uint8_t>(

@@ -27,8 +27,9 @@ PerfData requestData(ib::perf::Attribute attribute, uint8_t portSelect);
 PerfData clearData(ib::perf::Attribute attribute, uint8_t portSelect);
 // The counters of an answer's data.
 Sample decodeSample(ib::perf::Attribute attribute, const PerfData& data, Clock::time_point at);
-// ClassPortInfo.CapabilityMask of a PMA's answer.
+// ClassPortInfo.CapabilityMask and CapabilityMask2 of a PMA's answer.
 uint16_t decodeCapabilityMask(const PerfData& data);
+uint32_t decodeCapabilityMask2(const PerfData& data);
 // The PortSelect a request carries.
 uint8_t decodePortSelect(ib::perf::Attribute attribute, const PerfData& data);
 

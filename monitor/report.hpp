@@ -21,17 +21,21 @@ enum class DeltaState : uint8_t {
     NotRead,    // the attribute is not read on this port (unsupported, or not asked)
     First,      // one reading so far
     Stale,      // not read in this scrape (the MAD budget, or no answer)
-    Saturated,  // the counter stopped at its maximum: the delta is unknown
+    Saturated,  // the counter reached its maximum: the delta is at least `value`
     Reset,      // the counter went down (someone cleared it): the delta is unknown
 };
 const char* deltaStateName(DeltaState state);
 
 struct Delta {
     DeltaState state = DeltaState::NotRead;
-    double value = 0;    // bytes, packets or ticks over the interval
+    double value = 0;    // bytes, packets or ticks over the interval (Saturated: at least that)
     double seconds = 0;  // the interval
     bool ok() const { return state == DeltaState::Ok; }
     double rate() const { return ok() && seconds > 0 ? value / seconds : 0; }
+    // What is known to have been counted in the interval: the delta, or its lower bound.
+    double known() const { return ok() || state == DeltaState::Saturated ? value : 0; }
+    // Whether the counter is known to have risen in the interval.
+    bool rose() const { return known() > 0; }
 };
 
 // Counts added up over the collector's life from every known delta (a _total metric).
@@ -42,9 +46,10 @@ struct Totals {
 };
 
 struct VlShare {
-    bool competing = false;  // it had packets waiting (its XmitWait rose, or it sent)
-    double achieved = 0;     // its share of what the link carried in the interval
-    double intended = 0;     // its share by the port's arbitration, among the competing VLs
+    bool competing = false;   // it had packets waiting (its XmitWait rose, or it sent)
+    double achieved = 0;      // its share of what the link carried in the interval
+    double intended = 0;      // its share by the port's arbitration, among the competing VLs
+    bool lowerBound = false;  // its count saturated: `achieved` is from a lower bound
 };
 
 struct PortReport {
@@ -56,11 +61,16 @@ struct PortReport {
     std::array<Delta, ib::SlCount> slXmitBytes, slRcvBytes;
     Totals totals;
     std::vector<std::string> saturated;  // "PortXmitData", "PortVLOpData3", ...
-    bool congested = false;              // its XmitWait rose in the interval
+    bool saturatedStays = false;         // one of them is not cleared after each read
+    bool extendedXmitWait = false;       // XmitWait from PortCountersExtended (64-bit)
+    bool congested = false;              // its XmitWait, or a VL's, rose in the interval
     // The port as an output: the VL mix its link carried (from the peer's receive counters),
     // and, while congested, each VL's share against the intended one.
     bool hasVlMix = false;
     bool judged = false;  // congested, with a VL mix and an arbitration setup
+    // A VL's byte count in the mix reached its counter's maximum: its share is a lower bound's,
+    // and the others' are upper bounds (judged below their share only when certainly so).
+    bool mixSaturated = false;
     std::array<VlShare, ib::DataVlCount> vls{};
 };
 
@@ -70,7 +80,7 @@ struct Finding {
         SlWithoutLevel,   // traffic on an SL no qos-level of the policy uses
         PmaUnanswered,    // a node's PMA did not answer: skipped
         TablesDiffer,     // the port's live tables differ from the compiled ones
-        CounterSaturated  // a counter stopped at its maximum: its delta is not reported
+        CounterSaturated  // a counter reached its maximum: only a lower bound of its delta
     } kind;
     uint32_t port = UINT32_MAX;  // index into Fabric::ports (UINT32_MAX: the node)
     uint32_t node = 0;           // index into Fabric::nodes

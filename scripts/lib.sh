@@ -14,8 +14,8 @@ IBQOS_BUILD_PACKAGES="$IBQOS_BUILD_PACKAGES libibumad-dev libibverbs-dev ibverbs
 
 # Kept libraries instead of hand-written parts.
 IBQOS_BUILD_PACKAGES="$IBQOS_BUILD_PACKAGES nlohmann-json3-dev libcli11-dev libsystemd-dev libbenchmark-dev"
-# ibqos monitor's HTTP server.
-IBQOS_BUILD_PACKAGES="$IBQOS_BUILD_PACKAGES libmicrohttpd-dev"
+# ibqos monitor's HTTP server, its web config (YAML) and basic auth (bcrypt).
+IBQOS_BUILD_PACKAGES="$IBQOS_BUILD_PACKAGES libmicrohttpd-dev libyaml-cpp-dev libcrypt-dev"
 # The ibqos command's allocator (common/heap.hpp).
 IBQOS_BUILD_PACKAGES="$IBQOS_BUILD_PACKAGES libmimalloc-dev"
 # man, for the test that the man pages render as written.

@@ -49,6 +49,7 @@ bool FakePma::send(const PmaRequest& request, std::string& error) {
         answer.status = perf::StatusUnsupportedAttribute;
     } else if (request.attribute == perf::Attribute::ClassPortInfo) {
         mad_set_field(answer.data.data(), 0, IB_CPI_CAPMASK_F, node.capabilityMask);
+        mad_set_field(answer.data.data(), 0, IB_CPI_CAPMASK2_F, node.capabilityMask2);
     } else if (portIt == node.ports.end()) {
         answer.status = 7u << 2;  // invalid attribute or modifier value: a port it does not have
     } else {

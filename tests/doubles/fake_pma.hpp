@@ -27,6 +27,7 @@ class FakePma : public PmaTransport {
         std::set<ib::perf::Attribute> dropped;  // answered with nothing
         std::set<ib::perf::Attribute> refused;  // answered with status "unsupported"
         uint16_t capabilityMask = ib::perf::CapExtendedWidth | ib::perf::CapXmitWait;
+        uint32_t capabilityMask2 = 0;
         std::map<uint8_t, std::map<ib::perf::Attribute, Counters>> ports;  // by port number
     };
 

@@ -266,28 +266,18 @@ def service_checks(fabric, port, monitor):
 
     # A congested output port: Leaf1/P3 sends to storage1 P1 under bandwidth 1:25%, 2:50%,
     # 3:25%; VLs 1 and 2 wait, storage1 receives 1000, 1000 and 2000 words on VLs 1-3: VL 2
-    # gets 25 % where it should get 50 %. (A console burst can straddle a scrape: then again.)
-    base = {1: 1000, 2: 0, 3: 0}
+    # gets 25 % where it should get 50 %. The per-VL counters are cleared after each read, so
+    # what the console sets is the next interval's count. (A console burst can straddle a
+    # scrape: then again.)
     judged = None
     for attempt in range(3):
-        step = 1000 * (attempt + 1)
-        base = {1: base[1] + step, 2: base[2] + step, 3: base[3] + 2 * step}
-        for vl, words in base.items():
+        for vl, words in {1: 1000, 2: 1000, 3: 2000}.items():
             fabric.send_console(f'PerformanceSet "storage1 HCA-1"[1] PortVLOpData.PortVLOpData{vl}={words}')
         fabric.send_console(f'PerformanceSet "Leaf1"[3] PortCounters.PortXmitWait={10000 * (attempt + 1)}')
-        fabric.send_console(f'PerformanceSet "Leaf1"[3] PortVLXmitWaitCounters.PortVLXmitWaitCounters1={100 * (attempt + 1)}')
-        fabric.send_console(f'PerformanceSet "Leaf1"[3] PortVLXmitWaitCounters.PortVLXmitWaitCounters2={100 * (attempt + 1)}')
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and judged is None:
-            report = json.loads(fetch(port, "/report.json")[2])
-            for p in report["ports"]:
-                vls = {v["vl"]: v for v in p["vls"]}
-                if p["node_name"] == "Leaf1" and p["port"] == 3 and all(vl in vls for vl in (1, 2, 3)) \
-                        and vls[2]["intended_share"] is not None:
-                    shares = [vls[vl]["achieved_share"] for vl in (1, 2, 3)]
-                    if shares == [0.25, 0.25, 0.5]:
-                        judged = (vls, report)
-            time.sleep(0.1)
+        fabric.send_console('PerformanceSet "Leaf1"[3] PortVLXmitWaitCounters.PortVLXmitWaitCounters1=100')
+        fabric.send_console('PerformanceSet "Leaf1"[3] PortVLXmitWaitCounters.PortVLXmitWaitCounters2=100')
+        judged = find_judged(port, "Leaf1", 3, lambda vls: [vls[vl]["achieved_share"] for vl in (1, 2, 3)]
+                             == [0.25, 0.25, 0.5])
         if judged:
             break
     check(judged is not None, "Leaf1/P3's VL mix 25/25/50 % is seen while it is congested")
@@ -298,6 +288,7 @@ def service_checks(fabric, port, monitor):
         below = [f for f in report["findings"] if f["kind"] == "vl-below-share"]
         check(len(below) == 1 and below[0]["node_name"] == "Leaf1" and below[0]["port"] == 3 and below[0]["vl"] == 2,
               f"VL 2 of Leaf1/P3 is found below its share ({below})")
+    busy_link(fabric, port, monitor)
     status, ctype, svg = fetch(port, "/shares.svg")
     check(status == 200 and ctype == "image/svg+xml" and "Leaf1/P3" in svg, "/shares.svg draws Leaf1/P3")
     try:
@@ -320,6 +311,54 @@ def service_checks(fabric, port, monitor):
     m = wait_scrapes(port, 3, monitor)
     check(m.get("ibqos_monitor_pma_up", node_name="compute2 HCA-1") == 1, "it is read again once it answers")
     check(m.get("ibqos_monitor_scrape_ports", state="read") == 18, "every port is read again")
+
+
+def find_judged(port, node, number, wanted, seconds=10):
+    """The first report within `seconds` in which node/number is judged with a VL mix for which
+    wanted(vls) holds: (vls by number, report), or None."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        report = json.loads(fetch(port, "/report.json")[2])
+        for p in report["ports"]:
+            vls = {v["vl"]: v for v in p["vls"]}
+            if p["node_name"] == node and p["port"] == number and p["judged"] and \
+                    all(vl in vls and vls[vl]["achieved_share"] is not None for vl in (1, 2, 3)) and wanted(vls):
+                return vls, report
+        time.sleep(0.1)
+    return None
+
+
+def busy_link(fabric, port, monitor):
+    """A busy link, as counters show it after less than a second of HDR traffic: Leaf1/P3's
+    32-bit PortXmitWait stopped at its maximum (it is not cleared: OpenSM's PerfMgr shares it),
+    and in every interval the 16-bit per-VL XmitWait of VLs 1 and 2 and storage1's PortVLOpData
+    of VL 2 reach theirs. Each interval is judged: congested (from the per-VL XmitWait), VL 2's
+    share from what it counted at least, VL 1 found below its share."""
+    fabric.send_console('PerformanceSet "Leaf1"[3] PortCounters.PortXmitWait=4294967295')
+    judged_rounds = 0
+    rounds = 4
+    for _ in range(rounds):
+        fabric.send_console('PerformanceSet "storage1 HCA-1"[1] PortVLOpData.PortVLOpData1=1000000')
+        fabric.send_console('PerformanceSet "storage1 HCA-1"[1] PortVLOpData.PortVLOpData2=4294967295')
+        fabric.send_console('PerformanceSet "storage1 HCA-1"[1] PortVLOpData.PortVLOpData3=1000000')
+        fabric.send_console('PerformanceSet "Leaf1"[3] PortVLXmitWaitCounters.PortVLXmitWaitCounters1=65535')
+        fabric.send_console('PerformanceSet "Leaf1"[3] PortVLXmitWaitCounters.PortVLXmitWaitCounters2=65535')
+        found = find_judged(port, "Leaf1", 3, lambda vls: vls[2]["achieved_share"] > 0.99, seconds=3)
+        if found is None:
+            continue
+        vls, report = found
+        storage = [p for p in report["ports"] if p["node_name"] == "storage1 HCA-1" and p["port"] == 1][0]
+        leaf = [p for p in report["ports"] if p["node_name"] == "Leaf1" and p["port"] == 3][0]
+        below = {f["vl"] for f in report["findings"]
+                 if f["kind"] == "vl-below-share" and f["node_name"] == "Leaf1" and f["port"] == 3}
+        if "PortVLOpData2" in storage["saturated"] and leaf["congested"] and below == {1}:
+            judged_rounds += 1
+        # The next round starts after this scrape cleared the per-VL counters.
+        wait_scrapes(port, 1, monitor)
+    check(judged_rounds >= rounds - 1,
+          f"a busy link whose counters saturate is judged in every interval ({judged_rounds} of {rounds} rounds; "
+          "a console burst may straddle one scrape)")
+    fabric.send_console('PerformanceSet "Leaf1"[3] PortCounters.PortXmitWait=0')
 
 
 def run_once(fabric, ibqos, policy):

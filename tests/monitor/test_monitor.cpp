@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/text.hpp"
 #include "monitor/exposition.hpp"
 #include "monitor/monitor.hpp"
 #include "monitor/perf_codec.hpp"
@@ -56,10 +57,12 @@ struct Lab {
     uint32_t hostPort(unsigned h) const { return fabric.portOf(1 + h, 1); }
 };
 
+// Options whose scrapes only read (no counter cleared), so that MAD counts are of reads.
 CollectorOptions fastOptions() {
     CollectorOptions o;
     o.timeout = 500ms;
     o.retries = 1;
+    o.reset = CounterReset::None;
     return o;
 }
 
@@ -170,6 +173,37 @@ TEST_CASE("A scrape reads every port, one MAD outstanding per node, within the i
     ScrapeStats second = collector.scrape();
     CHECK(second.sent == 7 * 2 * Hosts);  // ClassPortInfo is not asked again
     CHECK(lab.pma.overlaps() == 0);
+}
+
+TEST_CASE("By default a scrape clears the per-VL and per-SL counters it read, and nothing else",
+          "[monitor][collector]") {
+    Lab lab;
+    CollectorOptions options = fastOptions();
+    options.reset = CounterReset::Lanes;
+    Collector collector(lab.pma, targetsOf(lab.fabric), options);
+    lab.pma.counter(hostLid(0), 1, Attribute::PortVlOpData, 2) = 500;
+    lab.pma.counter(hostLid(0), 1, Attribute::PortXmitDataSl, 4) = 600;
+    lab.pma.counter(hostLid(0), 1, Attribute::PortCounters, 0) = 700;
+    ScrapeStats first = collector.scrape();
+    // One Set for each of the five lane attributes of every port, after its read.
+    size_t sets = 0;
+    for (const FakePma::Sent& s : lab.pma.sent()) {
+        if (s.method != IB_MAD_METHOD_SET) continue;
+        ++sets;
+        CHECK(ib::perf::isLaneAttribute(s.attribute));
+    }
+    CHECK(sets == 5 * 2 * Hosts);
+    CHECK(first.sent == 1 + Hosts + (7 + 5) * 2 * Hosts);
+    CHECK(lab.pma.counter(hostLid(0), 1, Attribute::PortVlOpData, 2) == 0);
+    CHECK(lab.pma.counter(hostLid(0), 1, Attribute::PortXmitDataSl, 4) == 0);
+    CHECK(lab.pma.counter(hostLid(0), 1, Attribute::PortCounters, 0) == 700);
+    // What a port counts after the clear is the next interval's delta.
+    lab.pma.counter(hostLid(0), 1, Attribute::PortVlOpData, 2) = 25;
+    lab.pma.advance(1s);
+    collector.scrape();
+    const AttributeHistory& h = (*collector.samples(lab.hostPort(0)))[Attribute::PortVlOpData];
+    CHECK(h.previous.values[2] == 0);
+    CHECK(h.current.values[2] == 25);
 }
 
 TEST_CASE("A device kind that drops the per-SL MADs costs one timeout per kind, not per port",
@@ -341,7 +375,7 @@ TEST_CASE("Data counters are 4-byte words, XmitWait ticks, from the 64-bit count
     CHECK_FALSE(h1.congested);
 }
 
-TEST_CASE("A recorded sequence with saturation and a reset gives only the deltas it can know",
+TEST_CASE("A recorded sequence with saturation and a reset gives what it can know of each delta",
           "[monitor][rates]") {
     Lab lab;
     lab.pma.node(hostLid(0)).capabilityMask = ib::perf::CapXmitWait;
@@ -358,22 +392,26 @@ TEST_CASE("A recorded sequence with saturation and a reset gives only the deltas
         const PortReport& p = w.port(lab.hostPort(0));
         INFO("reading " << i);
         CHECK(p.counters[0].state == expected[i]);
-        if (p.counters[0].ok()) total += p.counters[0].value;
-        CHECK(p.totals.port[0] == total);
         bool saturated = expected[i] == DeltaState::Saturated;
+        // At its maximum, it counted at least from the last reading up to it (nothing more once
+        // it stays there).
+        if (i == 2) CHECK(p.counters[0].value == (0xffffffffu - 300.0) * 4);
+        if (i == 3) CHECK(p.counters[0].value == 0);
+        total += p.counters[0].known();
+        CHECK(p.totals.port[0] == total);
         CHECK(countFindings(r, Finding::Kind::CounterSaturated) == (saturated ? 1u : 0u));
         if (saturated) CHECK(p.saturated == std::vector<std::string>{"PortXmitData"});
         lab.pma.advance(1s);
     }
-    CHECK(total == (200 + 30) * 4);
+    CHECK(total == (200 + (0xffffffffu - 300.0) + 30) * 4);
 }
 
-TEST_CASE("Reset-after-read clears the narrow counters and counts from the clear",
+TEST_CASE("Resetting all counters clears PortCounters' too and counts from the clear",
           "[monitor][rates]") {
     Lab lab;
     lab.pma.node(hostLid(0)).capabilityMask = ib::perf::CapXmitWait;
     MonitorOptions options;
-    options.collector.resetAfterRead = true;
+    options.collector.reset = CounterReset::All;
     Watched w(lab, options);
     lab.pma.counter(hostLid(0), 1, Attribute::PortCounters, 0) = 500;
     w.monitor->scrape();
@@ -549,6 +587,114 @@ TEST_CASE("Label values are escaped as the text format asks", "[monitor][exposit
     w.monitor->scrape();
     CHECK_THAT(prometheusText(*w.monitor),
                Catch::Contains("node_name=\"Leaf \\\"A\\\"\\\\1\",port=\"1\""));
+}
+
+// Whether every byte of text is part of well-formed UTF-8.
+bool isUtf8(std::string_view text) {
+    while (!text.empty()) {
+        size_t n = utf8SequenceLength(text);
+        if (n == 0) return false;
+        text.remove_prefix(n);
+    }
+    return true;
+}
+
+TEST_CASE("UTF-8 is checked as RFC 3629 defines it, and what is not is escaped byte by byte",
+          "[monitor][exposition]") {
+    CHECK(validUtf8("caf\xc3\xa9") == "caf\xc3\xa9");  // é, well formed
+    CHECK(validUtf8("caf\xe9 n\xf6"
+                    "de") == "caf\\xe9 n\\xf6de");                   // Latin-1
+    CHECK(validUtf8("\xc0\xaf") == "\\xc0\\xaf");                    // an overlong '/'
+    CHECK(validUtf8("\xed\xa0\x80") == "\\xed\\xa0\\x80");           // a surrogate
+    CHECK(validUtf8("\xf4\x90\x80\x80") == "\\xf4\\x90\\x80\\x80");  // past U+10FFFF
+    CHECK(validUtf8("\xe2\x82") == "\\xe2\\x82");                    // cut short
+    CHECK(validUtf8("\xf0\x9f\x98\x80!") == "\xf0\x9f\x98\x80!");    // U+1F600
+    CHECK(xmlText("<a & \"b\">\x01\xff") == "&lt;a &amp; &quot;b&quot;&gt;\\x01\\xff");
+}
+
+TEST_CASE("A NodeDescription in Latin-1 leaves every output valid UTF-8", "[monitor][exposition]") {
+    Lab lab(50us, 500ms,
+            "caf\xe9 n\xf6"
+            "de");
+    Watched w(lab);
+    w.monitor->scrape();
+    // Congested, so that the SVG draws the port by name.
+    lab.pma.counter(SwitchLid, 1, Attribute::PortCounters, 4) += 5000;
+    lab.pma.counter(hostLid(0), 1, Attribute::PortVlOpData, 1) += 1000;
+    lab.pma.advance(1s);
+    w.monitor->scrape();
+    const std::string text = prometheusText(*w.monitor);
+    CHECK(isUtf8(text));
+    CHECK_THAT(text, Catch::Contains("node_name=\"caf\\\\xe9 n\\\\xf6de\",port=\"1\""));
+    const std::string svg = sharesSvg(*w.monitor);
+    CHECK(isUtf8(svg));
+    CHECK_THAT(svg, Catch::Contains("caf\\xe9 n\\xf6de/P1"));
+    CHECK(isUtf8(dumpJson(reportJson(*w.monitor))));
+}
+
+TEST_CASE(
+    "XmitWait comes from the 64-bit counter where CapabilityMask2 says PortCountersExtended "
+    "has it",
+    "[monitor][rates]") {
+    Lab lab;
+    lab.pma.node(SwitchLid).capabilityMask2 = ib::perf::Cap2AdditionalExtended;
+    Watched w(lab);
+    // The 32-bit PortXmitWait is stuck at its maximum; the 64-bit one counts on.
+    lab.pma.counter(SwitchLid, 1, Attribute::PortCounters, 4) = 0xffffffff;
+    lab.pma.counter(SwitchLid, 1, Attribute::PortCountersExtended, 4) = 1;
+    w.monitor->scrape();
+    lab.pma.counter(SwitchLid, 1, Attribute::PortCountersExtended, 4) += 6000000000;
+    lab.pma.advance(1s);
+    const Report& r = w.monitor->scrape();
+    const PortReport& leaf1 = w.port(lab.leafPort(1));
+    CHECK(leaf1.extendedXmitWait);
+    CHECK(leaf1.counters[4].ok());
+    CHECK(leaf1.counters[4].value == 6000000000.0);
+    CHECK(leaf1.congested);
+    CHECK(leaf1.saturated.empty());
+    CHECK(countFindings(r, Finding::Kind::CounterSaturated) == 0);
+    // A CA whose PMA does not say so keeps the 32-bit one.
+    CHECK_FALSE(w.port(lab.hostPort(0)).extendedXmitWait);
+}
+
+TEST_CASE("A busy link whose narrow counters saturate is judged in every interval",
+          "[monitor][shares]") {
+    Lab lab;
+    Watched w(lab);
+    w.monitor->scrape();
+    // Leaf/P1 sends to h0 (bandwidth 50/30/20 % on VLs 1-3). Its 32-bit PortXmitWait is stuck at
+    // its maximum (nothing clears PortCounters by default); the per-VL counters are cleared
+    // after each read and saturate anew in each interval: 16-bit XmitWait on VLs 1 and 2, and
+    // h0's PortVLOpData on VL 2.
+    lab.pma.counter(SwitchLid, 1, Attribute::PortCounters, 4) = 0xffffffff;
+    for (int interval = 0; interval < 4; ++interval) {
+        INFO("interval " << interval);
+        lab.pma.counter(SwitchLid, 1, Attribute::PortVlXmitWaitCounters, 1) = 0xffff;
+        lab.pma.counter(SwitchLid, 1, Attribute::PortVlXmitWaitCounters, 2) = 0xffff;
+        lab.pma.counter(hostLid(0), 1, Attribute::PortVlOpData, 1) = 0x10000000;
+        lab.pma.counter(hostLid(0), 1, Attribute::PortVlOpData, 2) = 0xffffffff;
+        lab.pma.counter(hostLid(0), 1, Attribute::PortVlOpData, 3) = 0x10000000;
+        lab.pma.advance(1s);
+        const Report& r = w.monitor->scrape();
+        const PortReport& leaf1 = w.port(lab.leafPort(1));
+        CHECK(leaf1.congested);
+        REQUIRE(leaf1.judged);
+        CHECK(leaf1.mixSaturated);
+        CHECK(leaf1.vls[2].lowerBound);
+        CHECK(leaf1.vls[1].competing);
+        CHECK(leaf1.vls[2].competing);
+        // VL 1 got at most 0x1000 / (0x1000 + 0xffff + 0x1000) of the link, well below 50 %: a
+        // finding. VL 2, saturated, got at least its lower bound: never found below.
+        CHECK(leaf1.vls[1].achieved < 0.06);
+        std::vector<int> below;
+        for (const Finding& f : r.findings)
+            if (f.kind == Finding::Kind::VlBelowShare && f.port == lab.leafPort(1))
+                below.push_back(f.vl);
+        CHECK(below == std::vector<int>{1});
+        CHECK(countFindings(r, Finding::Kind::CounterSaturated) >= 1);
+        // The interval's counted bytes are in the totals, at least what is known.
+        CHECK(w.port(lab.hostPort(0)).vlRcvBytes[2].known() == 0xffffffffu * 4.0);
+    }
 }
 
 TEST_CASE("The JSON report carries rates, labels, findings and PMAs", "[monitor][exposition]") {
