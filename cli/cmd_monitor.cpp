@@ -150,31 +150,15 @@ struct Outputs {
     monitor::MetricsServer* server = nullptr;
 };
 
-// The server's pages, in the order a scrape renders them.
-const std::pair<const char*, const char*> ServedPages[] = {
-    {"/metrics", "text/plain; version=0.0.4; charset=utf-8"},
-    {"/report.json", "application/json"},
-    {"/shares.svg", "image/svg+xml"}};
-
 // Renders the last report once for every output that takes it: the server's pages (requests
 // share each rendering until the next scrape), the textfile and the SVG. A file that cannot be
 // written is an IoError.
 void publish(const monitor::Monitor& m, const Outputs& out) {
-    auto shared = [](std::string text) {
-        return std::make_shared<const std::string>(std::move(text));
-    };
-    if (out.server || out.textfile) {
-        auto metrics = shared(monitor::prometheusText(m));
-        if (out.textfile) writeFileAtomically(*out.textfile, *metrics);
-        if (out.server) out.server->publish(ServedPages[0].first, std::move(metrics));
-    }
-    if (out.server)
-        out.server->publish(ServedPages[1].first, shared(dumpJson(monitor::reportJson(m)) + "\n"));
-    if (out.server || out.svg) {
-        auto svg = shared(monitor::sharesSvg(m));
-        if (out.svg) writeFileAtomically(*out.svg, *svg);
-        if (out.server) out.server->publish(ServedPages[2].first, std::move(svg));
-    }
+    const monitor::ScrapePages pages =
+        monitor::renderPages(m, out.server || out.textfile, out.server, out.server || out.svg);
+    if (out.textfile) writeFileAtomically(*out.textfile, *pages.metrics);
+    if (out.svg) writeFileAtomically(*out.svg, *pages.svg);
+    if (out.server) monitor::servePages(*out.server, pages);
 }
 
 // While it lives, a thread tells systemd every `period` that the service is at work (a long
@@ -315,7 +299,7 @@ int monitorCommand(const MonitorCommandOptions& o) {
         const bool tls = web && web->tls();
         server = monitor::MetricsServer::start(*o.listen, limits, std::move(web), error);
         if (!server) throw IoError{error};
-        for (const auto& [path, type] : ServedPages) server->addPage(path, type);
+        monitor::addPages(*server);
         log("serving http" + std::string(tls ? "s" : "") + "://" + *o.listen + "/metrics (port " +
             std::to_string(server->port()) + ")");
     }

@@ -4,9 +4,13 @@
 // people, and an SVG of achieved against intended VL shares over the history window.
 #pragma once
 
+#include <array>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "common/json.hpp"
+#include "monitor/metrics_server.hpp"
 #include "monitor/monitor.hpp"
 
 namespace ibqos::monitor {
@@ -25,5 +29,21 @@ std::string reportText(const Monitor& monitor);
 // Achieved (solid) against intended (dashed) share of each VL over the history window, one
 // panel for each of the `panels` ports that fell furthest below their intent.
 std::string sharesSvg(const Monitor& monitor, size_t panels = 12);
+
+// The pages a scrape renders, each once, for the server and the files (null: not asked).
+struct ScrapePages {
+    std::shared_ptr<const std::string> metrics, report, svg;
+};
+// The server's paths of those pages, in that order, with their content types.
+inline constexpr std::array<std::pair<const char*, const char*>, 3> ServedPages = {{
+    {"/metrics", "text/plain; version=0.0.4; charset=utf-8"},
+    {"/report.json", "application/json"},
+    {"/shares.svg", "image/svg+xml"},
+}};
+ScrapePages renderPages(const Monitor& monitor, bool metrics, bool report, bool svg);
+// Declares the pages on a server (before it answers).
+void addPages(MetricsServer& server);
+// Serves the rendered pages from now on.
+void servePages(MetricsServer& server, const ScrapePages& pages);
 
 }  // namespace ibqos::monitor

@@ -14,6 +14,7 @@
 #include "monitor/exposition.hpp"
 #include "monitor/monitor.hpp"
 #include "monitor/perf_codec.hpp"
+#include "tests/doubles/fake_fabric.hpp"
 #include "tests/doubles/fake_pma.hpp"
 #include "tests/policy_text.hpp"
 
@@ -26,35 +27,21 @@ using ib::perf::PortCounter;
 namespace {
 
 constexpr unsigned Hosts = 4;
-constexpr uint16_t SwitchLid = 1;
-uint16_t hostLid(unsigned h) { return static_cast<uint16_t>(2 + h); }
+constexpr uint16_t SwitchLid = FakeLeafFabric::SwitchLid;
+uint16_t hostLid(unsigned h) { return FakeLeafFabric::hostLid(h); }
+
+std::vector<std::string> hostNames() {
+    std::vector<std::string> names;
+    for (unsigned h = 0; h < Hosts; ++h) names.push_back("h" + std::to_string(h) + " HCA-1");
+    return names;
+}
 
 // A leaf switch "Leaf" (LID 1) whose ports 1-4 lead to the single-port CAs "h0".."h3" (LIDs
 // 2-5), and the same nodes as PMAs of a fake.
-struct Lab {
-    Fabric fabric;
-    FakePma pma;
-    uint32_t leaf = 0;
-
+struct Lab : FakeLeafFabric {
     explicit Lab(std::chrono::microseconds roundTrip = 50us,
                  std::chrono::milliseconds timeout = 500ms, const std::string& leafName = "Leaf")
-        : pma(roundTrip, timeout) {
-        leaf = fabric.addNode(NodeType::Switch, 0x200000, leafName, Hosts);
-        for (uint32_t p = 0; p <= Hosts; ++p) fabric.ports[fabric.portOf(leaf, p)].lid = SwitchLid;
-        pma.addNode({SwitchLid});
-        for (unsigned h = 0; h < Hosts; ++h) {
-            uint32_t ca = fabric.addNode(NodeType::Ca, 0x100000 + 2 * h,
-                                         "h" + std::to_string(h) + " HCA-1", 1);
-            uint32_t port = fabric.portOf(ca, 1);
-            fabric.ports[port].lid = hostLid(h);
-            fabric.link(fabric.portOf(leaf, h + 1), port);
-            pma.addNode({hostLid(h)}).ports[1];
-            pma.node(SwitchLid).ports[static_cast<uint8_t>(h + 1)];
-        }
-        fabric.index();
-    }
-    uint32_t leafPort(unsigned p) const { return fabric.portOf(leaf, p); }
-    uint32_t hostPort(unsigned h) const { return fabric.portOf(1 + h, 1); }
+        : FakeLeafFabric(hostNames(), leafName, roundTrip, timeout) {}
 };
 
 // Options whose scrapes only read (no counter cleared), so that MAD counts are of reads.
