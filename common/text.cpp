@@ -35,9 +35,9 @@ size_t utf8SequenceLength(std::string_view s) {
 namespace {
 
 void appendByteEscape(std::string& out, unsigned char c) {
-    out += "\\x";
-    out += "0123456789abcdef"[c >> 4];
-    out += "0123456789abcdef"[c & 0xf];
+    char escape[8];
+    std::snprintf(escape, sizeof escape, "\\x%02x", c);
+    out += escape;
 }
 
 }  // namespace

@@ -178,6 +178,9 @@ def run_service(fabric, ibqos, policy):
         if ready is None:
             log.seek(0)
             raise RuntimeError("the monitor did not tell READY=1:\n" + log.read()[-3000:])
+        extended = [m for m in ready if any(line.startswith("EXTEND_TIMEOUT_USEC=") for line in m)]
+        check(bool(extended) and "READY=1" not in ready[0],
+              "before READY=1, discovery and the first scrape ask systemd for more time (EXTEND_TIMEOUT_USEC)")
         status, ctype, _ = fetch(port)
         check(status == 200 and ctype.startswith("text/plain; version=0.0.4"),
               f"at READY=1 /metrics serves Prometheus text 0.0.4 ({status}, {ctype})")
@@ -187,8 +190,10 @@ def run_service(fabric, ibqos, policy):
         check(seen is not None, "the service pings the watchdog")
         monitor.send_signal(signal.SIGHUP)
         reload = listener.until("RELOADING=1", 30)
-        check(reload is not None and listener.until("READY=1", 30) is not None,
-              "SIGHUP: RELOADING=1, then READY=1")
+        renewal = listener.until("READY=1", 30)
+        check(reload is not None and renewal is not None, "SIGHUP: RELOADING=1, then READY=1")
+        check(renewal is not None and any("WATCHDOG=1" in m for m in renewal[:-1]),
+              "while SIGHUP's rediscovery runs, the watchdog is still told")
         monitor.terminate()
         check(listener.until("STOPPING=1", 20) is not None, "SIGTERM: STOPPING=1")
     finally:
