@@ -9,6 +9,8 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
 
 #include "common/text.hpp"
@@ -42,6 +44,15 @@ MHD_Result handle(void* server, MHD_Connection* connection, const char* url, con
                   const char*, const char*, size_t*, void**) {
     return static_cast<MHD_Result>(
         static_cast<MetricsServer*>(server)->answer(connection, url, method));
+}
+
+// libmicrohttpd's logger: its message, formatted, to the server's rate-limited log.
+void logMessage(void* server, const char* format, va_list arguments) {
+    char text[512];
+    std::vsnprintf(text, sizeof text, format, arguments);
+    std::string message = text;
+    while (!message.empty() && message.back() == '\n') message.pop_back();
+    static_cast<MetricsServer*>(server)->log(message);
 }
 
 // The soft limit on open files raised to what the connections need (a shell's default of 1,024
@@ -89,6 +100,26 @@ bool MetricsServer::authorized(MHD_Connection* connection) {
     if (user) MHD_free(user);
     if (password) MHD_free(password);
     return ok;
+}
+
+void MetricsServer::log(const std::string& message) {
+    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> lock(logLock_);
+    if (now - logWindow_ >= std::chrono::minutes(1)) {
+        if (suppressed_ > 0)
+            std::fprintf(stderr, "ibqos monitor: http: %llu more messages in the last minute\n",
+                         static_cast<unsigned long long>(suppressed_));
+        logWindow_ = now;
+        logged_ = 0;
+        suppressed_ = 0;
+    }
+    if (logged_ < LogBurst) {
+        ++logged_;
+        std::fprintf(stderr, "ibqos monitor: http: %s%s\n", message.c_str(),
+                     logged_ == LogBurst ? " (more this minute are counted, not shown)" : "");
+    } else {
+        ++suppressed_;
+    }
 }
 
 int MetricsServer::reply(MHD_Connection* connection, unsigned status, MHD_Response* response) {
@@ -180,6 +211,8 @@ std::unique_ptr<MetricsServer> MetricsServer::start(const std::string& listen,
     const unsigned threads = auth ? 2 : 1;
     // Options in an array, the TLS and address ones only where they apply.
     std::vector<MHD_OptionItem> options = {
+        // (First: libmicrohttpd logs with its own logger until this option is read.)
+        {MHD_OPTION_EXTERNAL_LOGGER, reinterpret_cast<intptr_t>(&logMessage), server.get()},
         {MHD_OPTION_CONNECTION_LIMIT, limits.connections, nullptr},
         {MHD_OPTION_PER_IP_CONNECTION_LIMIT, limits.connectionsPerClient, nullptr},
         {MHD_OPTION_CONNECTION_TIMEOUT, limits.timeoutSeconds, nullptr},

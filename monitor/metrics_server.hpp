@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -68,6 +69,11 @@ class MetricsServer {
 
     // Answers one request (libmicrohttpd's threads call it): MHD_YES or MHD_NO.
     int answer(MHD_Connection* connection, const char* url, const char* method);
+    // Logs one of libmicrohttpd's messages (one comes with every connection a client drops):
+    // at most LogBurst a minute on stderr; the rest are counted, and the count is logged with
+    // the first message of a later minute.
+    void log(const std::string& message);
+    static constexpr unsigned LogBurst = 10;
 
   private:
     MetricsServer() = default;
@@ -96,6 +102,10 @@ class MetricsServer {
     // scraper that sends the same credentials every scrape pays it once).
     std::map<std::string, std::string> passwords_;
     std::atomic<uint64_t> requests_{0}, unauthorized_{0};
+    std::mutex logLock_;
+    std::chrono::steady_clock::time_point logWindow_{};
+    unsigned logged_ = 0;
+    uint64_t suppressed_ = 0;
 };
 
 }  // namespace ibqos::monitor

@@ -240,6 +240,8 @@ def held_connections(server, workdir):
             h.close()
         text = stop(monitor, log)
         check(monitor.returncode == 0, f"the server stops cleanly ({monitor.returncode})")
+        http_lines = text.count("ibqos monitor: http: ")
+        check(http_lines <= 12, f"5,000 dropped connections log at most 10 lines a minute ({http_lines})")
         if failures:
             print("---- server log:\n" + text[-3000:])
 
