@@ -122,34 +122,33 @@ void MetricsServer::log(const std::string& message) {
     }
 }
 
-int MetricsServer::reply(MHD_Connection* connection, unsigned status, MHD_Response* response) {
-    return MHD_queue_response(connection, status, response);
-}
-
 int MetricsServer::answer(MHD_Connection* connection, const char* url, const char* method) {
     ++requests_;
     if (!authorized(connection)) {
         ++unauthorized_;
-        return reply(connection, MHD_HTTP_UNAUTHORIZED, replies_.unauthorized);
+        return MHD_queue_response(connection, MHD_HTTP_UNAUTHORIZED, replies_.unauthorized);
     }
-    const Route r = route(method, url, pages_);
+    Route r{Route::Kind::NotFound, {}};
+    std::shared_ptr<Published> page;
+    {
+        // (Pages may still be declared while the first requests come.)
+        std::lock_guard<std::mutex> lock(lock_);
+        r = route(method, url, pages_);
+        if (r.kind == Route::Kind::Page) page = pages_.find(std::string(r.page))->second.current;
+    }
     switch (r.kind) {
         case Route::Kind::MethodNotAllowed:
-            return reply(connection, MHD_HTTP_METHOD_NOT_ALLOWED, replies_.notAllowed);
+            return MHD_queue_response(connection, MHD_HTTP_METHOD_NOT_ALLOWED, replies_.notAllowed);
         case Route::Kind::Index:
-            return reply(connection, MHD_HTTP_OK, replies_.index);
+            return MHD_queue_response(connection, MHD_HTTP_OK, replies_.index);
         case Route::Kind::NotFound:
-            return reply(connection, MHD_HTTP_NOT_FOUND, replies_.notFound);
+            return MHD_queue_response(connection, MHD_HTTP_NOT_FOUND, replies_.notFound);
         case Route::Kind::Page:
             break;
     }
-    std::shared_ptr<Published> page;
-    {
-        std::lock_guard<std::mutex> lock(lock_);
-        page = pages_.find(std::string(r.page))->second.current;
-    }
-    if (!page) return reply(connection, MHD_HTTP_SERVICE_UNAVAILABLE, replies_.unavailable);
-    return reply(connection, MHD_HTTP_OK, page->response);
+    if (!page)
+        return MHD_queue_response(connection, MHD_HTTP_SERVICE_UNAVAILABLE, replies_.unavailable);
+    return MHD_queue_response(connection, MHD_HTTP_OK, page->response);
 }
 
 std::unique_ptr<MetricsServer> MetricsServer::start(const std::string& listen,

@@ -78,7 +78,6 @@ class MetricsServer {
   private:
     MetricsServer() = default;
     bool authorized(MHD_Connection* connection);
-    int reply(MHD_Connection* connection, unsigned status, MHD_Response* response);
 
     // One publication of a page: its body and the response every request queues (libmicrohttpd
     // counts its references; the last one frees the body).

@@ -7,6 +7,8 @@ IBQOS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Packages every build needs, and those the end-to-end tests and tools use.
 IBQOS_BUILD_PACKAGES="g++ meson ninja-build pkg-config libboost-dev catch2 scdoc python3"
 IBQOS_FABRIC_PACKAGES="opensm libopensm-dev ibsim-utils libumad2sim0 infiniband-diags libibumad-dev libibmad-dev libibnetdisc-dev libibverbs-dev rdma-core"
+# The monitor's TLS test makes a self-signed certificate.
+IBQOS_FABRIC_PACKAGES="$IBQOS_FABRIC_PACKAGES openssl"
 
 # host-sched builds against libibumad, libibverbs and libmlx5 (headers, pkg-config, libraries),
 # and librdmacm's header (the preload library interposes its calls; it links none of them).

@@ -23,7 +23,7 @@ monitor on ibsim cannot hold a thousand connections):
 """
 import argparse
 import base64
-import crypt
+import ctypes
 import os
 import resource
 import select
@@ -151,6 +151,17 @@ def stop(process, log):
     return log.read()
 
 
+def bcrypt(password):
+    """A bcrypt hash ($2b$, cost 10) of password, made by libcrypt, as htpasswd -B makes one."""
+    libcrypt = ctypes.CDLL("libcrypt.so.1")
+    libcrypt.crypt_gensalt.restype = ctypes.c_char_p
+    libcrypt.crypt_gensalt.argtypes = [ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p, ctypes.c_int]
+    libcrypt.crypt.restype = ctypes.c_char_p
+    libcrypt.crypt.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    salt = libcrypt.crypt_gensalt(b"$2b$", 10, None, 0)
+    return libcrypt.crypt(password.encode(), salt).decode()
+
+
 def sockets_of(pid):
     """How many sockets a process has open (its listening one included)."""
     count = 0
@@ -276,7 +287,7 @@ def web_config(fabric, ibqos, policy):
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
                     "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1"],
                    check=True, capture_output=True)
-    hashed = crypt.crypt("s3cret", crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=1 << 10))
+    hashed = bcrypt("s3cret")
     config = os.path.join(work, "web.yml")
     with open(config, "w") as f:
         # Relative paths are read from the file's folder, as exporter-toolkit reads them.
