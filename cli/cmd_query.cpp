@@ -9,6 +9,7 @@
 
 #include "cli/answer_json.hpp"
 #include "cli/commands.hpp"
+#include "cli/query_batch.hpp"
 #include "common/json.hpp"
 #include "common/text.hpp"
 #include "compiler/bind.hpp"
@@ -233,81 +234,7 @@ class Answerer {
     }
 };
 
-// At most this much of a bad value goes into a message.
-std::string excerpt(const std::string& s) { return s.size() <= 60 ? s : s.substr(0, 57) + "..."; }
-
-std::optional<PathQuery> parseLine(const Fabric& fabric, const std::string& line,
-                                   std::string& error) {
-    if (line.find('\0') != std::string::npos) {
-        error = "the line holds a NUL byte";
-        return std::nullopt;
-    }
-    std::vector<std::string> f;
-    if (!splitFields(line, f, error)) return std::nullopt;
-    if (f.size() != 6) {
-        error = "expected 6 fields (SRC DST SERVICE_ID QOS_CLASS PKEY SL), found " +
-                std::to_string(f.size());
-        return std::nullopt;
-    }
-    PathQuery q;
-    static const char* const names[] = {"SRC", "DST", "SERVICE_ID", "QOS_CLASS", "PKEY", "SL"};
-    for (int i = 0; i < 2; ++i) {
-        std::string why;
-        uint32_t port = fabric.findEndpoint(f[i], why);
-        if (port == NoPort) {
-            error = std::string(names[i]) + ": " + excerpt(why);
-            return std::nullopt;
-        }
-        (i == 0 ? q.source : q.destination) = port;
-    }
-    static const uint64_t max[] = {0, 0, UINT64_MAX, ib::MaxQosClass, UINT16_MAX, ib::MaxSl};
-    for (int i = 2; i < 6; ++i) {
-        if (f[i] == "-") continue;
-        auto v = parseNumber(f[i]);
-        if (v && *v > max[i]) v.reset();
-        if (!v) {
-            error = std::string(names[i]) + " '" + excerpt(f[i]) + "' is not a number from 0 to " +
-                    (i == 2 ? std::string("2^64-1") : std::to_string(max[i])) + " (or '-')";
-            return std::nullopt;
-        }
-        if (i == 2) q.serviceId = *v;
-        if (i == 3) q.qosClass = static_cast<uint16_t>(*v);
-        if (i == 4) q.pkey = static_cast<uint16_t>(*v);
-        if (i == 5) q.sl = static_cast<uint8_t>(*v);
-    }
-    return q;
-}
-
 Json errorJson(const std::string& message) { return {{"status", "error"}, {"message", message}}; }
-
-// Reads lines of at most MaxLine bytes; a longer one is reported and skipped, never stored.
-class LineReader {
-  public:
-    static constexpr size_t MaxLine = 65536;
-    explicit LineReader(std::istream& in) : in_(in) {}
-
-    // False at the end; otherwise a line (without its terminator) or tooLong.
-    bool next(std::string& line, bool& tooLong) {
-        line.clear();
-        tooLong = false;
-        bool any = false;
-        char c;
-        while (in_.get(c)) {
-            any = true;
-            if (c == '\n') break;
-            if (line.size() < MaxLine) {
-                line.push_back(c);
-            } else {
-                tooLong = true;
-            }
-        }
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        return any;
-    }
-
-  private:
-    std::istream& in_;
-};
 
 int runBatch(const Answerer& answerer, const Fabric& fabric, const std::string& path) {
     std::ifstream file;
@@ -325,7 +252,7 @@ int runBatch(const Answerer& answerer, const Fabric& fabric, const std::string& 
         if (tooLong) {
             error = "the line is longer than " + std::to_string(LineReader::MaxLine) + " bytes";
         } else {
-            q = parseLine(fabric, line, error);
+            q = parseBatchLine(fabric, line, error);
         }
         if (!q) errors = true;
         std::cout << (q ? answerer.json(answerer.answer(*q)) : dumpJson(errorJson(error))) << '\n';
