@@ -684,6 +684,23 @@ TEST_CASE("A busy link whose narrow counters saturate is judged in every interva
     }
 }
 
+TEST_CASE("The text report says how many of the ports read it lists", "[monitor][exposition]") {
+    Lab lab;
+    Watched w(lab);
+    w.monitor->scrape();
+    // Two of the eight ports read transmit in the interval.
+    lab.pma.counter(SwitchLid, 1, Attribute::PortCountersExtended, 0) += 100;
+    lab.pma.counter(hostLid(2), 1, Attribute::PortCountersExtended, 0) += 100;
+    lab.pma.advance(1s);
+    w.monitor->scrape();
+    const std::string text = reportText(*w.monitor);
+    CHECK_THAT(text, Catch::Contains("8 of 8 ports read"));
+    CHECK_THAT(text, Catch::Contains("2 of the 8 ports read transmitted, or were congested, in "
+                                     "the interval:\n"));
+    CHECK_THAT(text, Catch::Contains("Leaf/P1 ") && Catch::Contains("h2 HCA-1/P1 "));
+    CHECK_THAT(text, !Catch::Contains("h1 HCA-1/P1 "));
+}
+
 TEST_CASE("The JSON report carries rates, labels, findings and PMAs", "[monitor][exposition]") {
     Lab lab;
     lab.pma.node(hostLid(3)).silent = true;
