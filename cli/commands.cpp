@@ -81,7 +81,11 @@ std::optional<Fabric> loadFabric(const FabricOptions& options, Inputs& inputs,
         if (encoding[n] == 0) throw UsageError{"--vls takes 1, 2, 4, 8 or 15"};
         operVls = encoding[n];
     }
+    const size_t errorsBefore = diagnostics.errorCount();
     Fabric fabric = readTopology(inputs.load(*options.topology), diagnostics, operVls);
+    // A file that yielded no node and errors is no fabric to check against (each name of the
+    // policy would be reported as matching nothing).
+    if (fabric.nodes.empty() && diagnostics.errorCount() > errorsBefore) return std::nullopt;
     if (options.portCaps) readPortCaps(inputs.load(*options.portCaps), fabric, diagnostics);
     if (options.sm) fabric.smPort = portOption(fabric, "sm", *options.sm);
     const Value& partitions = options.partitions;

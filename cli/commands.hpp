@@ -49,7 +49,8 @@ struct FabricOptions {
     void add(CLI::App& command, bool needTopology);
 };
 
-// Reads the fabric the options name (nullopt without --topology). Problems in the files go to
+// Reads the fabric the options name (nullopt without --topology, or when the topology file
+// yielded no node and errors: nothing to check against). Problems in the files go to
 // diagnostics; an --sm or --vls that makes no sense is a UsageError.
 std::optional<Fabric> loadFabric(const FabricOptions& options, Inputs& inputs,
                                  Diagnostics& diagnostics);

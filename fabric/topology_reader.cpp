@@ -99,6 +99,7 @@ class TopologyReader {
 
     Fabric read() {
         std::string_view text = source_.text();
+        if (otherFormat(text)) return Fabric{};
         size_t offset = 0;
         while (offset < text.size()) {
             size_t end = text.find('\n', offset);
@@ -130,6 +131,50 @@ class TopologyReader {
         diagnostics_.warning("topology", source_.name(), where, std::move(message));
     }
 
+    // Output that names nodes and ports but holds no node records: the first line that is not a
+    // comment says which, in one error with what to run instead (rather than an error a line
+    // and a check against an empty fabric).
+    bool otherFormat(std::string_view text) {
+        size_t offset = 0;
+        while (offset < text.size()) {
+            size_t end = std::min(text.find('\n', offset), text.size());
+            std::string_view raw = text.substr(offset, end - offset);
+            std::string_view s = trim(raw);
+            if (s.empty() || s[0] == '#') {
+                offset = end + 1;
+                continue;
+            }
+            const char* what = nullptr;
+            auto word = [&](size_t i) {
+                size_t b = 0;
+                for (size_t n = 0; n < i; ++n) {
+                    b = s.find_first_not_of(" \t", s.find_first_of(" \t", b));
+                    if (b == std::string_view::npos) return std::string_view{};
+                }
+                return s.substr(b, s.find_first_of(" \t", b) - b);
+            };
+            const std::string_view first = word(0);
+            if ((first == "CA" || first == "SW" || first == "RT") && parseNumber(word(1), 10) &&
+                parseNumber(word(2), 10) && startsWith(word(3), "0x")) {
+                what = "'ibnetdiscover -p' output (a report of ports, without node records)";
+            } else if ((first == "Ca" || first == "Switch" || first == "Router") &&
+                       (word(1) == ":" || startsWith(word(1), ":")) &&
+                       s.find(" ports ") != std::string_view::npos) {
+                what = "'ibnetdiscover -l' (or -H, -S, -R) output (a list of nodes, without links)";
+            } else if (startsWith(first, "0x") && parseNumber(first) && word(1).size() > 0 &&
+                       word(1)[0] == '"') {
+                what = "a node name map (GUID and name a line), not a topology";
+            }
+            if (!what) return false;
+            error(source_.locate(static_cast<uint32_t>(offset + (s.data() - raw.data()))),
+                  std::string("this is ") + what +
+                      ": give the output of plain 'ibnetdiscover' (or 'ibnetdiscover -g'), "
+                      "which lists every node with its ports and links");
+            return true;
+        }
+        return false;
+    }
+
     void line(std::string_view raw, uint32_t offset) {
         std::string_view s = trim(raw);
         SourceLocation at =
@@ -139,6 +184,8 @@ class TopologyReader {
             return;
         }
         if (s[0] == '#') return;
+        // ibnetdiscover -g's grouping headings: "Chassis 2 (guid 0x...)", "Non-Chassis Nodes".
+        if (startsWith(s, "Chassis ") || s == "Non-Chassis Nodes") return;
         if (s[0] == '[') return portLine(s, at);
         if (startsWith(s, "Switch") || startsWith(s, "Hca") || startsWith(s, "Ca") ||
             startsWith(s, "Rt")) {

@@ -2,6 +2,8 @@
 // Unit tests of the fabric readers (ibnetdiscover, ibsim net, partitions.conf) and of binding.
 #include <catch2/catch.hpp>
 
+#include <map>
+
 #include "compiler/bind.hpp"
 #include "fabric/partitions.hpp"
 #include "fabric/topology.hpp"
@@ -83,29 +85,39 @@ TEST_CASE("an ibsim net file gets the GUIDs ibsim gives its nodes", "[compiler][
 
 namespace {
 
-// Every field the topology format carries, node by node and port by port.
+// Every field the topology format carries, node by node and port by port, whatever order the
+// nodes come in (ibnetdiscover -g lists a chassis's switches first): nodes are matched by GUID,
+// ports by their node's GUID and number, links by the peer's.
 void checkSameTopology(const Fabric& a, const Fabric& b) {
     REQUIRE(a.nodes.size() == b.nodes.size());
     REQUIRE(a.ports.size() == b.ports.size());
+    std::map<uint64_t, uint32_t> nodeOf;
+    for (uint32_t n = 0; n < b.nodes.size(); ++n) nodeOf[b.nodes[n].guid] = n;
+    REQUIRE(nodeOf.size() == b.nodes.size());
+    auto portInB = [&](uint32_t p) {
+        if (p == NoPort) return NoPort;
+        return b.portOf(nodeOf.at(a.nodes[a.ports[p].node].guid), a.ports[p].number);
+    };
     for (size_t n = 0; n < a.nodes.size(); ++n) {
         INFO("node " << a.nodes[n].description);
-        CHECK(a.nodes[n].type == b.nodes[n].type);
-        CHECK(a.nodes[n].guid == b.nodes[n].guid);
-        CHECK(a.nodes[n].description == b.nodes[n].description);
-        CHECK(a.nodes[n].portCount == b.nodes[n].portCount);
-        CHECK(a.nodes[n].enhancedPort0 == b.nodes[n].enhancedPort0);
+        REQUIRE(nodeOf.count(a.nodes[n].guid));
+        const FabricNode& other = b.nodes[nodeOf.at(a.nodes[n].guid)];
+        CHECK(a.nodes[n].type == other.type);
+        CHECK(a.nodes[n].description == other.description);
+        CHECK(a.nodes[n].portCount == other.portCount);
+        CHECK(a.nodes[n].enhancedPort0 == other.enhancedPort0);
     }
     for (uint32_t p = 0; p < a.ports.size(); ++p) {
         INFO("port " << a.portName(p) << " (" << unsigned{a.ports[p].number} << ")");
-        CHECK(a.ports[p].node == b.ports[p].node);
-        CHECK(a.ports[p].number == b.ports[p].number);
-        CHECK(a.ports[p].peer == b.ports[p].peer);
-        CHECK(a.ports[p].rate == b.ports[p].rate);
+        const uint32_t q = portInB(p);
+        REQUIRE(q != NoPort);
+        CHECK(b.ports[q].peer == portInB(a.ports[p].peer));
+        CHECK(a.ports[p].rate == b.ports[q].rate);
         // A port without a link is not in the file: only linked ports keep their addresses.
         if (a.ports[p].peer == NoPort && !a.isEndpoint(p)) continue;
-        CHECK(a.ports[p].guid == b.ports[p].guid);
-        CHECK(a.ports[p].lid == b.ports[p].lid);
-        CHECK(a.ports[p].lmc == b.ports[p].lmc);
+        CHECK(a.ports[p].guid == b.ports[q].guid);
+        CHECK(a.ports[p].lid == b.ports[q].lid);
+        CHECK(a.ports[p].lmc == b.ports[q].lmc);
     }
 }
 
@@ -140,6 +152,38 @@ TEST_CASE("a fabric written as ibnetdiscover output reads back the same", "[comp
     REQUIRE_FALSE(again.diagnostics.hasErrors());
     checkSameTopology(built, again.fabric);
     CHECK(endpoint(again.fabric, "7") == endpoint(again.fabric, "node-01 HCA-1/P1"));
+}
+
+TEST_CASE("ibnetdiscover -g output reads as the plain output of the same fabric",
+          "[compiler][topology]") {
+    Read plain(slurp(samples + "three-switch.ibnetdiscover"));
+    Read grouped(slurp(samples + "three-switch-grouped.ibnetdiscover"));
+    REQUIRE_FALSE(plain.diagnostics.hasErrors());
+    CHECK(grouped.diagnostics.all().empty());
+    checkSameTopology(plain.fabric, grouped.fabric);
+}
+
+TEST_CASE("output ibqos does not read as a topology is named in one error, with no fabric",
+          "[compiler][topology]") {
+    const std::pair<const char*, const char*> others[] = {
+        {"CA     7  1 0x0000000000100005 1x SDR - SW     5  1 0x0000000000200002 ( 'c3' - 'L2' )\n"
+         "SW     5  8 0x0000000000200002 4x SDR                                    'L2'\n",
+         "'ibnetdiscover -p' output"},
+        {"Ca\t : 0x0000000000100009 ports 1 devid 0x0 vendid 0x0 \"sm HCA-1\"\n"
+         "Switch\t: 0x0000000000200002 ports 8 \"Leaf2\" base port 0 lid 5 lmc 0\n",
+         "'ibnetdiscover -l'"},
+        {"# generated\n0x0002c903000a5fd3 \"node-01 HCA-1\"\n0x0002c903000a5fd4 \"node-02\"\n",
+         "a node name map"},
+    };
+    for (const auto& [text, name] : others) {
+        INFO(name);
+        Read r(text);
+        REQUIRE(r.diagnostics.errorCount() == 1);
+        CHECK_THAT(r.diagnostics.all().front().message,
+                   Catch::StartsWith(std::string("this is ") + name) &&
+                       Catch::Contains("plain 'ibnetdiscover'"));
+        CHECK(r.fabric.nodes.empty());
+    }
 }
 
 TEST_CASE("a topology that lies is reported where it lies", "[compiler][topology]") {
