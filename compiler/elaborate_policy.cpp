@@ -117,6 +117,8 @@ uint64_t Elaborator::number(const ast::Number& n) {
                                       std::to_string(n.value) + "); remove the leading 0");
             return n.value;
         case ast::NumberForm::Octal:
+            // One significant digit below 8 reads the same in either base ("05").
+            if (n.value < 8) return n.value;
             report_.warning("octal-number", at(n),
                             "a leading 0 makes this octal: it is read as " +
                                 std::to_string(n.value) +

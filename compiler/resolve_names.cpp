@@ -100,7 +100,7 @@ class NameTable {
         if (name.empty()) return;
         auto [first, fresh] = index_.emplace(openSm, Entry{index, name, where});
         if (fresh) {
-            written_.emplace(name, index);
+            written_.emplace(name, Entry{index, openSm, where});
             return;
         }
         const bool sameAsWritten = sameName(first.name, name);
@@ -143,7 +143,13 @@ class NameTable {
     // it (blanks OpenSM drops), when the names differ only in blanks, or else the defined name
     // closest to it (a misspelling).
     std::string hint(const NameRef& ref) const {
-        if (written_.find(ref.name)) {
+        if (const Entry* written = written_.find(ref.name)) {
+            // The reference kept its blanks (it is quoted): the definition lost them.
+            if (ref.openSm == ref.name)
+                return " as OpenSM reads it: the definition at line " +
+                       std::to_string(written->where.line) +
+                       " is not quoted, so OpenSM reads it '" + written->name +
+                       "'; quote the definition: \"" + ref.name + "\"";
             return " as OpenSM reads it ('" + ref.openSm +
                    "': blanks outside quotes are dropped); quote it: \"" + ref.name + "\"";
         }
@@ -182,8 +188,9 @@ class NameTable {
     };
     const Reporter& report_;
     const char* what_;
-    FoldedIndex<Entry> index_;       // OpenSM's reading -> first definition
-    FoldedIndex<uint32_t> written_;  // ibqos's reading -> definition
+    FoldedIndex<Entry> index_;  // OpenSM's reading -> first definition
+    // ibqos's reading -> definition (its `name` there is OpenSM's reading)
+    FoldedIndex<Entry> written_;
 };
 
 }  // namespace

@@ -362,6 +362,43 @@ end-qos-match-rules
     CHECK(d.message.find("quote it") != std::string::npos);
 }
 
+TEST_CASE("a quoted reference to an unquoted name with a blank asks to quote the definition",
+          "[compiler][names]") {
+    Compiled c(std::string(levels) + R"(
+port-groups
+    port-group
+        name: gpu hosts
+        node-type: CA
+    end-port-group
+end-port-groups
+qos-match-rules
+    qos-match-rule
+        source: "gpu hosts"
+        qos-level-name: gold
+    end-qos-match-rule
+end-qos-match-rules
+)");
+    // OpenSM reads the definition as "gpuhosts" and the reference as "gpu hosts".
+    REQUIRE(c.codes() == std::vector<std::string>{"undefined-group"});
+    const std::string& message = c.diagnostics.all()[0].message;
+    CHECK(message.find("OpenSM reads it 'gpuhosts'") != std::string::npos);
+    CHECK(message.find("quote the definition") != std::string::npos);
+    CHECK(message.find("quote it:") == std::string::npos);
+}
+
+TEST_CASE("a leading 0 is warned about only where octal and decimal readings differ",
+          "[compiler][numbers]") {
+    for (const auto& [value, warned] :
+         {std::pair{"05", false}, std::pair{"07", false}, std::pair{"010", true}}) {
+        INFO(value);
+        Compiled c(std::string("qos-levels\n  qos-level\n    name: default\n    sl: 0\n"
+                               "    mtu-limit: ") +
+                   value + "\n  end-qos-level\nend-qos-levels\n");
+        CHECK(c.codes(Severity::Warning) ==
+              (warned ? std::vector<std::string>{"octal-number"} : std::vector<std::string>{}));
+    }
+}
+
 TEST_CASE("two names that differ only in blanks are one name to OpenSM", "[compiler][names]") {
     Compiled c(std::string(levels) + R"(
 port-groups
