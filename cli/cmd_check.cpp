@@ -2,6 +2,9 @@
 // ibqos check: every problem in a policy, located, in one run.
 #include <iostream>
 #include <memory>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "compiler/compile_policy.hpp"
@@ -25,6 +28,7 @@ struct CheckOptions {
     FabricOptions fabric;
     bool json = false;
     std::string analysisBudget;
+    std::vector<std::string> ignore;
 };
 
 int check(const CheckOptions& o) {
@@ -33,7 +37,15 @@ int check(const CheckOptions& o) {
     const std::optional<uint64_t> budget = analysisBudgetOption(o.analysisBudget);
     Policy policy = loadPolicy(inputs.load(o.policy), diagnostics, budget);
     compileForFabric(policy, o.fabric, inputs, diagnostics, CompileStage::Reachability, budget);
-    return emitDiagnostics(diagnostics, inputs, o.json);
+    if (o.ignore.empty()) return emitDiagnostics(diagnostics, inputs, o.json);
+    // Warnings and notes with an ignored code are left out; an error never is (OpenSM would
+    // still act on it).
+    const std::set<std::string> ignored(o.ignore.begin(), o.ignore.end());
+    Diagnostics kept;
+    kept.append(diagnostics, [&](const Diagnostic& d) {
+        return d.severity == Severity::Error || !ignored.count(d.code);
+    });
+    return emitDiagnostics(kept, inputs, o.json);
 }
 
 }  // namespace
@@ -49,6 +61,10 @@ void addCheck(Program& program) {
     c.add_flag("--json", o->json,
                "print the diagnostics on stdout as a JSON array of {\"severity\", \"code\", "
                "\"file\", \"line\", \"column\", \"message\", \"opensm_rejects\"}");
+    c.add_option("--ignore", o->ignore,
+                 "leave out the warnings and notes with these codes (errors are always shown)")
+        ->type_name("CODE[,CODE...]")
+        ->delimiter(',');
     addAnalysisBudget(c, o->analysisBudget,
                       "work the dead-rule and reachability analyses may do, in decision-diagram "
                       "steps, or 'unlimited' (default: in proportion to the policy's size); "

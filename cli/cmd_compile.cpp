@@ -44,7 +44,9 @@ int compile(const CompileOptions& o) {
     Policy policy = loadPolicy(inputs.load(o.policy), diagnostics);
     auto compiled = compileForFabric(policy, o.fabric, inputs, diagnostics);
     bool failed = diagnostics.hasErrors();
-    if (!compiled) return emitDiagnostics(diagnostics, inputs, false);  // no fabric was read
+    if (!compiled)
+        return emitDiagnostics(diagnostics, inputs, false,
+                               Shown::ErrorsAndCounts);  // no fabric was read
 
     const Value& output = o.output;
     auto deliver = [&](const std::string& text) {
@@ -74,7 +76,7 @@ int compile(const CompileOptions& o) {
                       << files.options;
         }
     }
-    return emitDiagnostics(diagnostics, inputs, false);
+    return emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
 }
 
 }  // namespace

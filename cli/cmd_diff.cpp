@@ -214,7 +214,7 @@ int diff(const DiffOptions& o) {
     Policy oldPolicy = loadPolicy(inputs.load(o.before), diagnostics);
     Policy newPolicy = loadPolicy(inputs.load(o.after), diagnostics);
     if (diagnostics.hasErrors()) {
-        emitDiagnostics(diagnostics, inputs, false);
+        emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
         return ExitUsage;
     }
     const std::optional<uint64_t> budget = analysisBudgetOption(o.analysisBudget);
@@ -226,7 +226,7 @@ int diff(const DiffOptions& o) {
         throw IoError{e.message};  // diff(1)'s convention: 1 means "they differ"
     }
     if (diagnostics.hasErrors()) {
-        emitDiagnostics(diagnostics, inputs, false);
+        emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
         return ExitUsage;
     }
     const Fabric* fabric = compiled.empty() ? nullptr : &compiled[0]->fabric();
@@ -234,7 +234,7 @@ int diff(const DiffOptions& o) {
         fabric ? diffPolicies(compiled[0]->bound(), compiled[1]->bound(), budget.value_or(0))
                : diffPolicies(oldPolicy, newPolicy, budget.value_or(0));
     if (!found) {
-        emitDiagnostics(diagnostics, inputs, false);
+        emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
         std::cerr << "ibqos diff: the comparison did not finish within the analysis budget of "
                   << *budget << " steps; raise --analysis-budget (or give 'unlimited')\n";
         return ExitUsage;
@@ -378,7 +378,7 @@ int diff(const DiffOptions& o) {
             std::cout << "\n";
         }
     }
-    emitDiagnostics(diagnostics, inputs, false);
+    emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
     return equivalent ? ExitOk : ExitInputErrors;
 }
 

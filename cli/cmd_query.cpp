@@ -273,7 +273,8 @@ int query(const QueryOptions& o) {
     Policy policy = loadPolicy(inputs.load(o.policy), diagnostics);
     auto compiled = compileForFabric(policy, o.fabric, inputs, diagnostics, CompileStage::Bind);
     // Warnings and errors go to standard error, whatever the output form.
-    if (emitDiagnostics(diagnostics, inputs, false) != ExitOk) return ExitInputErrors;
+    if (emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts) != ExitOk)
+        return ExitInputErrors;
     const Fabric& fabric = compiled->fabric();
 
     if (o.batch && *o.batch == "-" && inputs.readStdin())

@@ -69,7 +69,7 @@ int verify(const VerifyOptions& o) {
                     {"diagnostics", diagnosticsJson(diagnostics.all())}};
         std::cout << dumpJson(out) << "\n";
     } else {
-        emitDiagnostics(diagnostics, inputs, false);
+        emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
         for (const Drift& d : drift) {
             std::cout << tableDifferenceLine(fabric.portName(d.port), d.table, "expected",
                                              tableText(d.expected), "found", d.foundText());

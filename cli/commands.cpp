@@ -164,30 +164,39 @@ void writeFileAtomically(const std::string& path, const std::string& content) {
     if (std::rename(temporary.c_str(), path.c_str()) != 0) throw failed(errno);
 }
 
-int emitDiagnostics(Diagnostics& diagnostics, const Inputs& inputs, bool json) {
+int emitDiagnostics(Diagnostics& diagnostics, const Inputs& inputs, bool json, Shown shown) {
     diagnostics.sort();
     if (json) {
         std::cout << renderJson(diagnostics.all());
-    } else {
-        std::string out;
-        // Written 64 KiB at a time: a large policy's diagnostics run to megabytes.
-        for (const Diagnostic& d : diagnostics.all()) {
-            appendText(out, d, inputs.find(d.file));
-            if (out.size() >= 64 * 1024) {
-                std::cerr << out;
-                out.clear();
-            }
-        }
-        size_t errors = diagnostics.errorCount(), warnings = diagnostics.warningCount();
-        size_t notes = diagnostics.all().size() - errors - warnings;
-        if (!diagnostics.all().empty()) {
-            out += std::to_string(errors) + (errors == 1 ? " error" : " errors") + ", " +
-                   std::to_string(warnings) + (warnings == 1 ? " warning" : " warnings");
-            if (notes) out += ", " + std::to_string(notes) + (notes == 1 ? " note" : " notes");
-            out += "\n";
-        }
-        std::cerr << out;
+        return diagnostics.hasErrors() ? ExitInputErrors : ExitOk;
     }
+    std::string out;
+    size_t causes = 0;
+    // Written 64 KiB at a time: a large policy's diagnostics run to megabytes.
+    for (const DiagnosticGroup& g : groupByCause(diagnostics.all())) {
+        if (shown == Shown::ErrorsAndCounts && g.first->severity != Severity::Error) continue;
+        ++causes;
+        appendGroupText(out, g, inputs.find(g.first->file));
+        if (out.size() >= 64 * 1024) {
+            std::cerr << out;
+            out.clear();
+        }
+    }
+    size_t errors = diagnostics.errorCount(), warnings = diagnostics.warningCount();
+    size_t notes = diagnostics.all().size() - errors - warnings;
+    if (!diagnostics.all().empty()) {
+        out += std::to_string(errors) + (errors == 1 ? " error" : " errors") + ", " +
+               std::to_string(warnings) + (warnings == 1 ? " warning" : " warnings");
+        if (notes) out += ", " + std::to_string(notes) + (notes == 1 ? " note" : " notes");
+        if (shown == Shown::ErrorsAndCounts && warnings + notes > 0) {
+            out += " (`ibqos check` shows the warnings";
+            out += notes ? " and notes)" : ")";
+        } else if (causes < diagnostics.all().size()) {
+            out += ", from " + std::to_string(causes) + (causes == 1 ? " cause" : " causes");
+        }
+        out += "\n";
+    }
+    std::cerr << out;
     return diagnostics.hasErrors() ? ExitInputErrors : ExitOk;
 }
 

@@ -36,9 +36,15 @@ class Inputs {
     std::map<std::string, std::unique_ptr<SourceFile>> files_;
 };
 
-// Prints diagnostics: as text with source excerpts on stderr (with a count line), or as a
-// JSON array on stdout. Returns the exit code they imply.
-int emitDiagnostics(Diagnostics& diagnostics, const Inputs& inputs, bool json);
+// How much of a policy's diagnostics a command prints: all of them (check), or its errors and a
+// count of the rest (the commands that use the policy: `ibqos check` is where to read them).
+enum class Shown : uint8_t { All, ErrorsAndCounts };
+
+// Prints diagnostics: as text with source excerpts on stderr, one entry per cause (the other
+// places of a cause counted on a line after it), with a count line; or as a JSON array on
+// stdout. Returns the exit code they imply.
+int emitDiagnostics(Diagnostics& diagnostics, const Inputs& inputs, bool json,
+                    Shown shown = Shown::All);
 
 // The options that name a fabric offline: --topology, --partitions, --sm, --vls, --port-caps,
 // --opensm-conf.

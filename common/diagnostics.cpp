@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <unordered_map>
 
 #include "common/json.hpp"
 #include "common/source.hpp"
@@ -144,16 +145,65 @@ void appendText(std::string& out, const Diagnostic& d, const SourceFile* source)
     out += "^\n";
 }
 
+std::vector<DiagnosticGroup> groupByCause(const std::vector<Diagnostic>& sorted) {
+    std::vector<DiagnosticGroup> groups;
+    std::unordered_map<std::string, size_t> byCause;
+    std::string key;
+    for (const Diagnostic& d : sorted) {
+        key.assign(1, static_cast<char>(d.severity));
+        key += d.code;
+        key += '\0';
+        key += d.file;
+        key += '\0';
+        key += d.message;
+        auto [it, fresh] = byCause.emplace(key, groups.size());
+        if (fresh) {
+            groups.push_back({&d, {}});
+        } else {
+            groups[it->second].others.push_back(&d);
+        }
+    }
+    return groups;
+}
+
+void appendGroupText(std::string& out, const DiagnosticGroup& group, const SourceFile* source) {
+    appendText(out, *group.first, source);
+    if (group.others.empty()) return;
+    constexpr size_t Shown = 5;
+    out += "    (and at ";
+    out += std::to_string(group.others.size());
+    out += group.others.size() == 1 ? " more place: " : " more places: ";
+    for (size_t i = 0; i < group.others.size() && i < Shown; ++i) {
+        const SourceLocation& at = group.others[i]->location;
+        if (i) out += ", ";
+        out += std::to_string(at.line);
+        out += ':';
+        out += std::to_string(at.column);
+    }
+    if (group.others.size() > Shown) out += ", ...; --json lists every one";
+    out += ")\n";
+}
+
 Json diagnosticsJson(const std::vector<Diagnostic>& diagnostics) {
     Json out = Json::array();
-    for (const Diagnostic& d : diagnostics) {
-        out.push_back({{"severity", severityName(d.severity)},
+    for (const DiagnosticGroup& g : groupByCause(diagnostics)) {
+        const Diagnostic& d = *g.first;
+        Json object = {{"severity", severityName(d.severity)},
                        {"code", d.code},
                        {"file", d.file},
                        {"line", d.location.line},
                        {"column", d.location.column},
                        {"message", d.message},
-                       {"opensm_rejects", d.openSmRejects}});
+                       {"opensm_rejects", d.openSmRejects}};
+        if (!g.others.empty()) {
+            Json related = Json::array();
+            for (const Diagnostic* o : g.others)
+                related.push_back({{"file", o->file},
+                                   {"line", o->location.line},
+                                   {"column", o->location.column}});
+            object["related"] = std::move(related);
+        }
+        out.push_back(std::move(object));
     }
     return out;
 }

@@ -93,6 +93,19 @@ class Diagnostics {
 
 std::string_view severityName(Severity severity);
 
+// Diagnostics with one cause: the same severity, code, file and message at several places (a
+// rule that shadows 3,913 later rules gives 3,913 such warnings).
+struct DiagnosticGroup {
+    const Diagnostic* first = nullptr;      // where the cause is shown
+    std::vector<const Diagnostic*> others;  // its other places, in order
+};
+// Sorted diagnostics grouped by cause, in the order of each group's first place.
+std::vector<DiagnosticGroup> groupByCause(const std::vector<Diagnostic>& sorted);
+
+// A group as text: its first diagnostic as appendText writes it, then one line with how many
+// other places share the cause and the first few of their lines.
+void appendGroupText(std::string& out, const DiagnosticGroup& group, const SourceFile* source);
+
 // "FILE:LINE:COL: error: [CODE] message", then the source line (at most 200 characters
 // around the column) and a caret under the column when the source is known.
 std::string renderText(const Diagnostic& diagnostic, const SourceFile* source);
@@ -100,7 +113,8 @@ std::string renderText(const Diagnostic& diagnostic, const SourceFile* source);
 void appendText(std::string& out, const Diagnostic& diagnostic, const SourceFile* source);
 
 // The diagnostics as a JSON array of {"severity","code","file","line","column","message",
-// "opensm_rejects"}: the value, and the document printed on one line with a newline.
+// "opensm_rejects"}, one object per cause: the other places of a cause are its "related" list
+// of {"file","line","column"}. The value, and the document printed on one line with a newline.
 nlohmann::ordered_json diagnosticsJson(const std::vector<Diagnostic>& diagnostics);
 std::string renderJson(const std::vector<Diagnostic>& diagnostics);
 

@@ -166,6 +166,59 @@ class Inputs(unittest.TestCase):
             self.assertIn(f"cannot open '{missing}': No such file or directory".encode(), p.stderr)
 
 
+class FindingsByCause(unittest.TestCase):
+    """A rule that shadows many later rules is one warning in text, every finding in JSON."""
+
+    @staticmethod
+    def policy(shadowed):
+        rules = "".join("    qos-match-rule\n        service-id: %d\n        qos-level-name: gold\n"
+                        "    end-qos-match-rule\n" % (100 + i) for i in range(shadowed))
+        return ("qos-levels\n    qos-level\n        name: default\n        sl: 0\n    end-qos-level\n"
+                "    qos-level\n        name: gold\n        sl: 1\n    end-qos-level\nend-qos-levels\n"
+                "qos-match-rules\n    qos-match-rule\n        qos-level-name: gold\n    end-qos-match-rule\n"
+                + rules + "end-qos-match-rules\n")
+
+    def test_one_cause_is_one_warning_in_text_and_every_finding_in_json(self):
+        with tempfile.TemporaryDirectory() as scratch:
+            path = os.path.join(scratch, "shadow.conf")
+            with open(path, "w") as f:
+                f.write(self.policy(40))
+            p = ibqos("check", path)
+            text = p.stderr.decode()
+            self.assertEqual(p.returncode, 0)
+            self.assertEqual(text.count("[shadowed-rule]"), 1, text)
+            self.assertIn("(and at 39 more places: 19:5, 23:5, 27:5, 31:5, 35:5, ...", text)
+            self.assertIn("0 errors, 40 warnings, from 1 cause", text)
+            p = ibqos("check", path, "--json")
+            findings = json.loads(p.stdout)
+            self.assertEqual(len(findings), 1)
+            lines = [findings[0]["line"]] + [r["line"] for r in findings[0]["related"]]
+            self.assertEqual(lines, [15 + 4 * i for i in range(40)])
+            self.assertTrue(all(set(r) == {"file", "line", "column"} for r in findings[0]["related"]))
+
+    def test_ignore_leaves_out_warnings_never_errors(self):
+        with tempfile.TemporaryDirectory() as scratch:
+            path = os.path.join(scratch, "shadow.conf")
+            with open(path, "w") as f:
+                f.write(self.policy(3).replace("sl: 1", "sl: 99"))
+            p = ibqos("check", path, "--ignore", "shadowed-rule,value-range")
+            text = p.stderr.decode()
+            self.assertNotIn("[shadowed-rule]", text)
+            self.assertEqual(p.returncode, 1, text)
+            self.assertIn("error:", text)
+
+    def test_commands_that_use_a_policy_print_its_errors_and_count_its_warnings(self):
+        with tempfile.TemporaryDirectory() as scratch:
+            path = os.path.join(scratch, "shadow.conf")
+            with open(path, "w") as f:
+                f.write(self.policy(3))
+            p = ibqos("query", path, *LAB, "--src", "1", "--dst", "2")
+            text = p.stderr.decode()
+            self.assertEqual(p.returncode, 0, text)
+            self.assertNotIn("warning:", text)
+            self.assertRegex(text, r"^0 errors, [0-9]+ warnings \(`ibqos check` shows the warnings\)\n$")
+
+
 class Output(unittest.TestCase):
     def test_an_output_that_cannot_be_written_names_the_file_asked_for(self):
         with tempfile.TemporaryDirectory() as scratch:
