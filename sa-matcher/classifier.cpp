@@ -306,9 +306,6 @@ Classifier::Classifier(const BoundPolicy& bound) {
 #endif
 }
 
-// The lookups of match(), forced inline so that its popcnt build uses the instruction, and
-// without branches: which words are present is as random as the requests, and mispredicted
-// branches would cost more than the few instructions done for nothing.
 // The index of the last element <= value in a sorted array whose first element is <= value:
 // a binary search without branches to mispredict.
 [[gnu::always_inline]] inline size_t lastNotAbove(const uint64_t* first, size_t size,
@@ -322,6 +319,9 @@ Classifier::Classifier(const BoundPolicy& bound) {
     return static_cast<size_t>(base - first);
 }
 
+// The lookups of match(), forced inline so that its popcnt build uses the instruction, and
+// without branches: which words are present is as random as the requests, and mispredicted
+// branches would cost more than the few instructions done for nothing.
 [[gnu::always_inline]] inline uint64_t Classifier::accepting(const BlockIntervals& index,
                                                              uint32_t block, uint64_t value,
                                                              uint64_t present) const {
