@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Benchmark: PathRecord matching on a 50,667-port fabric, the compiled Classifier against a
 // straightforward implementation of OpenSM's own algorithm (rules scanned in order, group
-// membership by hash-set lookup), at 10 to 10,000 rules.
-//   ibqos-bench-matcher [--rules 10,100,1000,10000] [--requests N] [--seed S] [--json]
+// membership by hash-set lookup), at 10 to 10,000 rules; and the classifier's build time and
+// memory on the policy families of tests/policy_families.hpp at N and 10N rules.
+//   ibqos-bench-matcher [--rules 10,100,1000,10000] [--requests N] [--seed S]
+//                       [--family-rules 6400,64000] [--family F] [--family-hosts N] [--json]
 //                       [--benchmark_... flags]
 //
 // The workload (issue 4): the synthetic fat tree of bench/synthetic.hpp, 48,000 hosts under
@@ -12,7 +14,15 @@
 // 25 % destination only, 50 % both (1-2 groups a side), half with a QoS-class range, half with
 // 1-3 ServiceID ranges, a quarter with a PKey range; requests between random hosts with a
 // ServiceID 90 %, a QoS class 70 % and a PKey 70 % of the time.
+//
+// The families (`classifier_build/FAMILY`): each family's policy (nested, nested-service-ids,
+// shifted, same-ranges, random; pair-rules on request) with its groups spread over the hosts of a
+// smaller fat tree (--family-hosts, 2,400 by default), bound to it; the figure is the time one
+// Classifier takes to build (its CPU time: build_cpu_time), with the bytes it holds
+// (classifier_memory), the rise of the process's peak resident memory while it is built
+// (build_peak_memory) and the CPU time of one match on random requests (family_match_time).
 #include <malloc.h>
+#include <time.h>
 
 #include <map>
 #include <memory>
@@ -21,6 +31,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <random>
 #include <string>
 #include <unordered_set>
@@ -28,9 +39,12 @@
 
 #include "bench/harness.hpp"
 #include "bench/synthetic.hpp"
+#include "compiler/compile_policy.hpp"
 #include "compiler/fabric_compilation.hpp"
 #include "fabric/partitions.hpp"
 #include "sa-matcher/classifier.hpp"
+#include "sa-matcher/reference_match.hpp"
+#include "tests/policy_families.hpp"
 
 using namespace ibqos;
 using Clock = std::chrono::steady_clock;
@@ -264,6 +278,73 @@ class Cases {
     std::map<unsigned, std::unique_ptr<Case>> cases_;
 };
 
+// A family's policy on a fat tree of `hosts` hosts: the fabric, the policy bound to it, and
+// requests between random hosts over the values the families write.
+struct FamilyCase {
+    bench::FatTree tree;
+    Fabric fabric;
+    Policy policy;
+    std::unique_ptr<FabricCompilation> compiled;
+    std::vector<PathQuery> requests;
+
+    FamilyCase(test::Family family, unsigned rules, unsigned hosts, uint64_t seed) {
+        tree.hosts = hosts;
+        tree.leaves = (hosts + tree.down - 1) / tree.down;
+        tree.spines = (tree.leaves * tree.up + tree.radix - 1) / tree.radix;  // ports 1..radix
+        fabric = tree.fabric();
+        Diagnostics diagnostics;
+        readPartitions(nullptr, fabric, diagnostics);
+        test::FamilyPolicy o;
+        o.family = family;
+        o.rules = rules;
+        o.seed = seed;
+        // The groups' GUID ranges spread over the hosts.
+        const uint64_t span = 4 * test::familyGroups(family, rules) + 0xfa0;
+        o.guidBase = tree.hostPortGuid(0);
+        o.guidStride = static_cast<unsigned>(std::max<uint64_t>(1, 2 * tree.hosts / span));
+        SourceFile source("family.conf", test::familyPolicy(o));
+        policy = loadPolicy(source, diagnostics, 1);  // the dead-rule analysis is not measured
+        compiled = FabricCompilation::compile(policy, fabric, {}, diagnostics, CompileStage::Bind);
+        if (diagnostics.hasErrors() || !compiled) {
+            std::fprintf(stderr, "the %s policy has errors\\n", test::familyName(family));
+            std::exit(1);
+        }
+        std::mt19937_64 rng(seed);
+        auto pick = [&rng](uint64_t n) { return rng() % n; };
+        requests.resize(1 << 14);
+        for (PathQuery& q : requests) {
+            q.source = fabric.endpointByGuid(tree.hostPortGuid(static_cast<unsigned>(pick(hosts))));
+            q.destination =
+                fabric.endpointByGuid(tree.hostPortGuid(static_cast<unsigned>(pick(hosts))));
+            if (pick(10) < 9)
+                q.serviceId = pick(2) ? pick(uint64_t{1} << 24) : 0xe0000 + pick(0x40000);
+            if (pick(10) < 7) q.qosClass = static_cast<uint16_t>(pick(4096));
+            if (pick(10) < 7) q.pkey = static_cast<uint16_t>(1 + pick(20));
+        }
+    }
+};
+
+// The CPU time of this thread, in seconds: on a loaded machine, the work's own time.
+double threadCpuSeconds() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+uint64_t residentBytes() {
+    std::ifstream status("/proc/self/status");
+    std::string key;
+    while (status >> key) {
+        if (key == "VmRSS:") {
+            uint64_t kb = 0;
+            status >> kb;
+            return kb * 1024;
+        }
+        std::getline(status, key);
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -278,6 +359,17 @@ int main(int argc, char** argv) {
     o.add_option("--requests", requestCount, "distinct requests cycled through (default 65536)")
         ->check(CLI::PositiveNumber);
     o.add_option("--seed", seed, "the workload's seed (default 4)");
+    std::vector<unsigned> familySizes{6400, 64000};
+    std::string familyChoice = "all";
+    unsigned familyHosts = 2400;
+    o.add_option("--family-rules", familySizes,
+                 "the families' rule counts, N and 10N (default 6400,64000; 0: none)")
+        ->delimiter(',');
+    o.add_option("--family", familyChoice,
+                 "one family: nested, nested-service-ids, shifted, same-ranges, random, "
+                 "pair-rules (default: all but pair-rules)");
+    o.add_option("--family-hosts", familyHosts, "hosts of the families' fat tree (default 2400)")
+        ->check(CLI::Range(24u, 48000u));
     if (auto status = program.parse(argc, argv)) return *status;
 
     Cases cases(requestCount, seed);
@@ -290,6 +382,81 @@ int main(int argc, char** argv) {
     bench::counterUnit("classifier_port_classes", "classes");
     bench::counterUnit("default_level_share", "%", 100);
     bench::counterUnit("speedup", "x");
+    for (const char* name : {"build_peak_memory"}) bench::counterUnit(name, "MB", 1e-6);
+    bench::counterUnit("family_match_time", "ns", 1e9);
+    bench::counterUnit("build_cpu_time", "ms", 1e3);
+
+    std::vector<test::Family> families;
+    for (test::Family f :
+         {test::Family::Nested, test::Family::NestedServiceIds, test::Family::Shifted,
+          test::Family::SameRanges, test::Family::Random, test::Family::PairRules}) {
+        if (familyChoice == "all" ? f != test::Family::PairRules
+                                  : familyChoice == test::familyName(f))
+            families.push_back(f);
+    }
+    if (families.empty()) {
+        std::fprintf(stderr, "ibqos-bench-matcher: no family is named '%s'\n",
+                     familyChoice.c_str());
+        return 2;
+    }
+    for (test::Family family : families) {
+        for (unsigned rules : familySizes) {
+            if (rules == 0) continue;
+            benchmark::RegisterBenchmark(
+                (std::string("classifier_build/") + test::familyName(family)).c_str(),
+                [family, rules, familyHosts, seed](benchmark::State& state) {
+                    FamilyCase c(family, rules, familyHosts, seed);
+                    const BoundPolicy& bound = c.compiled->bound();
+                    std::unique_ptr<Classifier> classifier;
+                    double peak = 0;
+                    double cpu = 0;
+                    for (auto _ : state) {
+                        state.PauseTiming();
+                        classifier.reset();
+                        malloc_trim(0);
+                        bench::resetPeakRss();
+                        const uint64_t before = residentBytes();
+                        const double cpuBefore = threadCpuSeconds();
+                        state.ResumeTiming();
+                        classifier = std::make_unique<Classifier>(bound);
+                        state.PauseTiming();
+                        cpu = threadCpuSeconds() - cpuBefore;
+                        peak = std::max(peak, static_cast<double>(bench::peakRss() - before));
+                        state.ResumeTiming();
+                    }
+                    // Checked against OpenSM's scan, then timed.
+                    for (size_t i = 0; i < 200; ++i) {
+                        if (classifier->match(c.requests[i]) !=
+                            referenceMatch(bound, c.requests[i])) {
+                            state.SkipWithError("the classifier and OpenSM's scan disagree");
+                            return;
+                        }
+                    }
+                    size_t matches = 0;
+                    const double start = threadCpuSeconds();
+                    do {
+                        for (const PathQuery& q : c.requests)
+                            benchmark::DoNotOptimize(classifier->match(q));
+                        matches += c.requests.size();
+                    } while (threadCpuSeconds() - start < 0.3);
+                    const double seconds = threadCpuSeconds() - start;
+                    state.counters["classifier_memory"] =
+                        static_cast<double>(classifier->memoryBytes());
+                    state.counters["build_peak_memory"] = peak;
+                    state.counters["build_cpu_time"] = cpu;
+                    state.counters["family_match_time"] = seconds / static_cast<double>(matches);
+                    state.counters["classifier_port_classes"] =
+                        static_cast<double>(classifier->membershipClasses());
+                    bench::setParams(state, {{"family", test::familyName(family)},
+                                             {"ports", c.fabric.endpoints().size()}});
+                })
+                ->Arg(rules)
+                ->ArgName("rules")
+                ->Unit(benchmark::kMillisecond)
+                ->UseRealTime()
+                ->Iterations(1);
+        }
+    }
 
     // The time of one match, in ns, is each benchmark's figure: "classifier" and "baseline".
     for (unsigned rules : sizes) {

@@ -7,10 +7,9 @@
 // rules whose endpoint condition holds are
 //     sourceOnly(s) | destinationOnly(d) | (sourceBoth(s) & destinationBoth(d)) | neither,
 // each a precomputed set. A field condition holds when the rule does not name the field, or
-// names it and accepts the request's value: unnamed(field) | accepts(field, value), where the
-// value's set comes from its interval between the sorted boundaries of every rule's ranges.
-// A request without the field gets only unnamed(field): a rule naming a field never matches a
-// request that lacks it.
+// names it and accepts the request's value: unnamed(field) | accepts(field, value). A request
+// without the field gets only unnamed(field): a rule naming a field never matches a request that
+// lacks it.
 //
 // Sets are two-level bitsets. The summaries of the four endpoint sets say which 64-rule words
 // can hold a candidate at all. Those with a rule that names a field the request lacks are cut
@@ -20,18 +19,29 @@
 // The words left are visited in rule order, and the first rule that passes its field
 // conditions is the answer. A word with one or two candidates tests them
 // against their own ranges (RuleFields: small arrays that stay in cache); a denser word is ANDed
-// with the field sets. With group-based policies only a handful of words are visited, and a
-// request that carries no value some rules need, or a value no rule of a word accepts, skips
-// those words without reading them; in any case no more than rules / 64, and a few ANDs each.
+// with the word's accepting rules for each field. With group-based policies only a handful of
+// words are visited, and a request that carries no value some rules need, or a value no rule of
+// a word accepts, skips those words without reading them; in any case no more than rules / 64,
+// and a few ANDs each.
+//
+// What a field's value accepts is kept block by block (BlockIntervals): for each word, the
+// intervals between the boundaries of its own 64 rules' ranges, each with the word of rules
+// accepting it; for each summary word, the same over its 4096 rules with a bit per word. A
+// range is a boundary in one word's index and in one summary word's, so the index holds at most
+// two intervals per range and block, however the ranges overlap. (Sets over all the rules, one
+// per interval between every rule's boundaries, took memory quadratic in the rules on nested
+// ranges: `ibqos query` peaked at 639 MB with 64,000 nested ServiceID ranges.) A lookup is a binary
+// search among one block's own boundaries, a few cache lines at most.
 //
 // Every lookup in the loop is branchless where its outcome is as random as the requests: on the
 // machines measured, mispredicted branches cost more than the work they would skip.
 #include "sa-matcher/classifier.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <map>
-#include <unordered_map>
+#include <stdexcept>
 
 #include "ib/qos.hpp"
 
@@ -41,7 +51,6 @@ namespace {
 
 constexpr uint64_t QosClassValues = ib::MaxQosClass + 1;
 constexpr uint64_t PkeyValues = ib::PkeyBaseMask + 1;  // once the membership bit is masked off
-constexpr size_t CoarseStep = 16;                      // interval starts per coarse search step
 constexpr unsigned SparseCandidates = 2;  // at most this many: test the rules' own records
 constexpr unsigned ManyWords = 32;  // more candidate words than this in 4096 rules: cut by fields
 
@@ -50,9 +59,6 @@ constexpr uint8_t QosClassBit = 1, ServiceIdBit = 2, PkeyBit = 4;
 
 void setBit(std::vector<uint64_t>& dense, uint32_t index) {
     dense[index >> 6] |= uint64_t{1} << (index & 63);
-}
-void clearBit(std::vector<uint64_t>& dense, uint32_t index) {
-    dense[index >> 6] &= ~(uint64_t{1} << (index & 63));
 }
 
 }  // namespace
@@ -67,21 +73,23 @@ class Classifier::Builder {
         c_.words_ = static_cast<uint32_t>((rules + 63) / 64);
         c_.summaryWords_ = (c_.words_ + 63) / 64;
         dense_.assign(c_.words_, 0);
-        c_.empty_ = intern(dense_);
         for (uint32_t r = 0; r < rules; ++r) {
             const MatchRule& rule = policy_.rules[r];
             c_.ruleLevel_.push_back(rule.level);
-            if (rule.sources.empty() && rule.destinations.empty()) setBit(dense_, r);
+            if (rule.sources.empty() && rule.destinations.empty()) {
+                setBit(dense_, r);
+                c_.anyNeither_ = true;
+            }
         }
-        c_.neither_ = intern(dense_);
+        c_.neither_ = store(dense_);
         c_.defaultLevel_ = policy_.defaultLevel;
         buildRecords();
         buildClasses();
-        buildField(c_.qosClass_, QosClassValues - 1, true,
+        buildField(c_.qosClass_, QosClassValues - 1,
                    [](const MatchRule& r) -> const RangeSet& { return r.qosClasses; });
-        buildField(c_.serviceId_, UINT64_MAX, false,
+        buildField(c_.serviceId_, UINT64_MAX,
                    [](const MatchRule& r) -> const RangeSet& { return r.serviceIds; });
-        buildField(c_.pkey_, PkeyValues - 1, true,
+        buildField(c_.pkey_, PkeyValues - 1,
                    [](const MatchRule& r) -> const RangeSet& { return r.pkeys; });
         c_.pool_.push_back(0);  // the spare word word() may read past the last set
         c_.pool_.shrink_to_fit();
@@ -92,22 +100,6 @@ class Classifier::Builder {
     const BoundPolicy& bound_;
     const Policy& policy_;
     std::vector<uint64_t> dense_;  // scratch: one bit per rule
-    std::unordered_map<uint64_t, std::vector<SetRef>> interned_;
-
-    // Stores a set given as a dense bitset, or finds the identical one stored before.
-    SetRef intern(const std::vector<uint64_t>& dense) {
-        uint64_t hash = 0xcbf29ce484222325ULL;
-        for (uint32_t w = 0; w < dense.size(); ++w) {
-            if (dense[w]) hash = (hash ^ (dense[w] * 0x9e3779b97f4a7c15ULL + w)) * 0x100000001b3ULL;
-        }
-        auto& candidates = interned_[hash];
-        for (SetRef ref : candidates) {
-            if (holds(ref, dense)) return ref;
-        }
-        SetRef ref = store(dense);
-        candidates.push_back(ref);
-        return ref;
-    }
 
     // Appends a set given as a dense bitset.
     SetRef store(const std::vector<uint64_t>& dense) {
@@ -165,16 +157,6 @@ class Classifier::Builder {
             }
             if (!fits) setBit(c_.wide_, r);
         }
-    }
-
-    // Whether a stored set is the dense one.
-    bool holds(SetRef ref, const std::vector<uint64_t>& dense) const {
-        const uint64_t* words = c_.pool_.data() + ref + 2 * c_.summaryWords_;
-        for (uint32_t w = 0; w < dense.size(); ++w) {
-            bool present = (c_.pool_[ref + 2 * (w / 64)] >> (w % 64)) & 1;
-            if (present ? *words++ != dense[w] : dense[w] != 0) return false;
-        }
-        return true;
     }
 
     // Ports with the same node type and the same explicit group memberships satisfy the same
@@ -237,67 +219,83 @@ class Classifier::Builder {
         return store(dense_);
     }
 
-    // A sweep over every boundary of every rule's ranges in [0, maxValue], keeping the set of
-    // rules whose range covers the current interval.
+    // A boundary of a range in a block: from `at` on, `member` (a rule of the word, or a word
+    // of the summary word) has one more range (+1) or one fewer (-1) accepting the value.
+    struct Edge {
+        uint64_t at;
+        uint32_t member;
+        int32_t delta;
+    };
+
+    // Each word's intervals from its own rules' ranges within [0, maxValue], and each summary
+    // word's from the ranges of its words' rules.
     template <typename Ranges>
-    void buildField(FieldIndex& field, uint64_t maxValue, bool direct, Ranges ranges) {
-        struct Event {
-            uint64_t at;
-            uint32_t rule;
-            bool add;
-        };
-        std::vector<Event> events;
+    void buildField(FieldIndex& field, uint64_t maxValue, Ranges ranges) {
+        const uint32_t rules = static_cast<uint32_t>(policy_.rules.size());
         field.unnamed.assign(c_.words_, 0);
         field.unnamedSummary.assign(c_.summaryWords_, 0);
-        for (uint32_t r = 0; r < policy_.rules.size(); ++r) {
-            const RangeSet& set = ranges(policy_.rules[r]);
-            if (set.empty()) {
-                setBit(field.unnamed, r);
-                setBit(field.unnamedSummary, r / 64);
-                continue;
-            }
-            // A RangeSet's ranges are disjoint and not adjacent: each bit is set and cleared
-            // once per range.
-            for (const Range& range : set.ranges()) {
-                if (range.lo > maxValue) break;
-                events.push_back({range.lo, r, true});
-                if (range.hi < maxValue) events.push_back({range.hi + 1, r, false});
-            }
-        }
-        std::sort(events.begin(), events.end(),
-                  [](const Event& a, const Event& b) { return a.at < b.at; });
-        std::fill(dense_.begin(), dense_.end(), 0);
-        uint64_t at = 0;
-        for (size_t i = 0;;) {
-            for (; i < events.size() && events[i].at == at; ++i) {
-                if (events[i].add) {
-                    setBit(dense_, events[i].rule);
-                } else {
-                    clearBit(dense_, events[i].rule);
+        std::vector<Edge> wordEdges, summaryEdges;
+        for (uint32_t sw = 0; sw < c_.summaryWords_; ++sw) {
+            summaryEdges.clear();
+            for (uint32_t w = sw * 64; w < std::min(c_.words_, sw * 64 + 64); ++w) {
+                wordEdges.clear();
+                for (uint32_t r = w * 64; r < std::min(rules, w * 64 + 64); ++r) {
+                    const RangeSet& set = ranges(policy_.rules[r]);
+                    if (set.empty()) {
+                        setBit(field.unnamed, r);
+                        setBit(field.unnamedSummary, w);
+                        continue;
+                    }
+                    // A RangeSet's ranges are disjoint and not adjacent: a rule's bit is set
+                    // and cleared once per range.
+                    for (const Range& range : set.ranges()) {
+                        if (range.lo > maxValue) break;
+                        wordEdges.push_back({range.lo, r % 64, 1});
+                        summaryEdges.push_back({range.lo, w % 64, 1});
+                        if (range.hi >= maxValue) continue;
+                        wordEdges.push_back({range.hi + 1, r % 64, -1});
+                        summaryEdges.push_back({range.hi + 1, w % 64, -1});
+                    }
                 }
+                appendIntervals(field.words, wordEdges);
             }
-            SetRef set = intern(dense_);
-            if (field.sets.empty() || field.sets.back() != set) {
-                field.starts.push_back(at);
-                field.sets.push_back(set);
-            }
-            if (i == events.size()) break;
-            at = events[i].at;
+            appendIntervals(field.summaries, summaryEdges);
         }
-        if (direct) {
-            field.direct.resize(maxValue + 1);
-            for (size_t i = 0; i < field.starts.size(); ++i) {
-                uint64_t end = i + 1 < field.starts.size() ? field.starts[i + 1] : maxValue + 1;
-                std::fill(field.direct.begin() + static_cast<ptrdiff_t>(field.starts[i]),
-                          field.direct.begin() + static_cast<ptrdiff_t>(end), field.sets[i]);
-            }
-            field.starts.clear();
-            field.starts.shrink_to_fit();
-            field.sets.clear();
-            field.sets.shrink_to_fit();
+        field.words.begin.push_back(static_cast<uint32_t>(field.words.starts.size()));
+        field.summaries.begin.push_back(static_cast<uint32_t>(field.summaries.starts.size()));
+        for (BlockIntervals* index : {&field.words, &field.summaries}) {
+            index->begin.shrink_to_fit();
+            index->starts.shrink_to_fit();
+            index->bits.shrink_to_fit();
         }
-        for (size_t i = 0; i < field.starts.size(); i += CoarseStep)
-            field.coarse.push_back(field.starts[i]);
+    }
+
+    // A block's intervals: a sweep over its edges in value order, keeping how many ranges of
+    // each member accept the current interval; an interval is stored when its members differ
+    // from the one before. The first interval starts at 0.
+    static void appendIntervals(BlockIntervals& index, std::vector<Edge>& edges) {
+        std::sort(edges.begin(), edges.end(),
+                  [](const Edge& a, const Edge& b) { return a.at < b.at; });
+        const size_t first = index.starts.size();
+        if (first > UINT32_MAX - 2 * edges.size() - 1)
+            throw std::length_error("a classifier's field index past 2^32 intervals");
+        index.begin.push_back(static_cast<uint32_t>(first));
+        std::array<int32_t, 64> count{};
+        uint64_t members = 0, at = 0;
+        for (size_t i = 0;;) {
+            for (; i < edges.size() && edges[i].at == at; ++i) {
+                const uint32_t m = edges[i].member;
+                count[m] += edges[i].delta;
+                const uint64_t bit = uint64_t{1} << m;
+                members = count[m] > 0 ? members | bit : members & ~bit;
+            }
+            if (index.starts.size() == first || index.bits.back() != members) {
+                index.starts.push_back(at);
+                index.bits.push_back(members);
+            }
+            if (i == edges.size()) break;
+            at = edges[i].at;
+        }
     }
 };
 
@@ -308,30 +306,41 @@ Classifier::Classifier(const BoundPolicy& bound) {
 #endif
 }
 
+// The index of the last element <= value in a sorted array whose first element is <= value:
+// a binary search without branches to mispredict.
+[[gnu::always_inline]] inline size_t lastNotAbove(const uint64_t* first, size_t size,
+                                                  uint64_t value) {
+    const uint64_t* base = first;
+    while (size > 1) {
+        size_t half = size / 2;
+        base = base[half] <= value ? base + half : base;
+        size -= half;
+    }
+    return static_cast<size_t>(base - first);
+}
+
 // The lookups of match(), forced inline so that its popcnt build uses the instruction, and
 // without branches: which words are present is as random as the requests, and mispredicted
 // branches would cost more than the few instructions done for nothing.
-[[gnu::always_inline]] inline uint64_t Classifier::word(SetRef set, uint32_t block) const {
-    const uint64_t* p = pool_.data() + set;
-    uint64_t summary = p[2 * (block >> 6)];
-    uint64_t below = (uint64_t{1} << (block & 63)) - 1;
-    uint64_t rank = p[2 * (block >> 6) + 1] + static_cast<uint64_t>(std::popcount(summary & below));
-    // Without the block, rank points one past the set's last word at most: pool_ ends with a
-    // spare word, so the read stays inside it, and the mask drops what it read.
-    uint64_t present = 0 - ((summary >> (block & 63)) & 1);
-    return p[2 * summaryWords_ + rank] & present;
+[[gnu::always_inline]] inline uint64_t Classifier::accepting(const BlockIntervals& index,
+                                                             uint32_t block, uint64_t value,
+                                                             uint64_t present) const {
+    // A block's first interval starts at 0, so the value is never below it.
+    const uint32_t first = index.begin[block];
+    const size_t size = index.begin[block + 1] - first;
+    return index.bits[first + lastNotAbove(index.starts.data() + first, size, value)] & present;
 }
 
 [[gnu::always_inline]] inline uint64_t Classifier::fieldSummary(const FieldIndex& field,
-                                                                SetRef accepted,
+                                                                uint64_t value, uint64_t present,
                                                                 uint32_t sw) const {
-    return field.unnamedSummary[sw] | pool_[accepted + 2 * sw];
+    return field.unnamedSummary[sw] | accepting(field.summaries, sw, value, present);
 }
 
 [[gnu::always_inline]] inline uint64_t Classifier::filter(uint64_t candidates,
-                                                          const FieldIndex& field, SetRef accepted,
-                                                          uint32_t block) const {
-    return candidates & (field.unnamed[block] | word(accepted, block));
+                                                          const FieldIndex& field, uint64_t value,
+                                                          uint64_t present, uint32_t block) const {
+    return candidates & (field.unnamed[block] | accepting(field.words, block, value, present));
 }
 
 // One set's summary pair for 64 words (4096 rules), its words read by bit within them.
@@ -350,29 +359,6 @@ struct SummaryView {
         return words[rank] & (0 - ((summary >> bit) & 1));
     }
 };
-
-// The index of the last element <= value in a sorted array whose first element is <= value:
-// a binary search without branches to mispredict.
-[[gnu::always_inline]] inline size_t lastNotAbove(const uint64_t* first, size_t size,
-                                                  uint64_t value) {
-    const uint64_t* base = first;
-    while (size > 1) {
-        size_t half = size / 2;
-        base = base[half] <= value ? base + half : base;
-        size -= half;
-    }
-    return static_cast<size_t>(base - first);
-}
-
-[[gnu::always_inline]] inline Classifier::SetRef Classifier::setOf(const FieldIndex& field,
-                                                                   uint64_t value) const {
-    if (!field.direct.empty()) return value < field.direct.size() ? field.direct[value] : empty_;
-    // Every array starts at 0, so the value is never below the first start. The coarse starts
-    // find the CoarseStep starts that hold the value's interval.
-    size_t first = lastNotAbove(field.coarse.data(), field.coarse.size(), value) * CoarseStep;
-    size_t size = std::min(CoarseStep, field.starts.size() - first);
-    return field.sets[first + lastNotAbove(field.starts.data() + first, size, value)];
-}
 
 // Branchless but for the ServiceID ranges, read only for a rule that needs them: the outcome
 // of each test is as random as the requests.
@@ -418,18 +404,13 @@ QosMatch Classifier::match(const PathQuery& query) const {
     fields.qosClass = query.qosClass.value_or(0);
     fields.pkey = ib::pkeyBase(query.pkey.value_or(0));
     fields.serviceId = query.serviceId.value_or(0);
-    // The field sets are looked up once a candidate word is dense, or the candidate words are
-    // many: then their summaries cut the words to visit.
-    bool looked = false;
-    SetRef qos = empty_, sid = empty_, pkey = empty_;
-    auto lookUp = [&] {
-        looked = true;
-        if (query.qosClass) qos = setOf(qosClass_, *query.qosClass);
-        if (query.serviceId) sid = setOf(serviceId_, *query.serviceId);
-        if (query.pkey) pkey = setOf(pkey_, ib::pkeyBase(*query.pkey));
-    };
+    // All ones for a field the request carries: a field it lacks is accepted by no rule naming
+    // it, whatever its value's intervals hold.
+    const uint64_t qosPresent = 0 - uint64_t{query.qosClass.has_value()};
+    const uint64_t sidPresent = 0 - uint64_t{query.serviceId.has_value()};
+    const uint64_t pkeyPresent = 0 - uint64_t{query.pkey.has_value()};
     const uint64_t* pool = pool_.data();
-    const bool neither = neither_ != empty_;
+    const bool neither = anyNeither_;
     for (uint32_t sw = 0; sw < summaryWords_; ++sw) {
         SummaryView sourceOnly(pool + s.sourceOnly, summaryWords_, sw);
         SummaryView destinationOnly(pool + d.destinationOnly, summaryWords_, sw);
@@ -443,9 +424,9 @@ QosMatch Classifier::match(const PathQuery& query) const {
         if (!query.serviceId) blocks &= serviceId_.unnamedSummary[sw];
         if (!query.pkey) blocks &= pkey_.unnamedSummary[sw];
         if (std::popcount(blocks) > static_cast<int>(ManyWords)) {
-            if (!looked) lookUp();
-            blocks &= fieldSummary(qosClass_, qos, sw) & fieldSummary(serviceId_, sid, sw) &
-                      fieldSummary(pkey_, pkey, sw);
+            blocks &= fieldSummary(qosClass_, fields.qosClass, qosPresent, sw) &
+                      fieldSummary(serviceId_, fields.serviceId, sidPresent, sw) &
+                      fieldSummary(pkey_, fields.pkey, pkeyPresent, sw);
         }
         while (blocks) {
             unsigned bit = static_cast<unsigned>(std::countr_zero(blocks));
@@ -462,10 +443,9 @@ QosMatch Classifier::match(const PathQuery& query) const {
                 }
                 continue;
             }
-            if (!looked) lookUp();
-            w = filter(w, qosClass_, qos, block);
-            w = filter(w, serviceId_, sid, block);
-            w = filter(w, pkey_, pkey, block);
+            w = filter(w, qosClass_, fields.qosClass, qosPresent, block);
+            w = filter(w, serviceId_, fields.serviceId, sidPresent, block);
+            w = filter(w, pkey_, fields.pkey, pkeyPresent, block);
             if (w) {
                 uint32_t rule = block * 64 + static_cast<uint32_t>(std::countr_zero(w));
                 return {ruleLevel_[rule], rule};
@@ -482,9 +462,11 @@ size_t Classifier::memoryBytes() const {
                    wide_.capacity() * sizeof(uint64_t) + classSets_.capacity() * sizeof(ClassSets) +
                    ruleLevel_.capacity() * sizeof(uint32_t);
     for (const FieldIndex* f : {&qosClass_, &serviceId_, &pkey_}) {
-        bytes += (f->unnamed.capacity() + f->unnamedSummary.capacity()) * sizeof(uint64_t) +
-                 (f->starts.capacity() + f->coarse.capacity()) * sizeof(uint64_t) +
-                 f->sets.capacity() * sizeof(SetRef) + f->direct.capacity() * sizeof(SetRef);
+        bytes += (f->unnamed.capacity() + f->unnamedSummary.capacity()) * sizeof(uint64_t);
+        for (const BlockIntervals* index : {&f->words, &f->summaries}) {
+            bytes += index->begin.capacity() * sizeof(uint32_t) +
+                     (index->starts.capacity() + index->bits.capacity()) * sizeof(uint64_t);
+        }
     }
     return bytes;
 }

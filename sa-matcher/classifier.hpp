@@ -15,9 +15,10 @@ namespace ibqos {
 
 // Answers exactly what referenceMatch() answers (the first rule in OpenSM's order whose every
 // named condition the request meets, else the default level), from precomputed sets of rules:
-// per port (what it satisfies as a source and as a destination) and per field value (what a
-// QoS class, ServiceID or PKey satisfies). It copies what it needs: the bound policy need not
-// outlive it. Thread-safe for concurrent match() calls.
+// per port (what it satisfies as a source and as a destination) and per field, block by block of
+// rules, what each value between the block's own range boundaries satisfies; memory grows with
+// the rules and their ranges, not with how the ranges overlap. It copies what it needs: the bound
+// policy need not outlive it. Thread-safe for concurrent match() calls.
 class Classifier {
   public:
     explicit Classifier(const BoundPolicy& bound);
@@ -46,13 +47,22 @@ class Classifier {
         SetRef destinationBoth;  // rules with both, whose destinations hold it
     };
 
+    // One field's value intervals, block by block (a block: the 64 rules of a word, or the 64
+    // words of a summary word): block b's intervals start at starts[begin[b]] (always 0) up to
+    // starts[begin[b + 1] - 1], and bits[i] holds the members of the block (rules, or words)
+    // that accept the values of interval i. A block has as many intervals as its own rules'
+    // ranges make, so the index grows with the ranges, never with their overlaps.
+    struct BlockIntervals {
+        std::vector<uint32_t> begin;  // per block, then one past the last
+        std::vector<uint64_t> starts;
+        std::vector<uint64_t> bits;
+    };
+
     struct FieldIndex {
         std::vector<uint64_t> unnamed;         // dense: the rules that do not name the field
         std::vector<uint64_t> unnamedSummary;  // its summary: the words that hold such a rule
-        std::vector<uint64_t> starts;          // value intervals [starts[i], starts[i+1])
-        std::vector<uint64_t> coarse;  // every 16th start: the search touches few cache lines
-        std::vector<SetRef> sets;      // the rules naming the field that accept interval i
-        std::vector<SetRef> direct;    // small domains: the set of every value
+        BlockIntervals words;      // per word: its rules naming the field that accept a value
+        BlockIntervals summaries;  // per summary word: the words holding such a rule
     };
 
     // A rule's field conditions, for the common case of a candidate word with a bit or two:
@@ -74,8 +84,8 @@ class Classifier {
     uint32_t words_ = 0;         // 64-rule words
     uint32_t summaryWords_ = 0;  // words of a summary
     std::vector<uint64_t> pool_;
-    SetRef empty_ = 0;
     SetRef neither_ = 0;             // rules with neither sources nor destinations
+    bool anyNeither_ = false;        // whether that set has a member
     std::vector<uint32_t> classOf_;  // per Fabric::ports index
     std::vector<ClassSets> classSets_;
     FieldIndex qosClass_, serviceId_, pkey_;
@@ -93,13 +103,16 @@ class Classifier {
     QosMatch matchPortable(const PathQuery& query) const;
 
     // The steps of match(), defined (inline) in classifier.cpp.
-    inline uint64_t word(SetRef set, uint32_t block) const;
-    inline uint64_t filter(uint64_t candidates, const FieldIndex& field, SetRef accepted,
-                           uint32_t block) const;
-    inline SetRef setOf(const FieldIndex& field, uint64_t value) const;
+    // The members of block b that accept value (present: all ones when the request carries
+    // the field, else 0, and then none do).
+    inline uint64_t accepting(const BlockIntervals& index, uint32_t block, uint64_t value,
+                              uint64_t present) const;
+    inline uint64_t filter(uint64_t candidates, const FieldIndex& field, uint64_t value,
+                           uint64_t present, uint32_t block) const;
     // The summary word sw of the rules a field condition lets through: those not naming the
-    // field, and those accepting the request's value (`accepted`; empty_ without one).
-    inline uint64_t fieldSummary(const FieldIndex& field, SetRef accepted, uint32_t sw) const;
+    // field, and those accepting the request's value.
+    inline uint64_t fieldSummary(const FieldIndex& field, uint64_t value, uint64_t present,
+                                 uint32_t sw) const;
     struct RequestFields {
         uint8_t present;  // QosClassBit, ServiceIdBit, PkeyBit of the fields it carries
         uint16_t qosClass, pkey;

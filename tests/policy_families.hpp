@@ -2,7 +2,8 @@
 // Policy families that try to break the policy-space analyses: shifted overlapping GUID ranges,
 // nested ranges, the same ranges on every rule, many rules per group pair and random intervals,
 // each optionally with qos-ulps lines on top; generated from a seed at any number of rules.
-// Used by the brute-force oracles (tests/) and the analysis benchmark (bench/).
+// Used by the brute-force oracles (tests/) and the analysis benchmark (bench/). One more, not in
+// Families: nested ServiceID ranges from 0 (the classifier's tests and benchmark).
 #pragma once
 
 #include <algorithm>
@@ -14,7 +15,7 @@
 
 namespace ibqos::test {
 
-enum class Family : uint8_t { Shifted, Nested, SameRanges, PairRules, Random };
+enum class Family : uint8_t { Shifted, Nested, SameRanges, PairRules, Random, NestedServiceIds };
 constexpr Family Families[] = {Family::Shifted, Family::Nested, Family::SameRanges,
                                Family::PairRules, Family::Random};
 
@@ -30,8 +31,15 @@ inline const char* familyName(Family f) {
             return "pair-rules";
         case Family::Random:
             return "random";
+        case Family::NestedServiceIds:
+            return "nested-service-ids";
     }
     return "";
+}
+
+// How many port groups a family's policy has.
+inline unsigned familyGroups(Family f, unsigned rules) {
+    return f == Family::PairRules || f == Family::NestedServiceIds ? 8 : std::max(8u, rules / 4);
 }
 
 // What differs between a policy and the one it is compared with (ibqos diff).
@@ -65,7 +73,7 @@ inline std::string familyPolicy(const FamilyPolicy& o) {
     std::mt19937_64 rng(o.seed * 7919 + static_cast<uint64_t>(o.family));
     auto pick = [&](uint64_t n) { return n ? rng() % n : 0; };
     const unsigned rules = std::max(o.rules, 1u);
-    const unsigned groups = o.family == Family::PairRules ? 8 : std::max(8u, rules / 4);
+    const unsigned groups = familyGroups(o.family, rules);
     const uint64_t span = o.guidSpan ? o.guidSpan : 4 * groups + 0xfa0;
     std::string p;
     p.reserve(rules * 200 + groups * 120);
@@ -99,7 +107,8 @@ inline std::string familyPolicy(const FamilyPolicy& o) {
                 if (g % 5 == 0) p += "        node-type: SWITCH\n";
                 break;
             }
-            case Family::PairRules: {
+            case Family::PairRules:
+            case Family::NestedServiceIds: {
                 const uint64_t lo = g * (span / groups);
                 p += "        port-guid: " + guids(lo, lo + span / groups - 1) + "\n";
                 break;
@@ -193,6 +202,15 @@ inline std::string familyPolicy(const FamilyPolicy& o) {
                 slo = 0x10000 + pick(64) * 256;
                 shi = slo + pick(512);
                 pkey = pick(4) == 0;
+                break;
+            case Family::NestedServiceIds:
+                // Rule r accepts ServiceIDs 0x0 to 0x10 (r + 1) and names nothing else: every
+                // range holds all those before it.
+                qos = false;
+                sid = true;
+                slo = 0;
+                shi = 16 * (uint64_t{r} + 1);
+                hasSrc = hasDst = false;
                 break;
             case Family::Random:
                 qos = pick(3) != 0;
