@@ -445,6 +445,8 @@ const char* delegatedName(Delegated kind) {
             return "unknown-port";
         case Delegated::Refused:
             return "refused";
+        case Delegated::PolicyChange:
+            return "policy-change";
     }
     return "";
 }
@@ -533,6 +535,8 @@ std::optional<Delegated> PathResponder::answer(osm_madw_t* madw) {
     uint64_t count = 0;
     {
         OpenSmLock lock(*osm_, OpenSmLock::Mode::Shared);
+        // Answer only from the version OpenSM's handler has: during a change both are OpenSM's.
+        if (!openSmHasIt_) return Delegated::PolicyChange;
         // With alias GUIDs a port answers for several GIDs: OpenSM's handler walks them.
         if (cl_qmap_count(&subn.alias_port_guid_tbl) != cl_qmap_count(&subn.port_guid_tbl))
             return Delegated::AliasGuids;
