@@ -395,7 +395,11 @@ void portPairPaths(osm_opensm_t& osm, const CompiledSweep* sweep, const Request&
         const bool reversible = paths.compute(dst, dlid, src, slid).has_value();
         // A request for reversible paths only (Reversible in the mask and its bit set).
         if (r.has(pr_mask::Reversible) && r.record.reversible && !reversible) return false;
-        auto* item = static_cast<osm_sa_item_t*>(std::calloc(1, SA_ITEM_RESP_SIZE(path_rec)));
+        // A whole osm_sa_item_t (OpenSM allocates only up to the record, SA_ITEM_RESP_SIZE, and
+        // then reaches its members through a pointer to more than that: undefined behaviour
+        // that UBSan reports); osm_sa_respond frees it with free().
+        auto* item = static_cast<osm_sa_item_t*>(
+            std::calloc(1, std::max(sizeof(osm_sa_item_t), SA_ITEM_RESP_SIZE(path_rec))));
         if (!item) return false;
         auto bytes = ib::encodePathRecord(
             buildRecord(subn, r, src, slid, dst, dlid, *forward, reversible, preference));

@@ -484,12 +484,20 @@ void Plugin::heavySweepDone() {
     // parses and the responder's answers change together, or not at all.
     bool newText = false;
     if (sweep) {
+        compiledThisSweep_ = true;
         newText = !generatedIsOurs_ || sweep->policyText() != lastGeneratedText_;
         if (!writeGeneratedPolicy(sweep->policyText())) {
             // The version in force stays for everything; a candidate waits for the next sweep.
+            compiledThisSweep_ = false;
             sweep.reset();
             if (!sweep_) return finish();
-        } else if (promote) {
+        } else if (newText) {
+            // OpenSM parses the new file later in this sweep, whatever happens below: from now
+            // until UCAST_ROUTING_DONE its handler answers every PathRecord.
+            OpenSmLock lock(*osm_, OpenSmLock::Mode::Exclusive);
+            responder_.setSweep(sweep_.get(), false);
+        }
+        if (sweep && promote) {
             LoadedPolicy previous = std::move(good_);
             good_ = std::move(candidate_);
             candidate_ = {};
@@ -497,12 +505,6 @@ void Plugin::heavySweepDone() {
                 "policy " + options_.policy + " version " + std::to_string(good_.version) + " (" +
                     hex(good_.hash, 16) + ") in force");
             if (previous.policy) logChange(previous, *sweep);
-        }
-        if (sweep) {
-            compiledThisSweep_ = true;
-            compiledVersion_ = good_.version;
-            compiledFabric_ = std::move(fabric);
-            optionsChanged_ = false;
         }
     }
 
@@ -521,13 +523,19 @@ void Plugin::heavySweepDone() {
         if (sweep) {
             replaced = std::move(sweep_);
             sweep_ = std::move(sweep);
-            // OpenSM parses a new plain policy in this sweep's osm_qos_setup(), later: until
-            // then (UCAST_ROUTING_DONE) its handler answers every PathRecord.
+            // A new plain policy: the responder waits for OpenSM's parse (above); the same one:
+            // it answers from the new sweep at once, if it answered.
             responder_.setSweep(sweep_.get(), responder_.answering() && !newText);
         }
         hooks_.setSweep(sweep_.get());
     }
     replaced.reset();
+    // What sweep_ was compiled from, once it is in place (a failure above compiles again).
+    if (sweep_ && compiledThisSweep_) {
+        compiledVersion_ = good_.version;
+        compiledFabric_ = std::move(fabric);
+        optionsChanged_ = false;
+    }
     finish();
 }
 
@@ -565,8 +573,12 @@ void Plugin::applyClassOptions(const CompiledSweep& sweep) {
 }
 
 void Plugin::routingDone() {
-    // osm_qos_setup() has parsed the plain policy on disk: the responder answers from it again.
-    if (responding_ && generatedIsOurs_ && !responder_.answering()) {
+    // osm_qos_setup() has parsed the plain policy on disk: the responder answers again, from
+    // the sweep whose plain policy that is (a failure between the write and the switch leaves
+    // OpenSM's handler answering until a sweep puts it right).
+    const std::string& inForce = sweep_ ? sweep_->policyText() : std::string(NoPolicyText);
+    if (responding_ && generatedIsOurs_ && !responder_.answering() &&
+        inForce == lastGeneratedText_) {
         OpenSmLock lock(*osm_, OpenSmLock::Mode::Exclusive);
         responder_.openSmHasSweep();
     }
