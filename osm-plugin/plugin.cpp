@@ -425,23 +425,32 @@ void Plugin::heavySweepDone() {
     // is judged again at every heavy sweep (the fabric or its partitions may change).
     std::unique_ptr<CompiledSweep> sweep;
     bool promote = false;
-    if (candidate_.policy) {
+    // A refused candidate is judged again only on another fabric or other options.
+    const bool judgedAlready =
+        candidate_.refusedOn && sameFabric(*candidate_.refusedOn, fabric) && !optionsChanged_;
+    if (candidate_.policy && !judgedAlready) {
         std::unique_ptr<CompiledSweep> trial;
         Diagnostics diagnostics;
+        std::string failure;
         try {
             IBQOS_FAILPOINT("candidate-compile");
             trial = CompiledSweep::compile(candidate_.policy, fabric, original_, diagnostics);
         } catch (const std::exception& e) {
+            failure = e.what();
+        } catch (...) {
+            failure = "unknown exception";
+        }
+        if (!trial) {
             // Dropped until the file changes: the last good policy is compiled below instead.
             log(OSM_LOG_ERROR, "0900",
                 "internal error compiling " + options_.policy + " (version " +
-                    std::to_string(candidate_.version) + "): " + e.what() +
+                    std::to_string(candidate_.version) + "): " + failure +
                     "; it is dropped until the file changes, " + lastGoodState());
             candidate_ = {};
         }
         diagnostics.sort();
-        if (!trial) {
-        } else if (diagnostics.openSmRejects()) {
+        if (trial && diagnostics.openSmRejects()) {
+            candidate_.refusedOn = fabric;
             if (!candidate_.refusalLogged) {
                 candidate_.refusalLogged = true;
                 log(OSM_LOG_ERROR, "0011",
@@ -452,7 +461,7 @@ void Plugin::heavySweepDone() {
                         "; it is judged again at every heavy sweep");
                 logDiagnostics(diagnostics, *candidate_.source);
             }
-        } else {
+        } else if (trial) {
             if (!candidate_.diagnosticsLogged) {
                 candidate_.diagnosticsLogged = true;
                 logDiagnostics(diagnostics, *candidate_.source);

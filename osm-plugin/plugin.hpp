@@ -56,6 +56,7 @@ class Plugin {
         unsigned version = 0;
         bool refusalLogged = false;  // a candidate refused on the fabric, judged again each sweep
         bool diagnosticsLogged = false;  // its findings, logged once while it waits for a write
+        std::optional<Fabric> refusedOn = std::nullopt;  // the fabric it was last refused on
     };
     void log(int level, const char* id, const std::string& message);
     void heavySweepDone();
