@@ -4,7 +4,7 @@
 # SUBNET UP, median of N) and SA PathRecord throughput (queries from one process through the
 # agent's SA client) with the plugin, against a stock OpenSM given the equivalent plain policy and
 # options (`ibqos compile --emit opensm`).
-#   bench/plugin_overhead.py --build build [--leaves 36] [--json]
+#   bench/plugin_overhead.py --build build [--leaves 36] [--plugin-dir DIR] [--json]
 import argparse
 import json
 import os
@@ -78,6 +78,8 @@ def main():
     ap.add_argument("--sweeps", type=int, default=10)
     ap.add_argument("--queries", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--plugin-dir", help="where libibqos_osm.so is (default: the build's osm-plugin/), "
+                    "to measure another build of the plugin")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
@@ -103,7 +105,7 @@ def main():
         params = {"nodes": nodes, "hosts": hosts, "switches": args.leaves + args.spines}
         configurations = [("stock", stock_options, None),
                           ("plugin", {"qos": "TRUE", "event_plugin_name": "ibqos_osm", "event_plugin_options": "policy=" + pol},
-                           os.path.join(build, "osm-plugin"))]
+                           os.path.abspath(args.plugin_dir) if args.plugin_dir else os.path.join(build, "osm-plugin"))]
         # Alternate the two configurations so that machine noise falls on both alike.
         measured = {"stock": ([], []), "plugin": ([], [])}
         for label, options, plugin in configurations * args.rounds:

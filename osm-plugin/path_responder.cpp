@@ -395,7 +395,11 @@ void portPairPaths(osm_opensm_t& osm, const CompiledSweep* sweep, const Request&
         const bool reversible = paths.compute(dst, dlid, src, slid).has_value();
         // A request for reversible paths only (Reversible in the mask and its bit set).
         if (r.has(pr_mask::Reversible) && r.record.reversible && !reversible) return false;
-        auto* item = static_cast<osm_sa_item_t*>(std::calloc(1, SA_ITEM_RESP_SIZE(path_rec)));
+        // A whole osm_sa_item_t (OpenSM allocates only up to the record, SA_ITEM_RESP_SIZE, and
+        // then reaches its members through a pointer to more than that: undefined behaviour
+        // that UBSan reports); osm_sa_respond frees it with free().
+        auto* item = static_cast<osm_sa_item_t*>(
+            std::calloc(1, std::max(sizeof(osm_sa_item_t), SA_ITEM_RESP_SIZE(path_rec))));
         if (!item) return false;
         auto bytes = ib::encodePathRecord(
             buildRecord(subn, r, src, slid, dst, dlid, *forward, reversible, preference));
@@ -445,6 +449,8 @@ const char* delegatedName(Delegated kind) {
             return "unknown-port";
         case Delegated::Refused:
             return "refused";
+        case Delegated::PolicyChange:
+            return "policy-change";
     }
     return "";
 }
@@ -533,6 +539,8 @@ std::optional<Delegated> PathResponder::answer(osm_madw_t* madw) {
     uint64_t count = 0;
     {
         OpenSmLock lock(*osm_, OpenSmLock::Mode::Shared);
+        // Answer only from the version OpenSM's handler has: during a change both are OpenSM's.
+        if (!openSmHasIt_) return Delegated::PolicyChange;
         // With alias GUIDs a port answers for several GIDs: OpenSM's handler walks them.
         if (cl_qmap_count(&subn.alias_port_guid_tbl) != cl_qmap_count(&subn.port_guid_tbl))
             return Delegated::AliasGuids;

@@ -24,8 +24,12 @@ enum class Delegated : uint8_t {
     AliasGuids,       // the subnet has alias GUIDs, which multiply a port's paths
     UnknownPort,      // an end the compiled policy does not know (a port newer than the sweep)
     Refused,          // OpenSM refuses the request itself: malformed, unsupported, unknown end
+    // A new plain policy is written and OpenSM has not parsed it yet (its osm_qos_setup()
+    // comes later in the sweep), or OpenSM's copy is not known to be the plugin's: OpenSM's
+    // handler answers everything, so no answer mixes two versions.
+    PolicyChange,
 };
-inline constexpr size_t DelegatedKinds = 7;
+inline constexpr size_t DelegatedKinds = 8;
 // A short name of each kind, for the sweep summary.
 const char* delegatedName(Delegated kind);
 
@@ -50,10 +54,17 @@ class PathResponder {
     // responder answers. OpenSM unregisters the handlers at shutdown, before the plugin goes.
     bool install();
 
-    // The sweep whose policy the responder answers from (nullptr: no policy in force). Call
-    // with OpenSM's lock held exclusively: a request holds it shared from start to end, so it
-    // never sees half a policy.
-    void setSweep(const CompiledSweep* sweep) { sweep_ = sweep; }
+    // The sweep whose policy the responder answers from (nullptr: no policy in force), and
+    // whether OpenSM's handler has parsed the same plain policy (until then every request goes
+    // to that handler). Call with OpenSM's lock held exclusively: a request holds it shared
+    // from start to end, so it never sees half a policy, nor a version OpenSM does not have.
+    void setSweep(const CompiledSweep* sweep, bool openSmHasIt) {
+        sweep_ = sweep;
+        openSmHasIt_ = openSmHasIt;
+    }
+    // OpenSM has now parsed the plain policy of the sweep set last (same lock rule).
+    void openSmHasSweep() { openSmHasIt_ = true; }
+    bool answering() const { return openSmHasIt_; }
 
     // The counts since the last call.
     ResponderCounts takeCounts();
@@ -70,6 +81,7 @@ class PathResponder {
     osm_opensm_t* osm_;
     Log log_;
     const CompiledSweep* sweep_ = nullptr;
+    bool openSmHasIt_ = false;
     std::atomic<uint64_t> answered_{0}, records_{0};
     std::array<std::atomic<uint64_t>, DelegatedKinds> delegated_{};
 };

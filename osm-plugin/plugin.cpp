@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "common/text.hpp"
 #include "compiler/compile_policy.hpp"
@@ -40,6 +41,22 @@ osm_qos_options_t& optionsOf(osm_subn_opt_t& opt, PortClass c) {
 }
 
 bool sameOption(const char* current, const std::string& set) { return current && set == current; }
+
+bool sameOptionSet(const QosOptionSet& a, const QosOptionSet& b) {
+    return std::tie(a.maxVls, a.highLimit, a.vlarbHigh, a.vlarbLow, a.sl2vl) ==
+           std::tie(b.maxVls, b.highLimit, b.vlarbHigh, b.vlarbLow, b.sl2vl);
+}
+
+// Whether two readings of opensm.conf give the same table options.
+bool sameQosOptions(const OpenSmConf& a, const OpenSmConf& b) {
+    return a.maxOpVls == b.maxOpVls && sameOptionSet(a.all, b.all) && sameOptionSet(a.ca, b.ca) &&
+           sameOptionSet(a.router, b.router) && sameOptionSet(a.switchPort0, b.switchPort0) &&
+           sameOptionSet(a.switchExternal, b.switchExternal);
+}
+
+// The plain policy while no policy is in force: no default level, so OpenSM serves without a
+// policy, as stock OpenSM does with a policy it drops (its ERR AC10).
+constexpr const char* NoPolicyText = "# ibqos: no policy is in force yet\n";
 
 constexpr PortClass AllClasses[] = {PortClass::Ca, PortClass::Router, PortClass::SwitchPort0,
                                     PortClass::SwitchExternal};
@@ -111,7 +128,10 @@ Plugin::Plugin(osm_opensm_t* osm, PluginOptions options)
     // Until a policy is in force (the first heavy sweep puts one there), OpenSM runs without
     // one, as a stock OpenSM does with a policy it drops: a file with no default level gives
     // exactly that (OpenSM logs its ERR AC10 for it).
-    writeGeneratedPolicy("# ibqos: no policy is in force yet\n");
+    writeGeneratedPolicy(NoPolicyText);
+    // OpenSM parses nothing before its first heavy sweep; the responder answers with no policy
+    // only when the file says so too (else OpenSM's handler answers until a write succeeds).
+    responder_.setSweep(nullptr, generatedIsOurs_);
     // OpenSM frees this string at shutdown and never re-reads it from opensm.conf: the old one
     // is left alone (OpenSM may still hold it).
     opt_->qos_policy_file = strdup(options_.generated.c_str());
@@ -307,56 +327,95 @@ void Plugin::reloadPolicy() {
     candidate_ = {std::move(source), std::move(policy), hash, good_.version + 1};
 }
 
-void Plugin::writeGeneratedPolicy(const std::string& text) {
-    if (text == lastGeneratedText_) return;
+bool Plugin::writeGeneratedPolicy(const std::string& text) {
+    if (generatedIsOurs_ && text == lastGeneratedText_) return true;
+    // A failed write leaves the file as it was, so OpenSM's handler keeps the version it has
+    // and the caller keeps that version for everything; each reason is logged once.
+    auto fail = [this](const std::string& why) {
+        if (why != writeErrorLogged_) {
+            writeErrorLogged_ = why;
+            log(OSM_LOG_ERROR, "0021",
+                why +
+                    ": the plain policy OpenSM's SA loads keeps its version, and so does "
+                    "everything the plugin sets (" +
+                    lastGoodState() + "); the write is tried again at every heavy sweep");
+        }
+        return false;
+    };
     std::string temporary = options_.generated + ".tmp";
     {
         std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
         out << text;
         if (!out.flush()) {
-            log(OSM_LOG_ERROR, "0021", "cannot write " + temporary + ": " + std::strerror(errno));
-            return;
+            const int error = errno;
+            out.close();
+            std::remove(temporary.c_str());
+            return fail("cannot write " + temporary + ": " + std::strerror(error));
         }
     }
     if (std::rename(temporary.c_str(), options_.generated.c_str()) != 0) {
-        log(OSM_LOG_ERROR, "0021",
-            "cannot replace " + options_.generated + ": " + std::strerror(errno));
-        return;
+        const int error = errno;
+        std::remove(temporary.c_str());
+        return fail("cannot replace " + options_.generated + ": " + std::strerror(error));
     }
     lastGeneratedText_ = text;
+    generatedIsOurs_ = true;
+    if (!writeErrorLogged_.empty()) {
+        writeErrorLogged_.clear();
+        log(OSM_LOG_INFO, "0023", "the plain policy can be written again: " + options_.generated);
+    }
     log(OSM_LOG_VERBOSE, "0020",
         "wrote " + options_.generated + " (" + std::to_string(text.size()) + " bytes)");
+    return true;
+}
+
+bool Plugin::takeReloadedOptions() {
+    bool reread = false;
+    for (PortClass c : AllClasses) {
+        const auto& set = lastSet_[static_cast<size_t>(c)];
+        const osm_qos_options_t& now = optionsOf(*opt_, c);
+        if (set && !(sameOption(now.vlarb_high, set->vlarbHigh) &&
+                     sameOption(now.vlarb_low, set->vlarbLow) &&
+                     sameOption(now.sl2vl, set->sl2vl) && now.high_limit == set->highLimit)) {
+            reread = true;
+        }
+    }
+    if (!reread) return false;
+    // OpenSM rescans opensm.conf at every heavy sweep and puts its options back in place of
+    // ibqos's: they are set again this sweep, and only a real change is news.
+    lastSet_ = {};
+    OpenSmConf now = confFromOptions(*opt_);
+    if (sameQosOptions(now, original_)) return false;
+    original_ = std::move(now);
+    return true;
 }
 
 void Plugin::heavySweepDone() {
     auto start = std::chrono::steady_clock::now();
+    auto finish = [&] {
+        workMs_ =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count();
+    };
     ++sweeps_;
+    compiledThisSweep_ = false;
     reloadPolicy();
 
+    // The subnet and the options are read, never changed, here: OpenSM's lock shared, so the
+    // SA goes on answering.
     Fabric fabric;
     std::vector<osm_node_t*> nodes;
+    bool optionsChanged = false;
     {
-        OpenSmLock lock(*osm_, OpenSmLock::Mode::Exclusive);
+        OpenSmLock lock(*osm_, OpenSmLock::Mode::Shared);
         IBQOS_FAILPOINT("sweep-read");
         fabric = fabricFromSubnet(osm_->subn, &nodes);
-        // Options that are not what ibqos last set were read again from opensm.conf (SIGHUP):
-        // they are the administrator's and the new starting point.
-        bool reloaded = false;
-        for (PortClass c : AllClasses) {
-            const auto& set = lastSet_[static_cast<size_t>(c)];
-            const osm_qos_options_t& now = optionsOf(*opt_, c);
-            if (set && !(sameOption(now.vlarb_high, set->vlarbHigh) &&
-                         sameOption(now.vlarb_low, set->vlarbLow) &&
-                         sameOption(now.sl2vl, set->sl2vl) && now.high_limit == set->highLimit)) {
-                reloaded = true;
-            }
-        }
-        if (reloaded) {
-            original_ = confFromOptions(*opt_);
-            lastSet_ = {};
-            log(OSM_LOG_INFO, "0005",
-                "opensm.conf's QoS options were read again; they are the new starting point");
-        }
+        optionsChanged = takeReloadedOptions();
+    }
+    if (optionsChanged) {
+        optionsChanged_ = true;
+        log(OSM_LOG_INFO, "0005",
+            "opensm.conf's QoS options changed; they are the new starting point");
     }
 
     predictPartitions(fabric);
@@ -365,11 +424,33 @@ void Plugin::heavySweepDone() {
     // A new policy takes over once stock OpenSM would take it on this fabric too; until then it
     // is judged again at every heavy sweep (the fabric or its partitions may change).
     std::unique_ptr<CompiledSweep> sweep;
-    if (candidate_.policy) {
+    bool promote = false;
+    // A refused candidate is judged again only on another fabric or other options.
+    const bool judgedAlready =
+        candidate_.refusedOn && sameFabric(*candidate_.refusedOn, fabric) && !optionsChanged_;
+    if (candidate_.policy && !judgedAlready) {
+        std::unique_ptr<CompiledSweep> trial;
         Diagnostics diagnostics;
-        auto trial = CompiledSweep::compile(candidate_.policy, fabric, original_, diagnostics);
+        std::string failure;
+        try {
+            IBQOS_FAILPOINT("candidate-compile");
+            trial = CompiledSweep::compile(candidate_.policy, fabric, original_, diagnostics);
+        } catch (const std::exception& e) {
+            failure = e.what();
+        } catch (...) {
+            failure = "unknown exception";
+        }
+        if (!trial) {
+            // Dropped until the file changes: the last good policy is compiled below instead.
+            log(OSM_LOG_ERROR, "0900",
+                "internal error compiling " + options_.policy + " (version " +
+                    std::to_string(candidate_.version) + "): " + failure +
+                    "; it is dropped until the file changes, " + lastGoodState());
+            candidate_ = {};
+        }
         diagnostics.sort();
-        if (diagnostics.openSmRejects()) {
+        if (trial && diagnostics.openSmRejects()) {
+            candidate_.refusedOn = fabric;
             if (!candidate_.refusalLogged) {
                 candidate_.refusalLogged = true;
                 log(OSM_LOG_ERROR, "0011",
@@ -380,22 +461,22 @@ void Plugin::heavySweepDone() {
                         "; it is judged again at every heavy sweep");
                 logDiagnostics(diagnostics, *candidate_.source);
             }
-        } else {
-            logDiagnostics(diagnostics, *candidate_.source);
-            logStricterErrors(diagnostics);
-            LoadedPolicy previous = std::move(good_);
-            good_ = std::move(candidate_);
-            candidate_ = {};
+        } else if (trial) {
+            if (!candidate_.diagnosticsLogged) {
+                candidate_.diagnosticsLogged = true;
+                logDiagnostics(diagnostics, *candidate_.source);
+                logStricterErrors(diagnostics);
+            }
             sweep = std::move(trial);
-            log(OSM_LOG_INFO, "0010",
-                "policy " + options_.policy + " version " + std::to_string(good_.version) + " (" +
-                    hex(good_.hash, 16) + ") in force");
-            if (previous.policy) logChange(previous, *sweep);
+            promote = true;
         }
     }
-    if (!sweep && good_.policy) {
+    // The policy in force is compiled again only when the fabric or the options changed.
+    const bool sameSubnet = sweep_ && sameFabric(compiledFabric_, fabric);
+    const bool stale = !sameSubnet || compiledVersion_ != good_.version || optionsChanged_;
+    if (!sweep && good_.policy && stale) {
         Diagnostics diagnostics;
-        sweep = CompiledSweep::compile(good_.policy, std::move(fabric), original_, diagnostics);
+        sweep = CompiledSweep::compile(good_.policy, fabric, original_, diagnostics);
         // Stock OpenSM would now drop the policy (and serve none); the plugin keeps it.
         for (const Diagnostic& d : diagnostics.all()) {
             if (!d.openSmRejects) continue;
@@ -403,41 +484,95 @@ void Plugin::heavySweepDone() {
             log(OSM_LOG_ERROR, "0014", "on this fabric: " + line.substr(0, line.find('\n')));
         }
     }
-    if (!sweep) {
-        workMs_ =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                .count();
-        return;
+    if (!sweep && !sweep_) {
+        // No policy in force yet: the file says so (again, if the first write failed).
+        writeGeneratedPolicy(NoPolicyText);
+        return finish();
     }
-    writeGeneratedPolicy(sweep->policyText());
+    // One version for everything: the tables, the hooks, the plain policy OpenSM's handler
+    // parses and the responder's answers change together, or not at all.
+    bool newText = false;
+    if (sweep) {
+        compiledThisSweep_ = true;
+        newText = !generatedIsOurs_ || sweep->policyText() != lastGeneratedText_;
+        if (!writeGeneratedPolicy(sweep->policyText())) {
+            // The version in force stays for everything; a candidate waits for the next sweep.
+            compiledThisSweep_ = false;
+            sweep.reset();
+            if (!sweep_) return finish();
+        } else if (newText) {
+            // OpenSM parses the new file later in this sweep, whatever happens below: from now
+            // until UCAST_ROUTING_DONE its handler answers every PathRecord.
+            OpenSmLock lock(*osm_, OpenSmLock::Mode::Exclusive);
+            responder_.setSweep(sweep_.get(), false);
+        }
+        if (sweep && promote) {
+            LoadedPolicy previous = std::move(good_);
+            good_ = std::move(candidate_);
+            candidate_ = {};
+            log(OSM_LOG_INFO, "0010",
+                "policy " + options_.policy + " version " + std::to_string(good_.version) + " (" +
+                    hex(good_.hash, 16) + ") in force");
+            if (previous.policy) logChange(previous, *sweep);
+        }
+    }
 
+    std::unique_ptr<CompiledSweep> replaced;  // freed once OpenSM's lock is released
     {
         OpenSmLock lock(*osm_, OpenSmLock::Mode::Exclusive);
         IBQOS_FAILPOINT("sweep-apply");
-        size_t mads = expectedQosMads(osm_->subn, sweep->fabric(), nodes, sweep->tables());
-        applyClassOptions(*sweep);
-        hooks_.install(sweep->needsSl2VlHook(), sweep->needsVlArbHook(), sweep->overriddenPorts());
+        const CompiledSweep& now = sweep ? *sweep : *sweep_;
+        // OpenSM's nodes are this sweep's: a sweep kept from another fabric is not counted.
+        size_t mads = sweep || sameSubnet
+                          ? expectedQosMads(osm_->subn, now.fabric(), nodes, now.tables())
+                          : 0;
+        applyClassOptions(now);
+        hooks_.install(now.needsSl2VlHook(), now.needsVlArbHook(), now.overriddenPorts());
         expectedMads_ = mads;
-        sweep_ = std::move(sweep);
+        if (sweep) {
+            replaced = std::move(sweep_);
+            sweep_ = std::move(sweep);
+            // A new plain policy: the responder waits for OpenSM's parse (above); the same one:
+            // it answers from the new sweep at once, if it answered.
+            responder_.setSweep(sweep_.get(), responder_.answering() && !newText);
+        }
         hooks_.setSweep(sweep_.get());
-        responder_.setSweep(sweep_.get());
     }
-    workMs_ =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    replaced.reset();
+    // What sweep_ was compiled from, once it is in place (a failure above compiles again).
+    if (sweep_ && compiledThisSweep_) {
+        compiledVersion_ = good_.version;
+        compiledFabric_ = std::move(fabric);
+        optionsChanged_ = false;
+    }
+    finish();
 }
 
 void Plugin::applyClassOptions(const CompiledSweep& sweep) {
+    osm_subn_opt_t* file = opt_->file_opts;
     for (PortClass c : AllClasses) {
         std::optional<ClassOptions> wanted = sweep.classOptions(c);
         auto& set = lastSet_[static_cast<size_t>(c)];
         if (!wanted || (set && *set == *wanted)) continue;
         osm_qos_options_t& options = optionsOf(*opt_, c);
-        // The strings OpenSM had are not freed: opensm.conf's own copy of the options may share
-        // them.
+        osm_qos_options_t* inFile = file ? &optionsOf(*file, c) : nullptr;
+        // OpenSM keeps an option and its copy as read from opensm.conf (file_opts) as one
+        // string; its rescan frees the option and forgets the copy. So ibqos's string takes
+        // both places and the one it replaces is freed once: nothing leaks, nothing is freed
+        // twice.
+        auto replace = [](char*& current, char** copy, const std::string& value) {
+            char* old = current;
+            char* oldCopy = copy ? *copy : nullptr;
+            current = strdup(value.c_str());
+            if (copy) *copy = current;
+            std::free(old);
+            if (oldCopy != old) std::free(oldCopy);
+        };
         options.high_limit = wanted->highLimit;
-        options.vlarb_high = strdup(wanted->vlarbHigh.c_str());
-        options.vlarb_low = strdup(wanted->vlarbLow.c_str());
-        options.sl2vl = strdup(wanted->sl2vl.c_str());
+        replace(options.vlarb_high, inFile ? &inFile->vlarb_high : nullptr, wanted->vlarbHigh);
+        replace(options.vlarb_low, inFile ? &inFile->vlarb_low : nullptr, wanted->vlarbLow);
+        replace(options.sl2vl, inFile ? &inFile->sl2vl : nullptr, wanted->sl2vl);
+        if (inFile) inFile->high_limit = wanted->highLimit;
         set = wanted;
         log(OSM_LOG_VERBOSE, "0022",
             std::string(portClassPrefix(c)) + "* options set: high_limit " +
@@ -447,6 +582,15 @@ void Plugin::applyClassOptions(const CompiledSweep& sweep) {
 }
 
 void Plugin::routingDone() {
+    // osm_qos_setup() has parsed the plain policy on disk: the responder answers again, from
+    // the sweep whose plain policy that is (a failure between the write and the switch leaves
+    // OpenSM's handler answering until a sweep puts it right).
+    const std::string& inForce = sweep_ ? sweep_->policyText() : std::string(NoPolicyText);
+    if (responding_ && generatedIsOurs_ && !responder_.answering() &&
+        inForce == lastGeneratedText_) {
+        OpenSmLock lock(*osm_, OpenSmLock::Mode::Exclusive);
+        responder_.openSmHasSweep();
+    }
     osm_routing_engine_t* engine = osm_->routing_engine_used;
     if (engine && engine->path_sl) {
         std::string name = engine->name ? engine->name : "?";
@@ -488,13 +632,14 @@ void Plugin::subnetUp() {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sweepStart_)
             .count();
     char buf[512];
-    std::snprintf(buf, sizeof buf,
-                  "sweep %u: policy version %u (%s), %zu ports with tables (%zu through hooks, %zu "
-                  "hook calls), "
-                  "%zu QoS MADs by osm_qos.c's rules, ibqos %.1f ms of a %.1f ms sweep",
-                  sweeps_, good_.version, hex(good_.hash, 16).c_str(),
-                  sweep_->tables().ports.size(), sweep_->overriddenPorts(), hooks_.calls(),
-                  expectedMads_, workMs_, sweepMs);
+    std::snprintf(
+        buf, sizeof buf,
+        "sweep %u: policy version %u (%s), %zu ports with tables (%zu through hooks, %zu "
+        "hook calls), "
+        "%zu QoS MADs by osm_qos.c's rules, ibqos %.1f ms of a %.1f ms sweep (%s)",
+        sweeps_, good_.version, hex(good_.hash, 16).c_str(), sweep_->tables().ports.size(),
+        sweep_->overriddenPorts(), hooks_.calls(), expectedMads_, workMs_, sweepMs,
+        compiledThisSweep_ ? "compiled" : "policy, options and fabric unchanged: nothing compiled");
     log(OSM_LOG_INFO, "0100", buf);
 }
 

@@ -55,6 +55,8 @@ class Plugin {
         uint64_t hash = 0;
         unsigned version = 0;
         bool refusalLogged = false;  // a candidate refused on the fabric, judged again each sweep
+        bool diagnosticsLogged = false;  // its findings, logged once while it waits for a write
+        std::optional<Fabric> refusedOn = std::nullopt;  // the fabric it was last refused on
     };
     void log(int level, const char* id, const std::string& message);
     void heavySweepDone();
@@ -71,7 +73,12 @@ class Plugin {
     // Gives the fabric the partitions this sweep's PKey setup will make.
     void predictPartitions(Fabric& fabric);
     void reloadPolicy();
-    void writeGeneratedPolicy(const std::string& text);
+    // Whether the options OpenSM holds are other than those ibqos last set (opensm.conf was read
+    // again); takes the administrator's new ones, and returns true, when they really changed.
+    bool takeReloadedOptions();
+    // Writes the plain policy OpenSM's SA loads; false (logged once per reason) when it cannot,
+    // and the file keeps the version OpenSM has.
+    bool writeGeneratedPolicy(const std::string& text);
     void applyClassOptions(const CompiledSweep& sweep);
     // IBQOS-0101: what the PathRecord responder answered and left to OpenSM since the last one.
     void logResponderCounts();
@@ -93,7 +100,14 @@ class Plugin {
     std::optional<std::string> partitionsText_;
     std::optional<std::optional<std::string>> preferLiveFor_;
     std::optional<std::string> partitionsErrorsLogged_;
-    std::string lastGeneratedText_;
+    std::string lastGeneratedText_;  // the plain policy on disk, as the plugin last wrote it
+    bool generatedIsOurs_ = false;   // the file holds lastGeneratedText_ (a write succeeded)
+    std::string writeErrorLogged_;   // why the plain policy could not be written, once logged
+    // What sweep_ was compiled from: a sweep is compiled again only when one of them changes.
+    Fabric compiledFabric_;
+    unsigned compiledVersion_ = 0;
+    bool optionsChanged_ = false;
+    bool compiledThisSweep_ = false;  // for the sweep summary
     RoutingHooks hooks_;
     PathResponder responder_;
     bool responding_ = false;  // the responder answers PathRecords

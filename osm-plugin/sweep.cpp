@@ -2,6 +2,9 @@
 // CompiledSweep: binding, tables, the plain policy, class options and per-port overrides.
 #include "osm-plugin/sweep.hpp"
 
+#include <algorithm>
+#include <tuple>
+
 namespace ibqos::osm {
 
 std::unique_ptr<CompiledSweep> CompiledSweep::compile(std::shared_ptr<const Policy> policy,
@@ -48,6 +51,28 @@ std::optional<ClassOptions> CompiledSweep::classOptions(PortClass c) const {
 const PortTables* CompiledSweep::overrideFor(uint64_t nodeGuid, unsigned portNumber) const {
     auto it = overrides_.find(portKey(nodeGuid, portNumber));
     return it == overrides_.end() ? nullptr : &tables().ports[it->second];
+}
+
+bool sameFabric(const Fabric& a, const Fabric& b) {
+    auto node = [](const FabricNode& n) {
+        return std::tie(n.type, n.guid, n.description, n.portCount, n.firstPort, n.enhancedPort0,
+                        n.vendorId, n.deviceId, n.revision);
+    };
+    auto port = [](const FabricPort& p) {
+        return std::tie(p.node, p.number, p.guid, p.lid, p.lmc, p.peer, p.operVls, p.vlCap,
+                        p.vlArbHighCap, p.vlArbLowCap, p.rate, p.mtu);
+    };
+    auto member = [](const PartitionMember& m) { return std::tie(m.port, m.full); };
+    auto partition = [&](const Partition& x, const Partition& y) {
+        return std::tie(x.name, x.pkey, x.ipoib, x.sl, x.mtu, x.rate, x.flags, x.file) ==
+                   std::tie(y.name, y.pkey, y.ipoib, y.sl, y.mtu, y.rate, y.flags, y.file) &&
+               std::ranges::equal(x.members, y.members, {}, member, member);
+    };
+    return std::tie(a.noPartitionsFile, a.smPort, a.assumedVlCaps) ==
+               std::tie(b.noPartitionsFile, b.smPort, b.assumedVlCaps) &&
+           std::ranges::equal(a.nodes, b.nodes, {}, node, node) &&
+           std::ranges::equal(a.ports, b.ports, {}, port, port) &&
+           std::ranges::equal(a.partitions, b.partitions, partition);
 }
 
 }  // namespace ibqos::osm

@@ -68,6 +68,10 @@ class CompiledSweep {
     bool needsVlArb_ = false;
 };
 
+// Whether two fabrics are the same for a compilation: every node, port and partition field the
+// compiler reads (source locations aside).
+bool sameFabric(const Fabric& a, const Fabric& b);
+
 // The key the hooks look a port up by.
 constexpr uint64_t portKey(uint64_t nodeGuid, unsigned portNumber) {
     return (nodeGuid << 8) ^ portNumber;
