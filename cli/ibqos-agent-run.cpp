@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -23,6 +24,10 @@
 #include "host-sched/agent/sa_path_source.hpp"
 #include "host-sched/pcc/pcc_mango.hpp"
 #include "host-sched/plan/plan_file.hpp"
+#ifdef IBQOS_AGENT_TEST_BUILD
+// The test build (tests/host-sched): QP owners from the verbs stand-in's file, not the kernel.
+#include "tests/doubles/fake_qp_owners.hpp"
+#endif
 
 namespace ibqos::cli {
 
@@ -174,7 +179,13 @@ int runDaemon(const RunOptions& o) {
     host::AgentState state(std::move(*plan), opener, interval, threads, log);
     state.setLimits(limits);
     // Who owns each reported QP: the kernel's resource tracking, never the message.
+#ifdef IBQOS_AGENT_TEST_BUILD
+    const char* ownersFile = std::getenv("STANDIN_QP_OWNERS");
+    std::unique_ptr<host::QpOwners> owners =
+        std::make_unique<host::QpOwnersFile>(ownersFile ? ownersFile : "");
+#else
     std::unique_ptr<host::QpOwners> owners = host::makeNetlinkQpOwners();
+#endif
     state.setQpOwners(owners.get());
     host::SlResolver resolver([retry] { return host::makeSaPathSource(retry, log); },
                               resolverOptions);

@@ -2,7 +2,9 @@
 // FakeQpOwners: the kernel's QP owners as a test sets them, for hosts without an RDMA device.
 #pragma once
 
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -38,6 +40,30 @@ class FakeQpOwners final : public QpOwners {
     std::map<std::pair<std::string, uint32_t>, QpOwner> owners_;
     std::string broken_;
     size_t questions_ = 0;
+};
+
+// The QPs of a verbs stand-in that records each QP it makes or destroys as a line
+// "DEVICE QPN PID" (PID 0: destroyed) in a file, read afresh at every question; the last line
+// of a QP wins. The test build of the agent asks it instead of rdma netlink.
+class QpOwnersFile final : public QpOwners {
+  public:
+    explicit QpOwnersFile(std::string path) : path_(std::move(path)) {}
+    QpOwner ownerOf(const std::string& device, uint32_t qpNum) override {
+        std::ifstream in(path_);
+        std::string line;
+        uint32_t owner = 0;
+        while (std::getline(in, line)) {
+            std::istringstream fields(line);
+            std::string d;
+            uint32_t q = 0, pid = 0;
+            if (fields >> d >> q >> pid && d == device && q == qpNum) owner = pid;
+        }
+        if (owner == 0) return {QpOwner::Kind::Absent, 0, ""};
+        return {QpOwner::Kind::Process, owner, ""};
+    }
+
+  private:
+    std::string path_;
 };
 
 }  // namespace ibqos::host
