@@ -8,6 +8,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -80,6 +81,40 @@ uint32_t threadGroupOf(uint32_t pid) {
     return pid;
 }
 
+}  // namespace
+
+std::optional<QpOwner> qpOwnerInAnswer(std::span<const uint8_t> attributes, uint32_t qpNum) {
+    std::optional<QpOwner> owner;
+    // A dump lists the QPs in RES_QP > RES_QP_ENTRY, each entry's attributes in any order.
+    auto readEntry = [&](const Attribute& e) {
+        std::optional<uint32_t> lqpn, pid;
+        bool kernel = false;
+        forEachAttribute(e.data, e.size, [&](const Attribute& a) {
+            if (a.type == RDMA_NLDEV_ATTR_RES_LQPN) lqpn = a.u32();
+            if (a.type == RDMA_NLDEV_ATTR_RES_PID) pid = a.u32();
+            if (a.type == RDMA_NLDEV_ATTR_RES_KERN_NAME) kernel = true;
+        });
+        if (lqpn != qpNum) return;
+        if (kernel) {
+            owner = QpOwner{QpOwner::Kind::Kernel, 0, "a kernel QP"};
+        } else if (pid && *pid != 0) {
+            owner = QpOwner{QpOwner::Kind::Process, threadGroupOf(*pid), ""};
+        } else {
+            // No pid: the owner is not visible from the agent's PID namespace.
+            owner = QpOwner{QpOwner::Kind::Unknown, 0, "its owner is outside the agent's view"};
+        }
+    };
+    forEachAttribute(attributes.data(), attributes.size(), [&](const Attribute& table) {
+        if (table.type != RDMA_NLDEV_ATTR_RES_QP) return;
+        forEachAttribute(table.data, table.size, [&](const Attribute& e) {
+            if (e.type == RDMA_NLDEV_ATTR_RES_QP_ENTRY) readEntry(e);
+        });
+    });
+    return owner;
+}
+
+namespace {
+
 class NetlinkQpOwners final : public QpOwners {
   public:
     QpOwner ownerOf(const std::string& device, uint32_t qpNum) override {
@@ -92,36 +127,11 @@ class NetlinkQpOwners final : public QpOwners {
         std::vector<uint8_t> attrs;
         appendU32(attrs, RDMA_NLDEV_ATTR_DEV_INDEX, *index);
         QpOwner owner{QpOwner::Kind::Absent, 0, "no QP " + std::to_string(qpNum)};
-        // A QP entry sits in RES_QP > RES_QP_ENTRY in a dump; the attributes are read wherever
-        // they are, one entry at a time.
-        auto readEntry = [&](const Attribute& e) {
-            std::optional<uint32_t> lqpn, pid;
-            bool kernel = false;
-            forEachAttribute(e.data, e.size, [&](const Attribute& a) {
-                if (a.type == RDMA_NLDEV_ATTR_RES_LQPN) lqpn = a.u32();
-                if (a.type == RDMA_NLDEV_ATTR_RES_PID) pid = a.u32();
-                if (a.type == RDMA_NLDEV_ATTR_RES_KERN_NAME) kernel = true;
-            });
-            if (lqpn != qpNum) return;
-            if (kernel) {
-                owner = {QpOwner::Kind::Kernel, 0, "a kernel QP"};
-            } else if (pid && *pid != 0) {
-                owner = {QpOwner::Kind::Process, threadGroupOf(*pid), ""};
-            } else {
-                // pid 0: the owner is not visible from the agent's PID namespace.
-                owner = {QpOwner::Kind::Unknown, 0, "its owner is outside the agent's view"};
-            }
-        };
-        bool ok =
-            exchange(RDMA_NLDEV_CMD_RES_QP_GET, NLM_F_DUMP, attrs, error,
-                     [&](const uint8_t* data, size_t size) {
-                         forEachAttribute(data, size, [&](const Attribute& table) {
-                             if (table.type != RDMA_NLDEV_ATTR_RES_QP) return;
-                             forEachAttribute(table.data, table.size, [&](const Attribute& e) {
-                                 if (e.type == RDMA_NLDEV_ATTR_RES_QP_ENTRY) readEntry(e);
-                             });
-                         });
-                     });
+        bool ok = exchange(RDMA_NLDEV_CMD_RES_QP_GET, NLM_F_DUMP, attrs, error,
+                           [&](const uint8_t* data, size_t size) {
+                               if (auto found = qpOwnerInAnswer({data, size}, qpNum))
+                                   owner = *found;
+                           });
         if (!ok) return {QpOwner::Kind::Unknown, 0, error};
         return owner;
     }
@@ -179,25 +189,31 @@ class NetlinkQpOwners final : public QpOwners {
                 ok = false;
                 break;
             }
-            auto* m = reinterpret_cast<nlmsghdr*>(buffer.data());
-            for (int left = static_cast<int>(n); NLMSG_OK(m, left); m = NLMSG_NEXT(m, left)) {
-                if (m->nlmsg_seq != header.nlmsg_seq) continue;
-                if (m->nlmsg_type == NLMSG_DONE) {
+            // The messages of one datagram, each aligned; a short or inconsistent one ends it.
+            size_t at = 0;
+            const auto size = static_cast<size_t>(n);
+            while (!done && size - at >= NLMSG_HDRLEN) {
+                nlmsghdr m;
+                std::memcpy(&m, buffer.data() + at, sizeof m);
+                if (m.nlmsg_len < NLMSG_HDRLEN || m.nlmsg_len > size - at) break;
+                const uint8_t* payload = buffer.data() + at + NLMSG_HDRLEN;
+                const size_t payloadSize = m.nlmsg_len - NLMSG_HDRLEN;
+                at += std::min<size_t>(NLMSG_ALIGN(m.nlmsg_len), size - at);
+                if (m.nlmsg_seq != header.nlmsg_seq) continue;
+                if (m.nlmsg_type == NLMSG_DONE) {
                     done = true;
-                    break;
-                }
-                if (m->nlmsg_type == NLMSG_ERROR) {
-                    const auto* e = static_cast<const nlmsgerr*>(NLMSG_DATA(m));
-                    if (e->error != 0) {
-                        error = std::string("rdma netlink: ") + std::strerror(-e->error);
+                } else if (m.nlmsg_type == NLMSG_ERROR) {
+                    nlmsgerr e{};
+                    std::memcpy(&e, payload, std::min(payloadSize, sizeof e));
+                    if (e.error != 0) {
+                        error = std::string("rdma netlink: ") + std::strerror(-e.error);
                         ok = false;
                     }
                     done = true;
-                    break;
+                } else {
+                    visit(payload, payloadSize);
+                    if (!(m.nlmsg_flags & NLM_F_MULTI)) done = true;
                 }
-                visit(static_cast<const uint8_t*>(NLMSG_DATA(m)),
-                      m->nlmsg_len - static_cast<size_t>(NLMSG_HDRLEN));
-                if (!(m->nlmsg_flags & NLM_F_MULTI)) done = true;
             }
         }
         close(fd);

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 
 namespace ibqos::host {
@@ -32,5 +34,9 @@ class QpOwners {
 // The kernel's answer over a NETLINK_RDMA socket: the device's index from RDMA_NLDEV_CMD_GET,
 // then its QPs from RDMA_NLDEV_CMD_RES_QP_GET (each with the pid of the task that made it).
 std::unique_ptr<QpOwners> makeNetlinkQpOwners();
+
+// The owner of qpNum in the attributes of one RDMA_NLDEV_CMD_RES_QP_GET dump message, with the
+// recorded thread turned into its process; nullopt when the message does not list the QP.
+std::optional<QpOwner> qpOwnerInAnswer(std::span<const uint8_t> attributes, uint32_t qpNum);
 
 }  // namespace ibqos::host

@@ -3,7 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include <grp.h>
+#include <linux/netlink.h>
 #include <poll.h>
+#include <rdma/rdma_netlink.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -245,6 +247,65 @@ TEST_CASE("a process in its own PID namespace is known by the kernel's pid, not 
     a.owners.own("mlx5_0", 0x41, 0);
     a.send(2, 0, rtr(7, 0x41, 2));
     CHECK_FALSE(a.find(0x41));
+}
+
+TEST_CASE("the kernel's QP dump names the owning process, a thread's QP included",
+          "[host-sched][agent][owners]") {
+    // One RDMA_NLDEV_CMD_RES_QP_GET message as the kernel lays it out: RES_QP holding one
+    // RES_QP_ENTRY per QP, made here by another thread of this process and by the kernel.
+    auto attribute = [](uint16_t type, const std::vector<uint8_t>& payload) {
+        std::vector<uint8_t> out(NLA_HDRLEN + NLA_ALIGN(payload.size()));
+        nlattr header{static_cast<uint16_t>(NLA_HDRLEN + payload.size()), type};
+        std::memcpy(out.data(), &header, sizeof header);
+        std::copy(payload.begin(), payload.end(), out.begin() + NLA_HDRLEN);
+        return out;
+    };
+    auto u32 = [&](uint16_t type, uint32_t v) {
+        std::vector<uint8_t> bytes(sizeof v);
+        std::memcpy(bytes.data(), &v, sizeof v);
+        return attribute(type, bytes);
+    };
+    auto join = [](std::initializer_list<std::vector<uint8_t>> parts) {
+        std::vector<uint8_t> out;
+        for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+        return out;
+    };
+    // The kernel records the thread that made the QP; read while that thread lives.
+    std::atomic<uint32_t> threadId{0};
+    std::atomic<bool> release{false};
+    std::thread worker([&] {
+        threadId = static_cast<uint32_t>(gettid());
+        while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+    while (threadId == 0 || threadId == static_cast<uint32_t>(getpid()))
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const std::string ipoib = "ib_ipoib";
+    std::vector<uint8_t> message = attribute(
+        RDMA_NLDEV_ATTR_RES_QP,
+        join({attribute(RDMA_NLDEV_ATTR_RES_QP_ENTRY,
+                        join({u32(RDMA_NLDEV_ATTR_RES_LQPN, 0x20),
+                              u32(RDMA_NLDEV_ATTR_RES_PID, threadId)})),
+              attribute(RDMA_NLDEV_ATTR_RES_QP_ENTRY,
+                        join({u32(RDMA_NLDEV_ATTR_RES_LQPN, 0x1),
+                              attribute(RDMA_NLDEV_ATTR_RES_KERN_NAME,
+                                        std::vector<uint8_t>(ipoib.begin(), ipoib.end() + 1))}))}));
+    auto mine = qpOwnerInAnswer(message, 0x20);
+    release = true;
+    worker.join();
+    REQUIRE(mine);
+    CHECK(mine->kind == QpOwner::Kind::Process);
+    CHECK(mine->pid == static_cast<uint32_t>(getpid()));  // the process, not the thread
+    auto kernel = qpOwnerInAnswer(message, 0x1);
+    REQUIRE(kernel);
+    CHECK(kernel->kind == QpOwner::Kind::Kernel);
+    CHECK_FALSE(qpOwnerInAnswer(message, 0x21));
+    // A message cut short is read up to the cut, never past it.
+    message.resize(message.size() - 3);
+    CHECK_NOTHROW(qpOwnerInAnswer(message, 0x1));
+
+    // On this host: without rdma netlink the kernel cannot be asked, and nothing is steered.
+    auto real = makeNetlinkQpOwners()->ownerOf("mlx5_0", 0x20);
+    CHECK(real.kind != QpOwner::Kind::Process);
 }
 
 TEST_CASE("a forgotten QP goes back to the device's own congestion control",
