@@ -104,6 +104,8 @@ std::optional<QpOwner> qpOwnerInAnswer(std::span<const uint8_t> attributes, uint
             owner = QpOwner{QpOwner::Kind::Unknown, 0, "its owner is outside the agent's view"};
         }
     };
+    // The answer for one QP holds the entry's attributes at the top level.
+    readEntry(Attribute{0, attributes.data(), attributes.size()});
     forEachAttribute(attributes.data(), attributes.size(), [&](const Attribute& table) {
         if (table.type != RDMA_NLDEV_ATTR_RES_QP) return;
         forEachAttribute(table.data, table.size, [&](const Attribute& e) {
@@ -127,12 +129,19 @@ class NetlinkQpOwners final : public QpOwners {
         std::vector<uint8_t> attrs;
         appendU32(attrs, RDMA_NLDEV_ATTR_DEV_INDEX, *index);
         QpOwner owner{QpOwner::Kind::Absent, 0, "no QP " + std::to_string(qpNum)};
-        bool ok = exchange(RDMA_NLDEV_CMD_RES_QP_GET, NLM_F_DUMP, attrs, error,
-                           [&](const uint8_t* data, size_t size) {
-                               if (auto found = qpOwnerInAnswer({data, size}, qpNum))
-                                   owner = *found;
-                           });
-        if (!ok) return {QpOwner::Kind::Unknown, 0, error};
+        auto visit = [&](const uint8_t* data, size_t size) {
+            if (auto found = qpOwnerInAnswer({data, size}, qpNum)) owner = *found;
+        };
+        // The one QP first (a question whose cost does not grow with the device's QPs); the
+        // device's whole list from kernels that do not answer for one QP.
+        std::vector<uint8_t> one = attrs;
+        appendU32(one, RDMA_NLDEV_ATTR_RES_LQPN, qpNum);
+        if (exchange(RDMA_NLDEV_CMD_RES_QP_GET, 0, one, error, visit)) return owner;
+        if (kernelError_ == ENOENT) return {QpOwner::Kind::Absent, 0, error};
+        if (kernelError_ != EINVAL && kernelError_ != EOPNOTSUPP)
+            return {QpOwner::Kind::Unknown, 0, error};
+        if (!exchange(RDMA_NLDEV_CMD_RES_QP_GET, NLM_F_DUMP, attrs, error, visit))
+            return {QpOwner::Kind::Unknown, 0, error};
         return owner;
     }
 
@@ -159,6 +168,7 @@ class NetlinkQpOwners final : public QpOwners {
     // Sends one request and reads every answer up to NLMSG_DONE (or the single reply).
     bool exchange(uint16_t command, uint16_t flags, const std::vector<uint8_t>& attrs,
                   std::string& error, const Visit& visit) {
+        kernelError_ = 0;
         int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA);
         if (fd < 0) {
             error = std::string("cannot open an rdma netlink socket: ") + std::strerror(errno);
@@ -206,6 +216,7 @@ class NetlinkQpOwners final : public QpOwners {
                     nlmsgerr e{};
                     std::memcpy(&e, payload, std::min(payloadSize, sizeof e));
                     if (e.error != 0) {
+                        kernelError_ = -e.error;
                         error = std::string("rdma netlink: ") + std::strerror(-e.error);
                         ok = false;
                     }
@@ -221,6 +232,7 @@ class NetlinkQpOwners final : public QpOwners {
     }
 
     uint32_t sequence_ = 0;
+    int kernelError_ = 0;  // the errno of the last request the kernel refused
 };
 
 }  // namespace

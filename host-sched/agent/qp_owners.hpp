@@ -32,11 +32,13 @@ class QpOwners {
 };
 
 // The kernel's answer over a NETLINK_RDMA socket: the device's index from RDMA_NLDEV_CMD_GET,
-// then its QPs from RDMA_NLDEV_CMD_RES_QP_GET (each with the pid of the task that made it).
+// then the QP from RDMA_NLDEV_CMD_RES_QP_GET (the pid of the task that made it), asked for the
+// one QP, or as the device's whole list from kernels that do not answer for one.
 std::unique_ptr<QpOwners> makeNetlinkQpOwners();
 
-// The owner of qpNum in the attributes of one RDMA_NLDEV_CMD_RES_QP_GET dump message, with the
-// recorded thread turned into its process; nullopt when the message does not list the QP.
+// The owner of qpNum in the attributes of one RDMA_NLDEV_CMD_RES_QP_GET answer (for one QP,
+// or a message of the dump), with the recorded thread turned into its process; nullopt when the
+// message does not list the QP.
 std::optional<QpOwner> qpOwnerInAnswer(std::span<const uint8_t> attributes, uint32_t qpNum);
 
 }  // namespace ibqos::host

@@ -299,6 +299,13 @@ TEST_CASE("the kernel's QP dump names the owning process, a thread's QP included
     REQUIRE(kernel);
     CHECK(kernel->kind == QpOwner::Kind::Kernel);
     CHECK_FALSE(qpOwnerInAnswer(message, 0x21));
+    // The answer for one QP: the entry's attributes at the top level, beside the device's.
+    std::vector<uint8_t> single =
+        join({u32(RDMA_NLDEV_ATTR_DEV_INDEX, 1), u32(RDMA_NLDEV_ATTR_RES_LQPN, 0x30),
+              u32(RDMA_NLDEV_ATTR_RES_PID, static_cast<uint32_t>(getpid()))});
+    auto one = qpOwnerInAnswer(single, 0x30);
+    REQUIRE(one);
+    CHECK((one->kind == QpOwner::Kind::Process && one->pid == static_cast<uint32_t>(getpid())));
     // A message cut short is read up to the cut, never past it.
     message.resize(message.size() - 3);
     CHECK_NOTHROW(qpOwnerInAnswer(message, 0x1));
