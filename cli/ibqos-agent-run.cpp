@@ -6,7 +6,9 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -18,9 +20,14 @@
 #include "host-sched/agent/agent_server.hpp"
 #include "host-sched/agent/path_table.hpp"
 #include "host-sched/agent/policy_plan.hpp"
+#include "host-sched/agent/qp_owners.hpp"
 #include "host-sched/agent/sa_path_source.hpp"
 #include "host-sched/pcc/pcc_mango.hpp"
 #include "host-sched/plan/plan_file.hpp"
+#ifdef IBQOS_AGENT_TEST_BUILD
+// The test build (tests/host-sched): QP owners from the verbs stand-in's file, not the kernel.
+#include "tests/doubles/fake_qp_owners.hpp"
+#endif
 
 namespace ibqos::cli {
 
@@ -29,9 +36,14 @@ namespace {
 const char* const runFooter =
     R"(The host daemon. It serves a unix socket where libibqos_preload.so, loaded into applications
 with LD_PRELOAD, reports every QP that reaches RTR (device, QP number, SL) and every QP
-destroyed. For each reported QP it applies the congestion-control slot of the leaf the SL
-attaches to, registering each slot's algorithm in the device's PCC engine first; it forgets
-the QPs of a process whose connection closes. It runs in the foreground (systemd starts it);
+destroyed. It steers a QP only when the kernel says the reporting process created it (rdma
+netlink's QP owners against the connection's SO_PEERCRED, in the daemon's PID namespace);
+other reports are refused and logged. For each QP accepted it applies the congestion-control
+slot of the leaf the SL attaches to, registering each slot's algorithm in the device's PCC
+engine first; it forgets the QPs of a process whose connection closes, and takes them off
+their slot. Each user (uid) has its own limits of connections, tracked QPs, questions waiting
+for the SA and answers queued unread (--max-...-per-user); the log writes at most 10 lines of
+a kind a minute and then says how many it held back. It runs in the foreground (systemd starts it);
 SIGTERM or SIGINT stop it cleanly, SIGHUP re-reads the policy (a policy with errors is
 reported and the current one kept). It writes the policy's compiled host plan, which the
 library reads, when it starts and at every reload. Under systemd (Type=notify) it reports
@@ -69,7 +81,7 @@ Exit status: 0 success, 2 usage error or no daemon answering.)";
 struct RunOptions {
     PolicyArgument policy;
     Value socket, plan, intervalUs, threads, saInFlight, cacheSize, cacheLifetime, cacheRefresh,
-        saTimeout, pathTable;
+        saTimeout, pathTable, userConnections, userQps, userResolves, userAnswers;
     std::string pcc = "auto";
 };
 
@@ -130,6 +142,16 @@ int runDaemon(const RunOptions& o) {
         throw UsageError{
             "--sa-in-flight, --cache-size, --cache-lifetime and --sa-timeout must be at least 1"};
 
+    host::ClientLimits limits;
+    limits.connections =
+        numberOption("max-connections-per-user", o.userConnections, limits.connections, 1u << 20);
+    limits.qps = numberOption("max-qps-per-user", o.userQps, limits.qps, 1u << 24);
+    limits.resolves =
+        numberOption("max-resolves-per-user", o.userResolves, limits.resolves, 1u << 20);
+    limits.answers = numberOption("max-answers-per-user", o.userAnswers, limits.answers, 1u << 24);
+    if (limits.connections == 0 || limits.qps == 0 || limits.resolves == 0 || limits.answers == 0)
+        throw UsageError{"the --max-...-per-user limits must be at least 1"};
+
     int exitCode = ExitOk;
     auto plan = loadPlanOrReport(policyPath, false, exitCode);
     if (!plan) return exitCode;
@@ -155,6 +177,16 @@ int runDaemon(const RunOptions& o) {
     for (const auto& e : plan->elements()) leaves += e.leaf;
     size_t slots = plan->slots().size();
     host::AgentState state(std::move(*plan), opener, interval, threads, log);
+    state.setLimits(limits);
+    // Who owns each reported QP: the kernel's resource tracking, never the message.
+#ifdef IBQOS_AGENT_TEST_BUILD
+    const char* ownersFile = std::getenv("STANDIN_QP_OWNERS");
+    std::unique_ptr<host::QpOwners> owners =
+        std::make_unique<host::QpOwnersFile>(ownersFile ? ownersFile : "");
+#else
+    std::unique_ptr<host::QpOwners> owners = host::makeNetlinkQpOwners();
+#endif
+    state.setQpOwners(owners.get());
     host::SlResolver resolver([retry] { return host::makeSaPathSource(retry, log); },
                               resolverOptions);
     state.setResolver(&resolver);
@@ -167,7 +199,15 @@ int runDaemon(const RunOptions& o) {
     } else {
         log(error + "; every RTR under SL enforcement asks the daemon");
     }
-    host::AgentServer server(state, socketPath);
+    // Every connection is a descriptor: all users together hold what the limit leaves after
+    // the agent's own (its sockets, the engines, the SA client, the log).
+    constexpr size_t OwnDescriptors = 64;
+    constexpr size_t MaxConnections = 65536;
+    const size_t descriptors = host::raiseDescriptorLimit();
+    const size_t maxClients =
+        std::min(MaxConnections,
+                 descriptors > 2 * OwnDescriptors ? descriptors - OwnDescriptors : OwnDescriptors);
+    host::AgentServer server(state, socketPath, maxClients);
     if (!server.listen(error)) {
         close(signalFd);
         throw IoError{error};
@@ -213,6 +253,7 @@ int runDaemon(const RunOptions& o) {
         return true;
     });
     state.shutdown();
+    state.flushLog();
     resolver.setTable(nullptr);
     if (table) unlink(tablePath.c_str());
     if (timerFd >= 0) close(timerFd);
@@ -327,6 +368,14 @@ void addRun(Program& program) {
              "how long an SA answer is kept, in seconds (default 60)");
     addValue(c, "--cache-refresh", o->cacheRefresh, "S",
              "age in seconds after which a path in use is asked again (default 10)");
+    addValue(c, "--max-connections-per-user", o->userConnections, "N",
+             "connections one user's processes may hold open (default 256)");
+    addValue(c, "--max-qps-per-user", o->userQps, "N",
+             "QPs the daemon tracks for one user at most (default 65536)");
+    addValue(c, "--max-resolves-per-user", o->userResolves, "N",
+             "one user's resolve questions waiting for the SA at most (default 1024)");
+    addValue(c, "--max-answers-per-user", o->userAnswers, "N",
+             "answers queued unread for one user's connections at most (default 65536)");
 }
 
 void addStatus(Program& program) {

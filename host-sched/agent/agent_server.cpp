@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -16,7 +17,8 @@ namespace ibqos::host {
 
 namespace {
 
-constexpr size_t MaxOutbox = 1 << 16;
+// The serving loop wakes at least this often, to end the log's windows on time.
+constexpr int TickMs = 1000;
 
 bool makeAddress(const std::string& path, sockaddr_un& address, std::string& error) {
     address = {};
@@ -105,19 +107,51 @@ void AgentServer::accept() {
     for (;;) {
         int fd = accept4(listenFd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) return;  // EAGAIN, or a client that left before we took it
-        if (clients_.size() >= maxClients_) {
-            close(fd);
-            continue;
-        }
         Client client;
         client.fd = fd;
         ucred cred{};
         socklen_t length = sizeof cred;
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) == 0) {
-            client.peer = {static_cast<uint32_t>(cred.pid), static_cast<uint32_t>(cred.uid)};
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) != 0) {
+            close(fd);  // the kernel does not say who it is
+            continue;
         }
+        client.peer = {static_cast<uint32_t>(cred.pid), static_cast<uint32_t>(cred.uid)};
+        // One user's connections cannot crowd out another's: each user has a share, and all
+        // users together the descriptors the agent can hold.
+        size_t& held = connectionsByUid_[client.peer.uid];
+        if (held >= state_.limits().connections || clients_.size() >= maxClients_) {
+            state_.refuse(client.peer.uid,
+                          held >= state_.limits().connections
+                              ? "connection refused: the user holds " + std::to_string(held) +
+                                    " connections (the limit)"
+                              : "connection refused: the agent serves " +
+                                    std::to_string(clients_.size()) + " connections (its limit)");
+            if (held == 0) connectionsByUid_.erase(client.peer.uid);
+            close(fd);
+            continue;
+        }
+        ++held;
         clients_.emplace(nextClient_++, std::move(client));
     }
+}
+
+bool AgentServer::queue(Client& client, std::string datagram) {
+    size_t& queued = queuedByUid_[client.peer.uid];
+    if (queued >= state_.limits().answers) {
+        state_.refuse(client.peer.uid, "connection closed: the user's connections leave " +
+                                           std::to_string(queued) + " answers unread (the limit)");
+        return false;
+    }
+    ++queued;
+    client.outbox.push_back(std::move(datagram));
+    return true;
+}
+
+void AgentServer::dequeued(const Client& client, size_t count) {
+    auto it = queuedByUid_.find(client.peer.uid);
+    if (it == queuedByUid_.end()) return;
+    it->second -= std::min(it->second, count);
+    if (it->second == 0) queuedByUid_.erase(it);
 }
 
 bool AgentServer::flush(Client& client) {
@@ -126,6 +160,7 @@ bool AgentServer::flush(Client& client) {
         ssize_t n = send(client.fd, m.data(), m.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
         if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
         client.outbox.pop_front();
+        dequeued(client, 1);
     }
     return true;
 }
@@ -140,12 +175,20 @@ bool AgentServer::serve(uint64_t id, Client& client) {
         ssize_t n = recvmsg(client.fd, &header, MSG_DONTWAIT);
         if (n == 0) return false;
         if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
-        // A client that keeps asking without reading what it was sent is dropped; one large
-        // answer (the status of a host with many QPs) is fine.
-        if (client.outbox.size() > MaxOutbox) return false;
         // A datagram longer than the buffer arrives cut (MSG_TRUNC): the size check rejects it.
         size_t size = (header.msg_flags & MSG_TRUNC) ? sizeof buffer : static_cast<size_t>(n);
+        // A user whose connections keep asking without reading what they were sent loses
+        // the connection that asks; one large answer (the status of a host with many QPs)
+        // is queued whole.
+        if (queuedByUid_.count(client.peer.uid) &&
+            queuedByUid_[client.peer.uid] >= state_.limits().answers) {
+            state_.refuse(client.peer.uid, "connection closed: the user's connections leave " +
+                                               std::to_string(queuedByUid_[client.peer.uid]) +
+                                               " answers unread (the limit)");
+            return false;
+        }
         for (std::string& reply : state_.handle(id, client.peer, std::string_view(buffer, size))) {
+            ++queuedByUid_[client.peer.uid];
             client.outbox.push_back(std::move(reply));
         }
         if (!flush(client)) return false;
@@ -157,6 +200,10 @@ void AgentServer::drop(uint64_t id) {
     auto it = clients_.find(id);
     if (it == clients_.end()) return;
     close(it->second.fd);
+    dequeued(it->second, it->second.outbox.size());
+    if (auto held = connectionsByUid_.find(it->second.peer.uid);
+        held != connectionsByUid_.end() && --held->second == 0)
+        connectionsByUid_.erase(held);
     clients_.erase(it);
     state_.clientGone(id);
 }
@@ -176,7 +223,9 @@ void AgentServer::run(const std::vector<int>& eventFds, const std::function<bool
             fds.push_back({client.fd, events, 0});
             ids.push_back(id);
         }
-        if (poll(fds.data(), fds.size(), -1) < 0) {
+        int ready = poll(fds.data(), fds.size(), TickMs);
+        state_.tick();
+        if (ready < 0) {
             if (errno == EINTR) continue;
             return;
         }
@@ -187,8 +236,7 @@ void AgentServer::run(const std::vector<int>& eventFds, const std::function<bool
             for (auto& [id, reply] : state_.answers()) {
                 auto it = clients_.find(id);
                 if (it == clients_.end()) continue;  // it left before its answer came
-                it->second.outbox.push_back(std::move(reply));
-                if (!flush(it->second)) drop(id);
+                if (!queue(it->second, std::move(reply)) || !flush(it->second)) drop(id);
             }
         }
         for (size_t i = 0; i < ids.size(); ++i) {
@@ -260,6 +308,17 @@ bool requestAgentStatus(const std::string& socketPath, std::chrono::milliseconds
     }
     close(fd);
     return ok;
+}
+
+size_t raiseDescriptorLimit() {
+    rlimit limit{};
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
+    if (limit.rlim_cur < limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &limit);
+        getrlimit(RLIMIT_NOFILE, &limit);
+    }
+    return static_cast<size_t>(limit.rlim_cur);
 }
 
 }  // namespace ibqos::host

@@ -14,10 +14,12 @@
 namespace ibqos::host {
 
 // Serves a SOCK_SEQPACKET socket: each client connection is one process; its credentials
-// come from the kernel. Borrows the state, which must outlive the server.
+// come from the kernel. A user holds at most the state's limits of connections and of unread
+// answers; maxClients bounds all users together (and the descriptors the agent holds). Borrows
+// the state, which must outlive the server.
 class AgentServer {
   public:
-    AgentServer(AgentState& state, std::string socketPath, size_t maxClients = 1024);
+    AgentServer(AgentState& state, std::string socketPath, size_t maxClients = 4096);
     ~AgentServer();
     AgentServer(const AgentServer&) = delete;
     AgentServer& operator=(const AgentServer&) = delete;
@@ -37,6 +39,11 @@ class AgentServer {
         std::deque<std::string> outbox;
     };
 
+    // Queues a datagram for a client; false (and the client is to be dropped) when its user
+    // has too many unread.
+    bool queue(Client& client, std::string datagram);
+    void dequeued(const Client& client, size_t count);
+
     void accept();
     // Reads what a client sent; false when it is gone.
     bool serve(uint64_t id, Client& client);
@@ -49,7 +56,12 @@ class AgentServer {
     int listenFd_ = -1;
     uint64_t nextClient_ = 1;
     std::map<uint64_t, Client> clients_;
+    std::map<uint32_t, size_t> connectionsByUid_;
+    std::map<uint32_t, size_t> queuedByUid_;
 };
+
+// Raises the soft limit of open descriptors to the hard one; returns the limit now in force.
+size_t raiseDescriptorLimit();
 
 // Asks a running agent for every QP it knows (the `status` exchange), and its enforcement
 // counters when it sends them. Returns false with error set when the agent cannot be reached

@@ -10,7 +10,6 @@ namespace ibqos::host {
 namespace {
 
 constexpr size_t LoggedRejectsPerClient = 3;
-constexpr size_t MaxLoggedKeys = 4096;
 
 // What a process is called, for the log (its /proc comm), or "?".
 std::string programOf(uint32_t pid) {
@@ -39,21 +38,33 @@ AgentState::AgentState(HostPlan plan, PccEngineOpener opener, uint32_t intervalU
       opener_(std::move(opener)),
       intervalUs_(intervalUs),
       threads_(threads),
-      log_(std::move(log)) {}
+      log_(log),
+      limitedLog_(log) {}
 
 AgentState::~AgentState() { shutdown(); }
 
-void AgentState::logOnce(const std::string& key, const std::string& message) {
-    // Keys can come from clients (pids): past a bound, stay quiet rather than grow.
-    if (logged_.size() >= MaxLoggedKeys) return;
-    if (logged_.insert(key).second) log_(message);
+void AgentState::logLimited(const std::string& kind, const std::string& message,
+                            const std::string& key) {
+    limitedLog_.line(kind, message, key);
 }
 
 void AgentState::reject(uint64_t client, const std::string& why) {
     ++rejected_;
     if (++rejectedByClient_[client] <= LoggedRejectsPerClient) {
-        log_("client " + std::to_string(client) + ": message ignored: " + why);
+        logLimited("messages ignored",
+                   "client " + std::to_string(client) + ": message ignored: " + why);
     }
+}
+
+void AgentState::refuse(uint32_t uid, const std::string& what) {
+    ++refusedByLimit_;
+    logLimited("refused for a limit", "uid " + std::to_string(uid) + ": " + what,
+               "limit:" + std::to_string(uid) + ":" + what.substr(0, what.find(':')));
+}
+
+size_t AgentState::qpsOf(uint32_t uid) const {
+    auto it = qpsByUid_.find(uid);
+    return it == qpsByUid_.end() ? 0 : it->second;
 }
 
 PccSlots* AgentState::slotsOf(const std::string& device) {
@@ -92,16 +103,30 @@ void AgentState::applySlot(TrackedQp& qp) {
     PccSlots* slots = ensureSlots(qp.device);
     if (!slots) return;
     if (PccStatus s = slots->applyToQp(*leaf.pccSlot, qp.qpNum); !s.ok()) {
-        logOnce("apply:" + qp.device + ":" + std::to_string(*leaf.pccSlot),
-                "device " + qp.device + ": cannot apply pcc-slot " + std::to_string(*leaf.pccSlot) +
-                    " to QP " + std::to_string(qp.qpNum) + ": " + s.message);
+        logLimited("pcc apply failed",
+                   "device " + qp.device + ": cannot apply pcc-slot " +
+                       std::to_string(*leaf.pccSlot) + " to QP " + std::to_string(qp.qpNum) + ": " +
+                       s.message,
+                   "apply:" + qp.device + ":" + std::to_string(*leaf.pccSlot));
         return;
     }
     qp.slot = leaf.pccSlot;
 }
 
 AgentState::QpMap::iterator AgentState::forget(QpMap::iterator it) {
-    if (PccSlots* slots = slotsOf(it->second.device)) slots->forgetQp(it->second.qpNum);
+    const TrackedQp& qp = it->second;
+    // The QP goes back to the device's own congestion control: a QP that outlives its report
+    // (its process closed the connection, or its number is reported again) keeps no slot.
+    if (PccSlots* slots = slotsOf(qp.device)) {
+        if (PccStatus s = slots->forgetQp(qp.qpNum); !s.ok()) {
+            logLimited("pcc release failed",
+                       "device " + qp.device + ": QP " + std::to_string(qp.qpNum) +
+                           " keeps its PCC slot until it is destroyed: " + s.message,
+                       "release:" + qp.device);
+        }
+    }
+    if (auto u = qpsByUid_.find(qp.uid); u != qpsByUid_.end() && --u->second == 0)
+        qpsByUid_.erase(u);
     return qps_.erase(it);
 }
 
@@ -109,22 +134,49 @@ std::string AgentState::leafName(const TrackedQp& qp) const {
     return qp.leaf ? plan_.elements()[*qp.leaf].name : "";
 }
 
-bool AgentState::track(uint64_t client, const AgentMessage& m) {
+bool AgentState::track(uint64_t client, const ClientCredentials& peer, const AgentMessage& m) {
+    // The kernel, not the message, says whose QP this is: the task that created it (rdma
+    // netlink) must be the process at the other end of the connection (SO_PEERCRED), both as
+    // the agent's PID namespace sees them. The message's pid is the sender's own view (another
+    // number inside a container) and is not trusted.
+    const std::string qpName = "QP " + std::to_string(m.qpNum) + " of " + m.device;
+    if (peer.pid == 0) {
+        reject(client, "the kernel does not say which process sent it");
+        return false;
+    }
+    QpOwner owner = owners_ ? owners_->ownerOf(m.device, m.qpNum)
+                            : QpOwner{QpOwner::Kind::Unknown, 0, "no source of QP owners"};
+    if (owner.kind != QpOwner::Kind::Process || owner.pid != peer.pid) {
+        ++rejected_;
+        std::string whose =
+            owner.kind == QpOwner::Kind::Process  ? "pid " + std::to_string(owner.pid) + "'s"
+            : owner.kind == QpOwner::Kind::Kernel ? "the kernel's"
+            : owner.kind == QpOwner::Kind::Absent ? "not a QP the kernel knows"
+                                                  : "of unknown owner (" + owner.detail + ")";
+        logLimited("QP claims refused",
+                   "refused: pid " + std::to_string(peer.pid) + " (uid " +
+                       std::to_string(peer.uid) + ", " + programOf(peer.pid) + ") reported " +
+                       qpName + ", which is " + whose,
+                   "claim:" + std::to_string(peer.uid) + ":" + std::to_string(owner.pid));
+        return false;
+    }
     Key key{m.device, m.qpNum};
     auto old = qps_.find(key);
     if (old != qps_.end()) {
-        // Clients that close their connection lose their QPs, so a QP number still held is
-        // held by a live process: only that process may report it again.
-        if (old->second.pid != m.pid) {
-            reject(client, "QP " + std::to_string(m.qpNum) + " of " + m.device +
-                               " is held by pid " + std::to_string(old->second.pid));
-            return false;
-        }
+        // The kernel says this process owns the number now: what was tracked under it is a
+        // destroyed QP whose number came back.
         forget(old);
+    }
+    if (qpsOf(peer.uid) >= limits_.qps) {
+        ++rejected_;
+        refuse(peer.uid, "QP report refused: the user's processes hold " +
+                             std::to_string(qpsOf(peer.uid)) + " tracked QPs (the limit)");
+        return false;
     }
     TrackedQp qp;
     qp.client = client;
-    qp.pid = m.pid;
+    qp.pid = peer.pid;
+    qp.uid = peer.uid;
     qp.device = m.device;
     qp.port = m.port;
     qp.qpNum = m.qpNum;
@@ -140,12 +192,14 @@ bool AgentState::track(uint64_t client, const AgentMessage& m) {
     applySlot(qp);
     std::string agentLeaf = leafName(qp);
     if (!sameName(agentLeaf, qp.clientLeaf)) {
-        logOnce("leaf:" + std::to_string(m.pid),
-                "pid " + std::to_string(m.pid) + " put QP " + std::to_string(m.qpNum) +
-                    " on leaf '" + (qp.clientLeaf.empty() ? "-" : qp.clientLeaf) +
-                    "' but this agent's policy says '" + (agentLeaf.empty() ? "-" : agentLeaf) +
-                    "': do both read the same policy?");
+        logLimited("leaf differences",
+                   "pid " + std::to_string(peer.pid) + " put QP " + std::to_string(m.qpNum) +
+                       " on leaf '" + (qp.clientLeaf.empty() ? "-" : qp.clientLeaf) +
+                       "' but this agent's policy says '" + (agentLeaf.empty() ? "-" : agentLeaf) +
+                       "': do both read the same policy?",
+                   "leaf:" + std::to_string(peer.pid));
     }
+    ++qpsByUid_[peer.uid];
     qps_.emplace(key, std::move(qp));
     return true;
 }
@@ -158,22 +212,22 @@ std::vector<std::string> AgentState::handle(uint64_t client, const ClientCredent
         reject(client, "byte " + std::to_string(error.offset) + ": " + error.message);
         return {};
     }
+    clients_.try_emplace(client, ClientRecord{peer.uid, 0, false});
     switch (m->kind) {
         case MessageKind::Rtr:
-        case MessageKind::Destroy:
+            if (track(client, peer, *m)) noteOutcome(peer.pid, *m);
+            return {};
         case MessageKind::Ah:
-            // A process speaks only for itself.
-            if (peer.pid != 0 && m->pid != peer.pid) {
-                reject(client, "pid " + std::to_string(m->pid) + " is not the sender's (" +
-                                   std::to_string(peer.pid) + ")");
-                return {};
-            }
-            if (m->kind == MessageKind::Ah || (m->kind == MessageKind::Rtr && track(client, *m))) {
-                noteOutcome(*m);
-            } else if (auto it = qps_.find({m->device, m->qpNum});
-                       m->kind == MessageKind::Destroy && it != qps_.end() &&
-                       it->second.pid == m->pid) {
+            noteOutcome(peer.pid, *m);
+            return {};
+        case MessageKind::Destroy:
+            // Only the connection that reported a QP can take it back.
+            if (auto it = qps_.find({m->device, m->qpNum});
+                it != qps_.end() && it->second.client == client) {
                 forget(it);
+            } else {
+                reject(client, "QP " + std::to_string(m->qpNum) + " of " + m->device +
+                                   " was not reported on this connection");
             }
             return {};
         case MessageKind::Status: {
@@ -211,7 +265,7 @@ std::vector<std::string> AgentState::handle(uint64_t client, const ClientCredent
             return out;
         }
         case MessageKind::Resolve:
-            return resolve(client, *m);
+            return resolve(client, peer, *m);
         case MessageKind::Qp:
         case MessageKind::End:
         case MessageKind::Path:
@@ -222,31 +276,50 @@ std::vector<std::string> AgentState::handle(uint64_t client, const ClientCredent
     return {};
 }
 
-std::vector<std::string> AgentState::resolve(uint64_t client, const AgentMessage& m) {
+std::vector<std::string> AgentState::resolve(uint64_t client, const ClientCredentials& peer,
+                                             const AgentMessage& m) {
     ++counter(counters_, Counter::Resolves);
     PathKey key{m.device, m.port, m.slid, m.dlid, m.pkey};
     std::optional<PathReply> known;
+    size_t& waiting = waitingByUid_[peer.uid];
     if (!resolver_) {
         known = PathReply{};
     } else if ((known = resolver_->cached(key))) {
         ++counter(counters_, Counter::CacheHits);
+    } else if (waiting >= limits_.resolves) {
+        ++counter(counters_, Counter::Busy);
+        refuse(peer.uid, "resolve answered busy: " + std::to_string(waiting) +
+                             " of the user's questions wait for the SA (the limit)");
+        known = PathReply{PathAnswer::Busy, std::nullopt};
     } else if (resolver_->ask(key, Waiter{client, m.id})) {
+        ++waiting;
+        ++clients_[client].waiting;
         return {};  // answered when the SA is
     } else {
         ++counter(counters_, Counter::Busy);
-        logOnce("busy",
-                "too many paths waiting for the SA: RTRs keep their own SL until the "
-                "queue drains (counted as busy)");
+        logLimited("resolves busy",
+                   "too many paths waiting for the SA: RTRs keep their own SL until the "
+                   "queue drains (counted as busy)",
+                   "busy");
         known = PathReply{PathAnswer::Busy, std::nullopt};
     }
+    if (waiting == 0) waitingByUid_.erase(peer.uid);
     return {pathMessage(m.id, *known)};
 }
 
 std::vector<std::pair<uint64_t, std::string>> AgentState::answers() {
     std::vector<std::pair<uint64_t, std::string>> out;
     if (!resolver_) return out;
-    for (const auto& [waiter, path] : resolver_->takeAnswers())
+    for (const auto& [waiter, path] : resolver_->takeAnswers()) {
+        if (auto c = clients_.find(waiter.client); c != clients_.end() && c->second.waiting > 0) {
+            --c->second.waiting;
+            if (auto w = waitingByUid_.find(c->second.uid);
+                w != waitingByUid_.end() && --w->second == 0)
+                waitingByUid_.erase(w);
+            if (c->second.gone && c->second.waiting == 0) clients_.erase(c);
+        }
         out.emplace_back(waiter.client, pathMessage(waiter.id, path));
+    }
     return out;
 }
 
@@ -266,11 +339,11 @@ Counters AgentState::counters() const {
     return c;
 }
 
-void AgentState::noteOutcome(const AgentMessage& m) {
+void AgentState::noteOutcome(uint32_t pid, const AgentMessage& m) {
     // Who, for the log: read only when something is logged.
-    auto subject = [&m] {
+    auto subject = [&m, pid] {
         const bool ah = m.kind == MessageKind::Ah;
-        return "pid " + std::to_string(m.pid) + " (" + programOf(m.pid) + ") " +
+        return "pid " + std::to_string(pid) + " (" + programOf(pid) + ") " +
                (ah ? std::string("a UD address handle") : "QP " + std::to_string(m.qpNum)) +
                " on " + m.device + " to DLID " + std::to_string(m.dlid);
     };
@@ -280,18 +353,23 @@ void AgentState::noteOutcome(const AgentMessage& m) {
             ++counter(counters_, Counter::Replaced);
             break;
         case SlOutcome::Differs:
-            // One line per process and path (status lists every QP).
+            // One line per process and path a window; past the window's budget the
+            // differences are counted and summarized, never silenced for good (status lists
+            // every QP).
             ++counter(counters_, Counter::Differs);
-            logOnce("audit:" + std::to_string(m.pid) + ":" + m.device + ":" +
-                        std::to_string(m.port) + ":" + std::to_string(m.dlid) + ":" + sl(m.appSl),
-                    "audit: " + subject() + " uses SL " + sl(m.appSl) + "; the SA answers SL " +
-                        sl(m.saSl) + " for that path");
+            logLimited("audit differences",
+                       "audit: " + subject() + " uses SL " + sl(m.appSl) + "; the SA answers SL " +
+                           sl(m.saSl) + " for that path",
+                       "audit:" + std::to_string(pid) + ":" + m.device + ":" +
+                           std::to_string(m.port) + ":" + std::to_string(m.dlid) + ":" +
+                           sl(m.appSl));
             break;
         case SlOutcome::NoAnswer:
             ++counter(counters_, Counter::NoAnswer);
-            logOnce("no-answer:" + std::to_string(m.pid),
-                    subject() + ": no SA answer in time, the application's SL " + sl(m.appSl) +
-                        " was kept (further ones of this process are counted, not logged)");
+            logLimited("SA answers missing",
+                       subject() + ": no SA answer in time, the application's SL " + sl(m.appSl) +
+                           " was kept (further ones of this process are counted, not logged)",
+                       "no-answer:" + std::to_string(pid));
             break;
         default:
             break;
@@ -303,6 +381,13 @@ void AgentState::clientGone(uint64_t client) {
         it = it->second.client == client ? forget(it) : std::next(it);
     }
     rejectedByClient_.erase(client);
+    if (auto c = clients_.find(client); c != clients_.end()) {
+        if (c->second.waiting == 0) {
+            clients_.erase(c);
+        } else {
+            c->second.gone = true;  // its answers still come, and free its user's count
+        }
+    }
 }
 
 void AgentState::replacePlan(HostPlan plan) {

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "host-sched/agent/agent_protocol.hpp"
+#include "host-sched/agent/log_limiter.hpp"
+#include "host-sched/agent/qp_owners.hpp"
 #include "host-sched/agent/sl_resolver.hpp"
 #include "host-sched/pcc/pcc_slots.hpp"
 #include "host-sched/plan/host_plan.hpp"
@@ -21,7 +23,8 @@ namespace ibqos::host {
 // A QP a client reported, with what the agent did for it.
 struct TrackedQp {
     uint64_t client = 0;
-    uint32_t pid = 0;
+    uint32_t pid = 0;  // the owner, as the kernel names it in the agent's PID namespace
+    uint32_t uid = 0;  // the user of the client that reported it
     std::string device;
     uint8_t port = 0;
     uint32_t qpNum = 0;
@@ -38,10 +41,19 @@ struct TrackedQp {
     SlOutcome outcome = SlOutcome::None;
 };
 
-// The peer of a connection, as the kernel reports it (SO_PEERCRED); pid 0 when unknown.
+// The peer of a connection, as the kernel reports it (SO_PEERCRED) in the agent's PID
+// namespace; pid 0 when unknown.
 struct ClientCredentials {
     uint32_t pid = 0;
     uint32_t uid = 0;
+};
+
+// What one user (uid) may hold in the agent at once; each refusal is counted and logged.
+struct ClientLimits {
+    size_t connections = 256;  // open connections (one per process)
+    size_t qps = 65536;        // tracked QPs
+    size_t resolves = 1024;    // resolve questions waiting for the SA
+    size_t answers = 65536;    // datagrams queued for the user's connections, unread
 };
 
 // Opens the PCC engine of a device (openPccEngine in production, a fake in tests).
@@ -50,7 +62,8 @@ using PccEngineOpener =
 
 // The agent without its sockets: every client message goes through handle(), so that tests
 // and the fuzzer reach all of it. Never throws on client input; bad messages are counted
-// and logged (the first few per client) and change nothing.
+// and logged (rate-limited) and change nothing. A QP is steered only when the kernel says
+// the reporting process owns it.
 class AgentState {
   public:
     AgentState(HostPlan plan, PccEngineOpener opener, uint32_t intervalUs, unsigned threads,
@@ -60,6 +73,11 @@ class AgentState {
     // Answers resolve messages through this resolver (borrowed; it must outlive the state).
     // Without one, every resolve is answered "failed" at once.
     void setResolver(SlResolver* resolver) { resolver_ = resolver; }
+    // Asks this source who owns each reported QP (borrowed; it must outlive the state).
+    // Without one, no QP is steered: every report is refused.
+    void setQpOwners(QpOwners* owners) { owners_ = owners; }
+    void setLimits(const ClientLimits& limits) { limits_ = limits; }
+    const ClientLimits& limits() const { return limits_; }
     // Handles one datagram from a client; returns the datagrams to send back.
     std::vector<std::string> handle(uint64_t client, const ClientCredentials& peer,
                                     std::string_view bytes);
@@ -80,6 +98,19 @@ class AgentState {
     std::vector<TrackedQp> qps() const;
     const HostPlan& plan() const { return plan_; }
     size_t rejectedMessages() const { return rejected_; }
+    // Refusals for a user's limit (connections counted by the server through refuse()).
+    size_t refusedByLimit() const { return refusedByLimit_; }
+    // The server refused something of a user's for a limit: counted and logged (rate-limited).
+    void refuse(uint32_t uid, const std::string& what);
+    // Writes one client-caused line through the rate limit (kinds are the agent's words).
+    void logLimited(const std::string& kind, const std::string& message,
+                    const std::string& key = {});
+    // Ends the log's window when due (the server calls it at least once a second).
+    void tick() { limitedLog_.tick(); }
+    // Writes what the log's window held back so far (on the way out).
+    void flushLog() { limitedLog_.flush(); }
+    // QPs tracked for a user.
+    size_t qpsOf(uint32_t uid) const;
     // The slots of a device, or nullptr when none were installed there.
     PccSlots* slotsOf(const std::string& device);
 
@@ -87,11 +118,20 @@ class AgentState {
     using Key = std::pair<std::string, uint32_t>;  // device, QP number
     using QpMap = std::map<Key, TrackedQp>;
 
-    // Tracks a reported QP; false when another live process holds its number (rejected).
-    bool track(uint64_t client, const AgentMessage& m);
-    std::vector<std::string> resolve(uint64_t client, const AgentMessage& m);
+    // Who answers for a client's resolves once it has left (until its answers are in).
+    struct ClientRecord {
+        uint32_t uid = 0;
+        size_t waiting = 0;
+        bool gone = false;
+    };
+
+    // Tracks a reported QP; false when the kernel does not say the sender owns it, or the
+    // sender's user is at its limit (rejected).
+    bool track(uint64_t client, const ClientCredentials& peer, const AgentMessage& m);
+    std::vector<std::string> resolve(uint64_t client, const ClientCredentials& peer,
+                                     const AgentMessage& m);
     // Counts what a client's library did with an SL, and logs what an administrator must see.
-    void noteOutcome(const AgentMessage& m);
+    void noteOutcome(uint32_t pid, const AgentMessage& m);
     // Drops a tracked QP and its place in a PCC slot; returns the next entry.
     QpMap::iterator forget(QpMap::iterator it);
     // The name of the plan's leaf for a QP ("" when its SL has none).
@@ -99,7 +139,6 @@ class AgentState {
     void applySlot(TrackedQp& qp);
     PccSlots* ensureSlots(const std::string& device);
     void reject(uint64_t client, const std::string& why);
-    void logOnce(const std::string& key, const std::string& message);
 
     HostPlan plan_;
     PccEngineOpener opener_;
@@ -110,9 +149,15 @@ class AgentState {
     std::map<std::string, std::unique_ptr<PccSlots>> devices_;
     std::set<std::string> failedDevices_;
     std::map<uint64_t, size_t> rejectedByClient_;
-    std::set<std::string> logged_;
+    LogLimiter limitedLog_;
     size_t rejected_ = 0;
+    size_t refusedByLimit_ = 0;
     SlResolver* resolver_ = nullptr;
+    QpOwners* owners_ = nullptr;
+    ClientLimits limits_;
+    std::map<uint32_t, size_t> qpsByUid_;
+    std::map<uint32_t, size_t> waitingByUid_;
+    std::map<uint64_t, ClientRecord> clients_;
     Counters counters_{};
 };
 

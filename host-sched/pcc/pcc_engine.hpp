@@ -39,6 +39,8 @@ class PccEngine {
     // mango_pcc_ctrl_apply_algo with a list; applyToAll with NULL (every QP of the device).
     virtual PccStatus apply(uint32_t slot, std::span<const uint32_t> qps) = 0;
     virtual PccStatus applyToAll(uint32_t slot) = 0;
+    // Takes QPs off their slot: they go back to the device's own congestion control.
+    virtual PccStatus release(std::span<const uint32_t> qps) = 0;
     virtual PccStatus run(unsigned threads) = 0;
     virtual PccStatus stop() = 0;
     // mango_pcc_walk_params: read mode visits the first QP's block, write mode every QP's.

@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <cerrno>
 #include <cstdlib>
 
 namespace ibqos::host {
@@ -154,6 +155,13 @@ PccStatus MangoPccEngine::apply(uint32_t slot, std::span<const uint32_t> qps) {
 
 PccStatus MangoPccEngine::applyToAll(uint32_t slot) {
     return check(api_->apply(pcc_, slot, nullptr, 0), "mango_pcc_ctrl_apply_algo");
+}
+
+PccStatus MangoPccEngine::release(std::span<const uint32_t> qps) {
+    // Seed 003 documents no call that takes a QP off a slot: the QP keeps its algorithm until
+    // it is destroyed, and the caller says so.
+    if (qps.empty()) return PccStatus::success();
+    return {-EOPNOTSUPP, "libmango has no call that takes a QP off its slot"};
 }
 
 PccStatus MangoPccEngine::run(unsigned threads) {

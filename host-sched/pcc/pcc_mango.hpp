@@ -31,6 +31,7 @@ class MangoPccEngine : public PccEngine {
     PccStatus unregisterAlgorithm(uint32_t slot) override;
     PccStatus apply(uint32_t slot, std::span<const uint32_t> qps) override;
     PccStatus applyToAll(uint32_t slot) override;
+    PccStatus release(std::span<const uint32_t> qps) override;
     PccStatus run(unsigned threads) override;
     PccStatus stop() override;
     PccStatus walkParams(uint32_t slot, const PccParamVisitor& visit, bool write) override;

@@ -115,6 +115,17 @@ PccStatus SimulatedPccEngine::window(uint32_t qpNum, uint32_t& window) {
     return PccStatus::success();
 }
 
+PccStatus SimulatedPccEngine::release(std::span<const uint32_t> qps) {
+    for (uint32_t qpn : qps) {
+        auto it = qps_.find(qpn);
+        if (it == qps_.end()) continue;
+        it->second.slot.reset();
+        it->second.params.clear();
+        it->second.windowUpdates = 0;
+    }
+    return PccStatus::success();
+}
+
 void SimulatedPccEngine::addQp(uint32_t qpNum) {
     auto [it, fresh] = qps_.try_emplace(qpNum);
     if (fresh) it->second.window = initialWindow_;

@@ -83,7 +83,12 @@ PccStatus PccSlots::apply(uint32_t slot, std::span<const uint32_t> qpNums) {
     return s;
 }
 
-void PccSlots::forgetQp(uint32_t qpNum) { qpSlot_.erase(qpNum); }
+PccStatus PccSlots::forgetQp(uint32_t qpNum) {
+    auto it = qpSlot_.find(qpNum);
+    if (it == qpSlot_.end()) return PccStatus::success();
+    qpSlot_.erase(it);
+    return engine_->release({&qpNum, 1});
+}
 
 std::optional<uint32_t> PccSlots::slotOfQp(uint32_t qpNum) const {
     auto it = qpSlot_.find(qpNum);

@@ -33,8 +33,9 @@ class PccSlots {
     // Applies a slot's algorithm to a list of QPs (one engine call), or to one.
     PccStatus apply(uint32_t slot, std::span<const uint32_t> qpNums);
     PccStatus applyToQp(uint32_t slot, uint32_t qpNum) { return apply(slot, {&qpNum, 1}); }
-    // The QP is gone: stop tracking it (the device forgets destroyed QPs by itself).
-    void forgetQp(uint32_t qpNum);
+    // The QP is no longer the agent's to steer: takes it off its slot (back to the device's
+    // own congestion control) and stops tracking it. A QP on no slot needs no engine call.
+    PccStatus forgetQp(uint32_t qpNum);
     std::optional<uint32_t> slotOfQp(uint32_t qpNum) const;
     const std::map<uint32_t, uint32_t>& qps() const { return qpSlot_; }
 

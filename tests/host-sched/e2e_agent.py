@@ -122,6 +122,9 @@ def read_until(stream, marker, timeout=20.0):
 
 
 scratch = tempfile.mkdtemp(prefix="ibqos-e2e-host-")
+# The verbs stand-in records the QPs it makes here, and the agent's test build reads them as the
+# product reads the kernel's QP owners (rdma netlink).
+os.environ["STANDIN_QP_OWNERS"] = os.path.join(scratch, "qp-owners")
 # The sample, with the storage servers (Hca3) and the MPI nodes (Hca4) on their own SLs for
 # every request no earlier rule takes: what an application that never asks the SA misses.
 DESTINATION_RULES = """

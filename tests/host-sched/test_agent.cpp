@@ -2,10 +2,14 @@
 // Unit tests of the agent: its messages, its state machine, and its socket server.
 #include <catch2/catch.hpp>
 
+#include <grp.h>
+#include <linux/netlink.h>
 #include <poll.h>
+#include <rdma/rdma_netlink.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,6 +19,7 @@
 
 #include "host-sched/agent/agent_server.hpp"
 #include "host-sched/pcc/pcc_simulated.hpp"
+#include "tests/doubles/fake_qp_owners.hpp"
 #include "tests/host-sched/host_policies.hpp"
 
 using namespace ibqos;
@@ -72,6 +77,7 @@ struct Agent {
     std::map<std::string, SimulatedPccEngine*> engines;
     std::vector<std::string> logs;
     std::set<std::string> broken;
+    FakeQpOwners owners;
     AgentState state;
 
     explicit Agent(HostPlan plan = agentPlan())
@@ -86,10 +92,19 @@ struct Agent {
                   engines[device] = engine.get();
                   return engine;
               },
-              10, 1, [this](const std::string& line) { logs.push_back(line); }) {}
+              10, 1, [this](const std::string& line) { logs.push_back(line); }) {
+        state.setQpOwners(&owners);
+    }
 
-    std::vector<std::string> send(uint64_t client, uint32_t pid, const AgentMessage& m) {
-        return state.handle(client, {pid, 1000}, encodeAgentMessage(m));
+    std::vector<std::string> send(uint64_t client, uint32_t pid, const AgentMessage& m,
+                                  uint32_t uid = 1000) {
+        return state.handle(client, {pid, uid}, encodeAgentMessage(m));
+    }
+    // A process that made the QP (the kernel says so) reports it.
+    std::vector<std::string> report(uint64_t client, uint32_t pid, const AgentMessage& m,
+                                    uint32_t uid = 1000) {
+        owners.own(m.device, m.qpNum, pid);
+        return send(client, pid, m, uid);
     }
     const TrackedQp* find(uint32_t qpn) {
         static std::vector<TrackedQp> all;
@@ -169,10 +184,10 @@ TEST_CASE("malformed messages are refused at the byte where reading stopped",
 TEST_CASE("a reported QP gets the PCC slot of its SL's leaf on its own device",
           "[host-sched][agent]") {
     Agent a;
-    a.send(1, 100, rtr(100, 0x20, 2));
-    a.send(1, 100, rtr(100, 0x21, 3, "mlx5_1"));
-    a.send(1, 100, rtr(100, 0x22, 4));  // a leaf without a slot
-    a.send(1, 100, rtr(100, 0x23, 9));  // an SL on no leaf
+    a.report(1, 100, rtr(100, 0x20, 2));
+    a.report(1, 100, rtr(100, 0x21, 3, "mlx5_1"));
+    a.report(1, 100, rtr(100, 0x22, 4));  // a leaf without a slot
+    a.report(1, 100, rtr(100, 0x23, 9));  // an SL on no leaf
     REQUIRE(a.state.qps().size() == 4);
     CHECK(a.find(0x20)->slot == 1u);
     CHECK(a.engines.at("mlx5_0")->slotOf(0x20) == 1u);
@@ -189,24 +204,229 @@ TEST_CASE("a reported QP gets the PCC slot of its SL's leaf on its own device",
     CHECK(a.state.qps().size() == 3);
 }
 
-TEST_CASE("a client speaks only for its own process and its own QPs", "[host-sched][agent]") {
+TEST_CASE("a QP is steered only for the process the kernel says owns it",
+          "[host-sched][agent][owners]") {
     Agent a;
-    a.send(1, 100, rtr(100, 0x20, 2));
-    a.send(2, 200, rtr(100, 0x21, 2));   // claims another pid
+    a.report(1, 100, rtr(100, 0x20, 2));
+    a.owners.own("mlx5_0", 0x21, 100);
+    a.owners.kernel("mlx5_0", 0x1);
+    a.send(2, 200, rtr(100, 0x21, 2));   // pid 100's QP, whatever the message says
     a.send(2, 200, rtr(200, 0x20, 3));   // a QP another live process holds
-    a.send(2, 200, destroy(100, 0x20));  // and destroying it
+    a.send(2, 200, rtr(200, 0x1, 3));    // the kernel's own QP (IPoIB)
+    a.send(2, 200, rtr(200, 0x99, 3));   // a QP number nobody holds yet
+    a.send(2, 200, destroy(100, 0x20));  // and destroying one it did not report
     a.send(2, 200, destroy(200, 0x20));
     REQUIRE(a.state.qps().size() == 1);
     CHECK(a.find(0x20)->pid == 100);
     CHECK(a.find(0x20)->slot == 1u);
-    CHECK(a.state.rejectedMessages() == 3);
+    CHECK(a.engines.at("mlx5_0")->slotOf(0x20) == 1u);
+    CHECK_FALSE(a.engines.at("mlx5_0")->slotOf(0x21));
+    CHECK_FALSE(a.engines.at("mlx5_0")->slotOf(0x1));
+    CHECK(a.state.rejectedMessages() == 6);
+    size_t refusals = 0;
+    for (const std::string& l : a.logs) refusals += l.rfind("refused: pid 200 (uid 1000", 0) == 0;
+    CHECK(refusals >= 1);  // the administrator sees who tried
+
+    // When the kernel cannot be asked, nothing is steered.
+    a.owners.breakDown("no rdma netlink");
+    a.report(1, 100, rtr(100, 0x22, 2));
+    CHECK_FALSE(a.find(0x22));
+}
+
+TEST_CASE("a process in its own PID namespace is known by the kernel's pid, not its message's",
+          "[host-sched][agent][owners]") {
+    Agent a;
+    // Inside a container the process calls itself pid 7; the agent's namespace sees 4242, and
+    // so do SO_PEERCRED and rdma netlink.
+    a.owners.own("mlx5_0", 0x40, 4242);
+    a.send(1, 4242, rtr(7, 0x40, 2));
+    REQUIRE(a.find(0x40));
+    CHECK(a.find(0x40)->pid == 4242);
+    CHECK(a.find(0x40)->slot == 1u);
+    // A peer the kernel cannot name (pid 0) steers nothing.
+    a.owners.own("mlx5_0", 0x41, 0);
+    a.send(2, 0, rtr(7, 0x41, 2));
+    CHECK_FALSE(a.find(0x41));
+}
+
+TEST_CASE("the kernel's QP dump names the owning process, a thread's QP included",
+          "[host-sched][agent][owners]") {
+    // One RDMA_NLDEV_CMD_RES_QP_GET message as the kernel lays it out: RES_QP holding one
+    // RES_QP_ENTRY per QP, made here by another thread of this process and by the kernel.
+    auto attribute = [](uint16_t type, const std::vector<uint8_t>& payload) {
+        std::vector<uint8_t> out(NLA_HDRLEN + NLA_ALIGN(payload.size()));
+        nlattr header{static_cast<uint16_t>(NLA_HDRLEN + payload.size()), type};
+        std::memcpy(out.data(), &header, sizeof header);
+        std::copy(payload.begin(), payload.end(), out.begin() + NLA_HDRLEN);
+        return out;
+    };
+    auto u32 = [&](uint16_t type, uint32_t v) {
+        std::vector<uint8_t> bytes(sizeof v);
+        std::memcpy(bytes.data(), &v, sizeof v);
+        return attribute(type, bytes);
+    };
+    auto join = [](std::initializer_list<std::vector<uint8_t>> parts) {
+        std::vector<uint8_t> out;
+        for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+        return out;
+    };
+    // The kernel records the thread that made the QP; read while that thread lives.
+    std::atomic<uint32_t> threadId{0};
+    std::atomic<bool> release{false};
+    std::thread worker([&] {
+        threadId = static_cast<uint32_t>(gettid());
+        while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+    while (threadId == 0 || threadId == static_cast<uint32_t>(getpid()))
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const std::string ipoib = "ib_ipoib";
+    std::vector<uint8_t> message = attribute(
+        RDMA_NLDEV_ATTR_RES_QP,
+        join({attribute(RDMA_NLDEV_ATTR_RES_QP_ENTRY,
+                        join({u32(RDMA_NLDEV_ATTR_RES_LQPN, 0x20),
+                              u32(RDMA_NLDEV_ATTR_RES_PID, threadId)})),
+              attribute(RDMA_NLDEV_ATTR_RES_QP_ENTRY,
+                        join({u32(RDMA_NLDEV_ATTR_RES_LQPN, 0x1),
+                              attribute(RDMA_NLDEV_ATTR_RES_KERN_NAME,
+                                        std::vector<uint8_t>(ipoib.begin(), ipoib.end() + 1))}))}));
+    auto mine = qpOwnerInAnswer(message, 0x20);
+    release = true;
+    worker.join();
+    REQUIRE(mine);
+    CHECK(mine->kind == QpOwner::Kind::Process);
+    CHECK(mine->pid == static_cast<uint32_t>(getpid()));  // the process, not the thread
+    auto kernel = qpOwnerInAnswer(message, 0x1);
+    REQUIRE(kernel);
+    CHECK(kernel->kind == QpOwner::Kind::Kernel);
+    CHECK_FALSE(qpOwnerInAnswer(message, 0x21));
+    // The answer for one QP: the entry's attributes at the top level, beside the device's.
+    std::vector<uint8_t> single =
+        join({u32(RDMA_NLDEV_ATTR_DEV_INDEX, 1), u32(RDMA_NLDEV_ATTR_RES_LQPN, 0x30),
+              u32(RDMA_NLDEV_ATTR_RES_PID, static_cast<uint32_t>(getpid()))});
+    auto one = qpOwnerInAnswer(single, 0x30);
+    REQUIRE(one);
+    CHECK((one->kind == QpOwner::Kind::Process && one->pid == static_cast<uint32_t>(getpid())));
+    // A message cut short is read up to the cut, never past it.
+    message.resize(message.size() - 3);
+    CHECK_NOTHROW(qpOwnerInAnswer(message, 0x1));
+
+    // On this host: without rdma netlink the kernel cannot be asked, and nothing is steered.
+    auto real = makeNetlinkQpOwners()->ownerOf("mlx5_0", 0x20);
+    CHECK(real.kind != QpOwner::Kind::Process);
+}
+
+TEST_CASE("a forgotten QP goes back to the device's own congestion control",
+          "[host-sched][agent][owners]") {
+    Agent a;
+    a.report(1, 100, rtr(100, 0x20, 2));
+    REQUIRE(a.engines.at("mlx5_0")->slotOf(0x20) == 1u);
+    a.state.clientGone(1);  // the process closed its connection and kept the QP
+    CHECK_FALSE(a.engines.at("mlx5_0")->slotOf(0x20));
+
+    // A number the kernel gave to another process after the first destroyed its QP unreported.
+    a.report(2, 100, rtr(100, 0x30, 3));
+    a.owners.destroy("mlx5_0", 0x30);
+    a.report(3, 300, rtr(300, 0x30, 4));  // a leaf without a slot
+    REQUIRE(a.find(0x30));
+    CHECK(a.find(0x30)->pid == 300);
+    CHECK_FALSE(a.engines.at("mlx5_0")->slotOf(0x30));
+}
+
+TEST_CASE("one user's QPs and resolves are bounded, each refusal counted and logged",
+          "[host-sched][agent][limits]") {
+    Agent a;
+    ClientLimits limits;
+    limits.qps = 3;
+    limits.resolves = 2;
+    a.state.setLimits(limits);
+    for (uint32_t qpn = 1; qpn <= 5; ++qpn) a.report(1, 100, rtr(100, qpn, 2), 65534);
+    CHECK(a.state.qpsOf(65534) == 3);
+    a.report(2, 200, rtr(200, 9, 2), 1000);  // another user is not held back
+    CHECK(a.find(9));
+    CHECK(a.state.refusedByLimit() == 2);
+    bool logged = false;
+    for (const std::string& l : a.logs)
+        logged |= l.find("uid 65534: QP report refused") != std::string::npos;
+    CHECK(logged);
+    a.state.clientGone(1);
+    CHECK(a.state.qpsOf(65534) == 0);
+
+    // Resolves waiting for the SA: two per user here; the third is answered busy at once.
+    SlResolver resolver(
+        [] {
+            return [](const std::vector<PathKey>& keys) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                return std::vector<PathReply>(keys.size(), PathReply{PathAnswer::Found, 1});
+            };
+        },
+        {});
+    a.state.setResolver(&resolver);
+    AgentMessage q;
+    q.kind = MessageKind::Resolve;
+    q.device = "mlx5_0";
+    q.port = 1;
+    q.slid = 1;
+    for (uint16_t dlid = 1; dlid <= 3; ++dlid) {
+        q.id = dlid;
+        q.dlid = dlid;
+        auto replies = a.send(3, 300, q, 65534);
+        if (dlid <= 2) {
+            CHECK(replies.empty());
+        } else {
+            REQUIRE(replies.size() == 1);
+            MessageError error;
+            auto busy = parseAgentMessage(replies[0], error);
+            REQUIRE(busy);
+            CHECK(busy->answer == PathAnswer::Busy);
+        }
+    }
+    q.id = 4;
+    q.dlid = 4;
+    CHECK(a.send(4, 400, q, 1000).empty());  // another user still asks
+    size_t answered = 0;
+    for (int i = 0; i < 200 && answered < 3; ++i) {
+        answered += a.state.answers().size();
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    CHECK(answered == 3);
+    q.id = 5;
+    q.dlid = 5;
+    CHECK(a.send(3, 300, q, 65534).empty());  // answered questions free the user's share
+    a.state.setResolver(nullptr);
+}
+
+TEST_CASE("audit differences past the log's budget are summarized, and logged again later",
+          "[host-sched][agent][log]") {
+    std::vector<std::string> lines;
+    auto now = LogLimiter::Clock::time_point{};
+    LogLimiter log([&lines](const std::string& l) { lines.push_back(l); },
+                   {10, std::chrono::seconds(60), 4096}, [&now] { return now; });
+    for (int i = 0; i < 20000; ++i)
+        log.line("audit differences", "audit: difference " + std::to_string(i),
+                 "audit:" + std::to_string(i));
+    log.line("audit differences", "audit: difference 0", "audit:0");  // a repeat: not news
+    CHECK(lines.size() == 10);
+    CHECK(log.suppressed() == 19991);
+    // Another kind is not held back by the audit's many keys.
+    log.line("QP claims refused", "refused: a claim", "claim:1");
+    REQUIRE(lines.size() == 11);
+    now += std::chrono::seconds(60);
+    log.tick();
+    REQUIRE(lines.size() == 12);
+    CHECK(lines.back() ==
+          "audit differences: 19991 more lines of this kind in the last 60 s were not written");
+    // Never silenced for good: the next window logs differences again, old keys included.
+    log.line("audit differences", "audit: difference 0", "audit:0");
+    log.line("audit differences", "audit: difference 20001", "audit:20001");
+    CHECK(lines.size() == 14);
+    CHECK(lines.back() == "audit: difference 20001");
 }
 
 TEST_CASE("garbage changes nothing and a departed client's QPs are forgotten",
           "[host-sched][agent]") {
     Agent a;
-    a.send(1, 100, rtr(100, 0x20, 2));
-    a.send(2, 200, rtr(200, 0x30, 3));
+    a.report(1, 100, rtr(100, 0x20, 2));
+    a.report(2, 200, rtr(200, 0x30, 3));
     for (std::string junk : {std::string("\x00\x01\x02", 3), std::string("ibqos1 qp"),
                              std::string(5000, 'A'), std::string("ibqos1 end count=1")}) {
         CHECK(a.state.handle(2, {200, 0}, junk).empty());
@@ -225,8 +445,8 @@ TEST_CASE("garbage changes nothing and a departed client's QPs are forgotten",
 
 TEST_CASE("status lists every QP with its leaf and slot, then the count", "[host-sched][agent]") {
     Agent a;
-    a.send(1, 100, rtr(100, 0x20, 2));
-    a.send(1, 100, rtr(100, 0x21, 9));
+    a.report(1, 100, rtr(100, 0x20, 2));
+    a.report(1, 100, rtr(100, 0x21, 9));
     AgentMessage status;
     status.kind = MessageKind::Status;
     std::vector<std::string> replies = a.send(3, 300, status);
@@ -250,8 +470,8 @@ TEST_CASE("a device without a PCC engine is reported once and its QPs are still 
           "[host-sched][agent]") {
     Agent a;
     a.broken.insert("hfi1_0");
-    a.send(1, 100, rtr(100, 0x20, 2, "hfi1_0"));
-    a.send(1, 100, rtr(100, 0x21, 2, "hfi1_0"));
+    a.report(1, 100, rtr(100, 0x20, 2, "hfi1_0"));
+    a.report(1, 100, rtr(100, 0x21, 2, "hfi1_0"));
     CHECK(a.state.qps().size() == 2);
     CHECK_FALSE(a.find(0x20)->slot);
     size_t mentions = 0;
@@ -262,7 +482,7 @@ TEST_CASE("a device without a PCC engine is reported once and its QPs are still 
 
 TEST_CASE("a new plan moves the known QPs to their new slots", "[host-sched][agent]") {
     Agent a;
-    a.send(1, 100, rtr(100, 0x20, 2));
+    a.report(1, 100, rtr(100, 0x20, 2));
     std::string swapped = hostSched;
     swapped.replace(swapped.find("sl: 2"), 5, "sl: 9");
     swapped.replace(swapped.find("sl: 3"), 5, "sl: 2");
@@ -309,6 +529,7 @@ TEST_CASE("the server serves reports and status over its socket and survives bad
             return qps;
         };
         int client = connectClient();
+        a.owners.own("mlx5_0", 0x20, static_cast<uint32_t>(getpid()));
         std::string report = encodeAgentMessage(rtr(static_cast<uint32_t>(getpid()), 0x20, 3));
         REQUIRE(send(client, report.data(), report.size(), 0) > 0);
         std::string big(5000, 'x');
@@ -344,6 +565,109 @@ TEST_CASE("the server serves reports and status over its socket and survives bad
     CHECK_FALSE(requestAgentStatus(path, std::chrono::milliseconds(100), none, error));
     CHECK(error.find("no agent answers") != std::string::npos);
     rmdir((std::string(dir) + "/run").c_str());
+    rmdir(dir);
+}
+
+TEST_CASE("another user can neither take over a QP nor hold more than its share of connections",
+          "[host-sched][agent][server][owners][limits]") {
+    if (geteuid() != 0) {
+        WARN("skipped: acting as another user needs root");
+        return;
+    }
+    constexpr uid_t Nobody = 65534;
+    constexpr int Attempts = 5;
+    char dir[] = "/tmp/ibqos-agent-XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    REQUIRE(chmod(dir, 0755) == 0);  // every user reaches the socket, as under /run/ibqos
+    std::string path = std::string(dir) + "/agent.sock";
+    Agent a;
+    ClientLimits limits;
+    limits.connections = 3;
+    a.state.setLimits(limits);
+    int stop[2];
+    REQUIRE(pipe(stop) == 0);
+    std::string error;
+    AgentServer server(a.state, path);
+    REQUIRE(server.listen(error));
+    std::thread serving([&] { server.run({stop[0]}, [](int) { return false; }); });
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strcpy(address.sun_path, path.c_str());
+    auto connectTo = [&address] {
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+        if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+            close(fd);
+            return -1;
+        }
+        return fd;
+    };
+
+    // Root's process owns QP 0x20 and reports it.
+    const auto self = static_cast<uint32_t>(getpid());
+    a.owners.own("mlx5_0", 0x20, self);
+    int mine = connectTo();
+    REQUIRE(mine >= 0);
+    std::string report = encodeAgentMessage(rtr(self, 0x20, 3));
+    REQUIRE(send(mine, report.data(), report.size(), 0) > 0);
+    std::vector<AgentMessage> qps;
+    for (int i = 0; i < 500 && qps.size() != 1; ++i) {
+        REQUIRE(requestAgentStatus(path, std::chrono::milliseconds(2000), qps, error));
+        usleep(2000);
+    }
+    REQUIRE(qps.size() == 1);
+
+    // uid 65534 claims it, under its own pid and under root's, then opens more connections
+    // than its share. Everything it sends is made before fork (the child only makes calls).
+    const std::string claims[] = {encodeAgentMessage(rtr(self, 0x20, 2)),
+                                  encodeAgentMessage(rtr(0, 0x20, 4)),
+                                  encodeAgentMessage(destroy(self, 0x20))};
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        if (setgroups(0, nullptr) != 0 || setresgid(Nobody, Nobody, Nobody) != 0 ||
+            setresuid(Nobody, Nobody, Nobody) != 0)
+            _exit(100);
+        int fds[Attempts];
+        for (int& fd : fds) fd = connectTo();
+        if (fds[0] < 0) _exit(101);
+        for (const std::string& m : claims) send(fds[0], m.data(), m.size(), 0);
+        usleep(300000);  // the agent accepts or refuses each connection
+        int open = 0;
+        for (int fd : fds) {
+            char byte;
+            pollfd p{fd, POLLIN, 0};
+            // A refused connection reads end-of-file; a served one has nothing to read.
+            open += fd >= 0 && (poll(&p, 1, 0) == 0 || recv(fd, &byte, 1, MSG_DONTWAIT) != 0);
+        }
+        _exit(open);
+    }
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == static_cast<int>(limits.connections));
+
+    REQUIRE(requestAgentStatus(path, std::chrono::milliseconds(2000), qps, error));
+    REQUIRE(qps.size() == 1);
+    CHECK(qps[0].pid == self);
+    CHECK(qps[0].leaf == "rpc");
+    CHECK(qps[0].slot == 2u);
+    CHECK(a.engines.at("mlx5_0")->slotOf(0x20) == 2u);
+
+    REQUIRE(write(stop[1], "x", 1) == 1);
+    serving.join();
+    close(mine);
+    CHECK(a.state.refusedByLimit() == Attempts - limits.connections);
+    size_t claimsLogged = 0, refusalsLogged = 0;
+    for (const std::string& l : a.logs) {
+        claimsLogged += l.rfind("refused: pid ", 0) == 0 &&
+                        l.find("uid 65534") != std::string::npos &&
+                        l.find("pid " + std::to_string(self) + "'s") != std::string::npos;
+        refusalsLogged += l.find("uid 65534: connection refused") != std::string::npos;
+    }
+    CHECK(claimsLogged >= 1);
+    CHECK(refusalsLogged >= 1);
+    close(stop[0]);
+    close(stop[1]);
     rmdir(dir);
 }
 
@@ -570,13 +894,13 @@ TEST_CASE("the agent answers resolve questions from its cache or later, and coun
     audited.appSl = 0;
     audited.saSl = 3;
     audited.outcome = SlOutcome::Differs;
-    a.send(1, 10, audited);
+    a.report(1, 10, audited);
     AgentMessage late = rtr(10, 6, 0);
     late.mode = SlMode::Enforce;
     late.appSl = 0;
     late.outcome = SlOutcome::NoAnswer;
-    a.send(1, 10, late);
-    a.send(1, 10, late);
+    a.report(1, 10, late);
+    a.report(1, 10, late);
     Counters c = a.state.counters();
     auto count = [&c](Counter k) { return c[static_cast<size_t>(k)]; };
     CHECK(count(Counter::Resolves) == 3);

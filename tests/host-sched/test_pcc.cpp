@@ -299,8 +299,10 @@ TEST_CASE("slots are installed from the plan, applied to QPs and tuned by name",
     CHECK(slots.setParam(3, "alpha", "1").code == -EINVAL);
     CHECK(slots.setParam(3, "ai", "fast").code == -EINVAL);
 
-    slots.forgetQp(9);
+    REQUIRE(engine.slotOf(9));
+    REQUIRE(slots.forgetQp(9).ok());
     CHECK_FALSE(slots.slotOfQp(9));
+    CHECK_FALSE(engine.slotOf(9));  // back to the device's own congestion control
     REQUIRE(slots.uninstall().ok());
     CHECK_FALSE(engine.running());
     CHECK_FALSE(slots.algorithmOf(1));

@@ -11,7 +11,9 @@
 #include "tests/host-sched/verbs_standin.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <rdma/rdma_cma.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstddef>
@@ -55,6 +57,19 @@ void record(const std::string& line) {
     std::fflush(stdout);
 }
 
+// Plays the kernel's resource tracking for the agent's test build: each QP made or destroyed
+// is a line "DEVICE QPN PID" (PID 0: destroyed) appended to $STANDIN_QP_OWNERS.
+void recordOwner(ibv_qp* qp, uint32_t pid) {
+    const char* path = std::getenv("STANDIN_QP_OWNERS");
+    if (!path || !*path || !qp || !qp->context) return;
+    std::string line = std::string(qp->context->device->name) + " " + std::to_string(qp->qp_num) +
+                       " " + std::to_string(pid) + "\n";
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    (void)!write(fd, line.data(), line.size());  // one write: lines of processes do not mix
+    close(fd);
+}
+
 const char* stateName(int state) {
     static const char* const names[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
     return state >= 0 && state < 7 ? names[state] : "?";
@@ -82,7 +97,9 @@ ibv_context* standin_open_device(const char* name, int caps) {
 
 ibv_qp* standin_create_qp(ibv_context* context, uint32_t qpNum, ibv_qp_type type) {
     EmulatedMlx5Device* device = deviceOf(context);
-    return device ? device->createQp(qpNum, type, IBV_QPS_RESET) : nullptr;
+    ibv_qp* qp = device ? device->createQp(qpNum, type, IBV_QPS_RESET) : nullptr;
+    recordOwner(qp, static_cast<uint32_t>(getpid()));
+    return qp;
 }
 
 int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
@@ -225,6 +242,7 @@ int rdma_get_cm_event(rdma_event_channel*, rdma_cm_event** event) {
 }
 
 int ibv_destroy_qp(ibv_qp* qp) {
+    recordOwner(qp, 0);
     record("ibv_destroy_qp qpn=" + std::to_string(qp->qp_num) + " state=" + stateName(qp->state) +
            " -> 0");
     return 0;
