@@ -156,9 +156,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (answer.size() != ibqos::ib::MadSize) std::abort();
     const uint8_t method = mad.size() > ibqos::ib::at::Method ? mad[ibqos::ib::at::Method] : 0;
     if (answer[ibqos::ib::at::Method] != (method | ibqos::ib::ResponseBit)) std::abort();
-    // The responder answers only SubnAdmGet and SubnAdmGetTable; a Get holds at most one path.
-    if (method != ibqos::ib::MethodGet && method != ibqos::ib::MethodGetTable) std::abort();
+    // Paths answer only a SubnAdmGet or SubnAdmGetTable (PathRecord) or a SubnAdmGetMulti
+    // (MultiPathRecord); another method gets an error status, as OpenSM's handler gives it (ERR
+    // 1F17). A Get holds one path.
     const uint16_t status = ibqos::ib::get16(answer, ibqos::ib::at::Status);
+    if (method != ibqos::ib::MethodGet && method != ibqos::ib::MethodGetTable &&
+        method != ibqos::ib::MethodGetMulti && status == 0)
+        std::abort();
     if (status != 0) return 0;
     if (method == ibqos::ib::MethodGet && out.records != 1) std::abort();
     for (size_t at = ibqos::ib::SaHeaderSize, i = 0;
