@@ -42,6 +42,15 @@ void appendByteEscape(std::string& out, unsigned char c) {
 
 }  // namespace
 
+bool isUtf8(std::string_view text) {
+    while (!text.empty()) {
+        size_t n = utf8SequenceLength(text);
+        if (n == 0) return false;
+        text.remove_prefix(n);
+    }
+    return true;
+}
+
 std::string validUtf8(std::string_view text) {
     std::string out;
     out.reserve(text.size());

@@ -167,6 +167,9 @@ inline bool splitFields(std::string_view line, std::vector<std::string>& fields,
 // sequence cut short).
 size_t utf8SequenceLength(std::string_view s);
 
+// Whether every byte of text is part of well-formed UTF-8.
+bool isUtf8(std::string_view text);
+
 // text as valid UTF-8: every byte that starts no well-formed sequence written as \xNN (what
 // outputs that must be UTF-8 make of a NodeDescription in Latin-1).
 std::string validUtf8(std::string_view text);

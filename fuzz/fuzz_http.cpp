@@ -61,15 +61,6 @@ struct Input {
     }
 };
 
-bool isUtf8(std::string_view text) {
-    while (!text.empty()) {
-        size_t n = utf8SequenceLength(text);
-        if (n == 0) return false;
-        text.remove_prefix(n);
-    }
-    return true;
-}
-
 // One exposition line: a comment, or `name[{labels}] value` with every label value closed and
 // escaped as the text format allows (\\, \" and \n only).
 bool wellFormedLine(std::string_view line) {

@@ -576,16 +576,6 @@ TEST_CASE("Label values are escaped as the text format asks", "[monitor][exposit
                Catch::Contains("node_name=\"Leaf \\\"A\\\"\\\\1\",port=\"1\""));
 }
 
-// Whether every byte of text is part of well-formed UTF-8.
-bool isUtf8(std::string_view text) {
-    while (!text.empty()) {
-        size_t n = utf8SequenceLength(text);
-        if (n == 0) return false;
-        text.remove_prefix(n);
-    }
-    return true;
-}
-
 TEST_CASE("UTF-8 is checked as RFC 3629 defines it, and what is not is escaped byte by byte",
           "[monitor][exposition]") {
     CHECK(validUtf8("caf\xc3\xa9") == "caf\xc3\xa9");  // é, well formed
