@@ -142,6 +142,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size < 1) return 0;
     const uint8_t control = data[0];
     std::span<const uint8_t> mad(data + 1, size - 1);
+    // OpenSM's SA dispatcher hands this handler only MADs whose attribute is PathRecord
+    // (osm_sa_mad_ctrl.c dispatches by attribute; a MultiPathRecord goes to its own handler).
+    if (mad.size() < ibqos::ib::at::AttributeId + 2 ||
+        ibqos::ib::get16(mad, ibqos::ib::at::AttributeId) != ibqos::ib::PathRecordAttribute)
+        return 0;
     const bool noPolicy = control & 0x08, notParsed = control & 0x10;
     lab.responder->setSweep(noPolicy ? nullptr : lab.sweep.get(), !notParsed);
     osm_madw_t* madw = lab.opensm->wrap(mad, lab.lids[(control & 0x07) % lab.lids.size()]);
@@ -156,12 +161,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (answer.size() != ibqos::ib::MadSize) std::abort();
     const uint8_t method = mad.size() > ibqos::ib::at::Method ? mad[ibqos::ib::at::Method] : 0;
     if (answer[ibqos::ib::at::Method] != (method | ibqos::ib::ResponseBit)) std::abort();
-    // Paths answer only a SubnAdmGet or SubnAdmGetTable (PathRecord) or a SubnAdmGetMulti
-    // (MultiPathRecord); another method gets an error status, as OpenSM's handler gives it (ERR
-    // 1F17). A Get holds one path.
+    // Only a SubnAdmGet or SubnAdmGetTable is answered with paths; another method gets an error
+    // status, as OpenSM's handler gives it (ERR 1F17). A Get holds one path.
     const uint16_t status = ibqos::ib::get16(answer, ibqos::ib::at::Status);
-    if (method != ibqos::ib::MethodGet && method != ibqos::ib::MethodGetTable &&
-        method != ibqos::ib::MethodGetMulti && status == 0)
+    if (method != ibqos::ib::MethodGet && method != ibqos::ib::MethodGetTable && status == 0)
         std::abort();
     if (status != 0) return 0;
     if (method == ibqos::ib::MethodGet && out.records != 1) std::abort();
