@@ -128,6 +128,16 @@ def memory_kb(pid):
     return out
 
 
+def agent_env():
+    """The agent's environment. Under AddressSanitizer (scripts/test's second build) its quarantine
+    of freed memory is kept to 1 MB, so that peak memory measures what the agent holds, not what
+    the sanitizer keeps back to catch use after free."""
+    env = dict(os.environ)
+    if env.get("ASAN_OPTIONS"):
+        env["ASAN_OPTIONS"] += ":quarantine_size_mb=1"
+    return env
+
+
 def status(sock, uid):
     return subprocess.run(as_user(uid, [args.agent, "status", "--socket", sock, "--timeout", "5000",
                                         "--json"]), capture_output=True, text=True, timeout=30)
@@ -145,7 +155,8 @@ try:
                                   "--plan", os.path.join(scratch, "host-plan"),
                                   "--path-table", os.path.join(scratch, "path-table"),
                                   "--pcc", "simulated"],
-                                 stdout=subprocess.DEVNULL, stderr=log, stdin=subprocess.DEVNULL)
+                                 stdout=subprocess.DEVNULL, stderr=log, stdin=subprocess.DEVNULL,
+                                 env=agent_env())
     started.append(agent)
     for _ in range(200):
         if os.path.exists(sock) and status(sock, 0).returncode == 0:
