@@ -2,6 +2,7 @@
 // planFileText and parsePlanText: a line per element, checked on the way in.
 #include "host-sched/plan/plan_file.hpp"
 
+#include <cctype>
 #include <vector>
 
 #include "common/source.hpp"
@@ -17,13 +18,14 @@ std::string optionalText(const std::optional<uint32_t>& v) {
     return v ? std::to_string(*v) : std::string("-");
 }
 
-// The words of a line: the first `count` blank-separated fields, then the rest of the line.
+// The words of a line: the first `count` blank-separated fields, then the rest of the line. A
+// blank is what trim() drops (a carriage return too), so that a field never holds one.
 std::vector<std::string_view> split(std::string_view line, size_t count) {
     std::vector<std::string_view> out;
     while (out.size() < count) {
         line = trim(line);
-        size_t end = line.find_first_of(" \t");
-        if (end == std::string_view::npos) end = line.size();
+        size_t end = 0;
+        while (end < line.size() && !std::isspace(static_cast<unsigned char>(line[end]))) ++end;
         if (end == 0) break;
         out.push_back(line.substr(0, end));
         line.remove_prefix(end);
