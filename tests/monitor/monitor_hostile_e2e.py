@@ -63,20 +63,18 @@ def get(port, path="/metrics", scheme="http", context=None, headers=None, timeou
         return r.status, r.read()
 
 
-def wait_ready(port, monitor, scheme="http", context=None, timeout=60):
+def wait_ready(port, monitor, scheme="http", context=None, headers=None, timeout=60):
+    """Waits until /metrics is served (200: the first scrape is published)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if monitor.poll() is not None:
             raise RuntimeError(f"ibqos monitor exited ({monitor.returncode})")
         try:
-            status, _ = get(port, scheme=scheme, context=context, timeout=2)
+            status, _ = get(port, scheme=scheme, context=context, headers=headers, timeout=2)
             if status == 200:
                 return
-        except urllib.error.HTTPError as e:
-            if e.code == 401:
-                return
         except (OSError, urllib.error.URLError):
-            pass
+            pass  # (an HTTPError is a URLError: 503 until the first scrape)
         time.sleep(0.1)
     raise RuntimeError("the monitor never served /metrics")
 
@@ -298,7 +296,8 @@ def web_config(fabric, ibqos, policy):
     monitor, log = start_monitor(fabric, ibqos, policy, port, "--web-config-file", config)
     context = ssl.create_default_context(cafile=cert)
     try:
-        wait_ready(port, monitor, "https", context)
+        good = {"Authorization": "Basic " + base64.b64encode(b"prometheus:s3cret").decode()}
+        wait_ready(port, monitor, "https", context, good)
         for name, headers in (("no credentials", {}),
                               ("a wrong password", {"Authorization": "Basic " + base64.b64encode(b"prometheus:x").decode()}),
                               ("an unknown user", {"Authorization": "Basic " + base64.b64encode(b"root:s3cret").decode()})):
@@ -308,7 +307,6 @@ def web_config(fabric, ibqos, policy):
             except urllib.error.HTTPError as e:
                 check(e.code == 401 and "Basic" in e.headers.get("WWW-Authenticate", ""),
                       f"{name}: 401 with a Basic challenge ({e.code})")
-        good = {"Authorization": "Basic " + base64.b64encode(b"prometheus:s3cret").decode()}
         request = urllib.request.Request(f"https://127.0.0.1:{port}/metrics", headers=good)
         with urllib.request.urlopen(request, timeout=10, context=context) as r:
             check(r.status == 200 and b"ibqos_monitor_scrapes_total" in r.read(),
