@@ -60,7 +60,7 @@ inline std::string_view trim(std::string_view s) {
 
 // A whole string read as an unsigned number by strtoull (base 0: decimal, 0x hex, 0 octal), or
 // nullopt when it is empty, does not start with a digit of its base (no blank, no sign), has
-// anything after the number, or does not fit in 64 bits.
+// anything after the number (a NUL byte included), or does not fit in 64 bits.
 inline std::optional<uint64_t> parseNumber(std::string_view text, int base = 0) {
     if (text.empty()) return std::nullopt;
     auto first = static_cast<unsigned char>(text.front());
@@ -69,7 +69,8 @@ inline std::optional<uint64_t> parseNumber(std::string_view text, int base = 0) 
     errno = 0;
     char* end = nullptr;
     unsigned long long v = std::strtoull(s.c_str(), &end, base);
-    if (errno != 0 || *end != '\0') return std::nullopt;
+    // (Compared with the string's end, not tested for a NUL: "5\0x" is no number.)
+    if (errno != 0 || end != s.c_str() + s.size()) return std::nullopt;
     return v;
 }
 

@@ -589,6 +589,14 @@ TEST_CASE("UTF-8 is checked as RFC 3629 defines it, and what is not is escaped b
     CHECK(xmlText("<a & \"b\">\x01\xff") == "&lt;a &amp; &quot;b&quot;&gt;\\x01\\xff");
 }
 
+TEST_CASE("A number is read whole: a NUL byte inside ends no number", "[monitor][common]") {
+    using namespace std::string_view_literals;
+    CHECK(parseNumber("0x10"sv) == 16u);
+    CHECK(parseNumber("5\0junk"sv) == std::nullopt);
+    CHECK(parseNumber("0x0000\0*e0"sv, 16) == std::nullopt);
+    CHECK(parseNumber("7\0"sv, 10) == std::nullopt);
+}
+
 TEST_CASE("A NodeDescription in Latin-1 leaves every output valid UTF-8", "[monitor][exposition]") {
     Lab lab(50us, 500ms,
             "caf\xe9 n\xf6"
