@@ -32,7 +32,7 @@ std::string policyFor(const bench::FatTree& tree, unsigned groups) {
         unsigned first = g * slice;
         std::snprintf(buf, sizeof buf,
                       "  port-group\n    name: hosts-%u\n    port-guid: 0x%llx-0x%llx\n    "
-                      "port-name: host%u HCA-1/P1\n  end-port-group\n",
+                      "port-name: \"host%u HCA-1/P1\"\n  end-port-group\n",
                       g, (unsigned long long)tree.hostPortGuid(first),
                       (unsigned long long)tree.hostPortGuid(first + slice / 2), first + slice - 1);
         p += buf;

@@ -48,11 +48,11 @@ class Binder {
     // port that node does not have. Returns whether it does (reported).
     bool judgePortName(const PortNameRef& n) {
         if (n.openSmPort == 0) return false;
-        for (uint32_t node : fabric_.nodesByDescription(n.openSmNodeDescription)) {
+        for (uint32_t node : fabric_.nodesByDescription(n.nodeDescription)) {
             if (n.openSmPort > 254 ||
                 fabric_.portOf(node, static_cast<unsigned>(n.openSmPort)) == NoPort) {
                 error("port-name", n.location,
-                      "'" + n.openSmNodeDescription + "' has no port " +
+                      "'" + n.nodeDescription + "' has no port " +
                           std::to_string(n.openSmPort) + " (OpenSM rejects the policy)");
                 return true;
             }
@@ -89,15 +89,13 @@ class Binder {
             }
         }
         for (const PortNameRef& n : g.portNames) {
-            const bool openSmRejects = judgePortName(n);
-            if (n.port == 0) continue;  // ibqos's reading names no port
+            if (judgePortName(n) || n.port == 0) continue;
             auto nodes = fabric_.nodesByDescription(n.nodeDescription);
             if (nodes.empty()) {
                 std::string hint;
-                if (n.openSmNodeDescription != n.nodeDescription &&
-                    !fabric_.nodesByDescription(n.openSmNodeDescription).empty()) {
-                    hint = "; OpenSM reads it as '" + n.openSmNodeDescription +
-                           "' (blanks outside quotes dropped), a node it selects";
+                if (!n.written.empty() && !fabric_.nodesByDescription(n.written).empty()) {
+                    hint = "; quoted, \"" + n.written + "/P" + std::to_string(n.port) +
+                           "\" selects the node described '" + n.written + "'";
                 } else {
                     hint = fabric_.suggestPort(n.nodeDescription, n.port);
                 }
@@ -108,16 +106,7 @@ class Binder {
             }
             for (uint32_t node : nodes) {
                 uint32_t port = fabric_.portOf(node, n.port);
-                if (port == NoPort) {
-                    if (!openSmRejects) {
-                        diagnostics_.stricterError(
-                            "port-name", policy_.file, n.location,
-                            "'" + n.nodeDescription + "' has no port " + std::to_string(n.port) +
-                                " (OpenSM, which reads the name as '" + n.openSmNodeDescription +
-                                "', lets it through)");
-                    }
-                    continue;
-                }
+                if (port == NoPort) continue;  // judgePortName said OpenSM rejects the policy
                 if (uint32_t endpoint = fabric_.endpointFor(port); endpoint != NoPort)
                     out.push_back(endpoint);
             }

@@ -103,38 +103,43 @@ PortNameParts splitPortName(const std::string& s) {
 
 }  // namespace
 
-// The port a port-name selects is ibqos's reading of it (inner blanks kept); whether OpenSM
-// drops the policy for it is judged on OpenSM's reading (blanks outside quotes dropped), here
-// for its syntax and in bindPolicy for the port number on a fabric.
+// A port-name selects the port OpenSM's reading names (blanks outside quotes dropped); where that
+// differs from the text as written, a warning gives the quoted form that keeps the blanks.
+// Whether OpenSM drops the policy for the port number on a fabric is judged in bindPolicy.
 void Elaborator::portName(const ast::Text& text, PortGroup& g) {
     const std::string& s = text.value;
-    const PortNameParts ours = splitPortName(s);
-    const PortNameParts theirs = splitPortName(text.openSm);
+    const PortNameParts parts = splitPortName(text.openSm);
     const std::string reads = text.openSm == s ? "" : " (OpenSM reads it as '" + text.openSm + "')";
-    if (theirs.problem == PortNameParts::NoPort) {
+    if (parts.problem == PortNameParts::NoPort) {
         error("port-name", at(text),
               "'" + s + "' is not a port name: write NodeDescription/P<port number>" + reads);
         return;
     }
-    if (theirs.problem == PortNameParts::BadNumber) {
+    if (parts.problem == PortNameParts::BadNumber) {
         error("port-name", at(text),
               "'" + s + "': the port number after '/P' must be a number from 1 up" + reads);
         return;
     }
-    PortNameRef ref{ours.description, static_cast<uint32_t>(ours.port), at(text),
-                    theirs.description, theirs.port};
-    if (ours.problem != PortNameParts::None) {
-        report_.stricterError("port-name", at(text),
-                              "'" + s + "' is not a port name as written" + reads +
-                                  "; write NodeDescription/P<port number>");
-        ref.port = 0;
-    } else if (ours.port > 254) {
+    PortNameRef ref{parts.description, static_cast<uint32_t>(parts.port), at(text), parts.port, {}};
+    if (text.openSm != s) {
+        const PortNameParts written = splitPortName(s);
+        const bool quotedNamesPort = written.problem == PortNameParts::None && written.port <= 254;
+        if (quotedNamesPort && written.description != parts.description)
+            ref.written = written.description;
+        report_.warning("name-blanks", at(text),
+                        "OpenSM reads '" + s + "' as '" + text.openSm +
+                            "' (blanks outside quotes are dropped), and so does ibqos" +
+                            (quotedNamesPort ? "; to name the node '" + written.description +
+                                                   "', quote it: \"" + s + "\""
+                                             : ""));
+    }
+    if (parts.port > 254) {
         // OpenSM rejects it only when the node is in the fabric (bindPolicy says so then).
         report_.stricterError("port-name", at(text), "'" + s + "': a port number is at most 254");
         ref.port = 0;
-    } else if (!ours.trailing.empty()) {
+    } else if (!parts.trailing.empty()) {
         report_.warning("port-name", at(text),
-                        "'" + s + "': '" + ours.trailing +
+                        "'" + s + "': '" + parts.trailing +
                             "' after the port number is ignored (as OpenSM does)");
     }
     g.portNames.push_back(std::move(ref));

@@ -24,14 +24,14 @@ struct NameRef {
     SourceLocation location;
 };
 
-// "NodeDescription/P<n>" from a port-name list. The port it names is ibqos's reading (blanks
-// kept); whether OpenSM rejects the policy for it is judged on OpenSM's reading.
+// "NodeDescription/P<n>" from a port-name list, read as OpenSM reads it: blanks outside quotes
+// dropped. That reading is the port it selects, in every command and in the plugin.
 struct PortNameRef {
     std::string nodeDescription;
-    uint32_t port = 0;  // 1..254; 0 when only OpenSM's reading names a port
+    uint32_t port = 0;  // 1..254; 0 when the name selects no port
     SourceLocation location;
-    std::string openSmNodeDescription;
-    uint64_t openSmPort = 0;  // 0 when OpenSM's reading is no port name (it rejects the policy)
+    uint64_t openSmPort = 0;  // the number OpenSM reads; 0 when it reads no port name
+    std::string written;      // the description with the blanks OpenSM drops ("" when none)
 };
 
 // One range as written, for warnings that point at it (a GUID range that matches no port).

@@ -263,7 +263,8 @@ class JsonTypes(unittest.TestCase):
 
     def test_diff_writes_names_that_need_escaping_as_valid_json(self):
         # A region is written as text member by member: a backslash, a quote and UTF-8 in names
-        # must come back as the policy wrote them (quotes dropped as OpenSM reads the name).
+        # must come back as the policy wrote them (quotes and the blanks outside them dropped,
+        # as OpenSM reads the name).
         def policy(sl):
             return ("port-groups\n port-group\n  name: odd\n"
                     '  port-name: rack\\1 "caf\u00e9" HCA-1/P1\n'
@@ -273,7 +274,7 @@ class JsonTypes(unittest.TestCase):
                     "qos-match-rules\n qos-match-rule\n  source: odd\n  qos-class: 3\n"
                     "  qos-level-name: lev\\el\n end-qos-match-rule\nend-qos-match-rules\n")
         [region] = self.diff_of(policy)["regions"]
-        self.assertEqual(region["sources"], [{"port_names": ["rack\\1 caf\u00e9 HCA-1/P1"]}])
+        self.assertEqual(region["sources"], [{"port_names": ["rack\\1caf\u00e9HCA-1/P1"]}])
         self.assertEqual((region["destinations"], region["qos_classes"]), (None, [[3, 3]]))
         self.assertEqual((region["old"]["level"], region["old"]["sl"], region["new"]["sl"]), ("lev\\el", 1, 2))
         self.assertEqual(region["old"]["rule"], [{"index": 0, "line": 18}])

@@ -403,22 +403,23 @@ qos-ulps
     default : 0
 end-qos-ulps
 )");
-    REQUIRE(c.codes().empty());
+    // Both unquoted names lose their blank, as in OpenSM: a warning gives the quoted form.
+    CHECK(c.codes().empty());
+    CHECK(c.codes(Severity::Warning) == std::vector<std::string>{"name-blanks", "name-blanks"});
     Diagnostics d;
     BoundPolicy b = bindPolicy(c.policy, f, d);
     d.sort();
-    REQUIRE(d.all().size() == 3);
-    // OpenSM reads "LeafR2/P40": no such node, so it lets the file through; ibqos, which keeps
-    // the blank, finds a switch without port 40: an error only ibqos reports.
-    CHECK(d.all()[0].code == "port-name");
-    CHECK(d.all()[0].severity == Severity::Error);
-    CHECK_FALSE(d.all()[0].openSmRejects);
-    // OpenSM reads "LeafR3/P40", a switch without port 40: it drops the policy. ibqos finds no
-    // "Leaf R3" and says what OpenSM reads.
+    REQUIRE(d.all().size() == 2);
+    // "LeafR2/P40": no such node, so OpenSM lets the file through and the name selects nothing;
+    // the node the quoted form would select is named.
+    CHECK(d.all()[0].code == "unknown-node");
+    CHECK(d.all()[0].severity == Severity::Warning);
+    CHECK_THAT(d.all()[0].message, Catch::Contains("quoted, \"Leaf R2/P40\" selects the node"));
+    // OpenSM reads "LeafR3/P40", a switch without port 40: it drops the policy.
     CHECK(d.all()[1].code == "port-name");
+    CHECK(d.all()[1].severity == Severity::Error);
     CHECK(d.all()[1].openSmRejects);
-    CHECK(d.all()[2].code == "unknown-node");
-    CHECK(d.all()[2].message.find("'LeafR3'") != std::string::npos);
+    CHECK_THAT(d.all()[1].message, Catch::Contains("'LeafR3' has no port 40"));
     REQUIRE(b.groups[0].all(f).size() == 1);
     CHECK(f.portName(b.groups[0].all(f)[0]) == "Leaf R2/P0");
 }

@@ -72,11 +72,11 @@ port-groups
     end-port-group
     port-group
         name: storage
-        port-name: storage1 HCA-1/P1, storage1 HCA-1/P2
+        port-name: "storage1 HCA-1/P1", "storage1 HCA-1/P2"
     end-port-group
     port-group
         name: computes
-        port-name: compute1 HCA-1/P1, compute2 HCA-1/P1, compute3 HCA-1/P1
+        port-name: "compute1 HCA-1/P1", "compute2 HCA-1/P1", "compute3 HCA-1/P1"
     end-port-group
 end-port-groups
 qos-ulps

@@ -32,8 +32,9 @@ Design
     - port-groups and qos-ulps sections are never empty (OpenSM's grammar needs one item);
     - port-names only name ports the fabric has (OpenSM rejects an out-of-range port of a
       known node); a NodeDescription with a blank, a comma or other odd characters is quoted
-      (unless the policy carries the deviation "unquoted-inner-blank" on purpose; names with
-      blanks are then unquoted everywhere, so OpenSM and ibqos both resolve them);
+      (unless the policy leaves them unquoted on purpose, construct "unquoted-inner-blank":
+      ibqos then reads them as OpenSM does, blanks dropped; names with blanks are then unquoted
+      everywhere, so OpenSM and ibqos both resolve them);
     - GUID ranges are narrow (OpenSM walks a GUID range one GUID at a time);
     - ipoib qos-ulps lines only name partitions with two full members (`ipoib_ok`);
     - numbers with a leading zero only use the digits 0-7 (they are the octal spelling of the
@@ -107,7 +108,6 @@ class GeneratedPolicy:
     intent: str
     mutation: dict | None
     constructs: set
-    deviations: set
 
 
 MUTATION_KINDS = [
@@ -210,6 +210,7 @@ ALL_CONSTRUCTS = [
     "name:mixed-case",
     "name:quoted",
     "name:blank",
+    "unquoted-inner-blank",
     "name:blanks-dropped-reference",
     "default:level",
     "default:ulp",
@@ -239,9 +240,6 @@ ALL_CONSTRUCTS = [
     # mutations
     *["mutation:" + k for k in MUTATION_KINDS],
 ]
-
-# Documented deviations a valid policy may carry on purpose.
-ALL_DEVIATIONS = ["unquoted-inner-blank"]
 
 # --------------------------------------------------------------------------------------------
 # Vocabulary
@@ -515,12 +513,11 @@ class _Name:
 class _Ctx:
     """Everything one generation shares: the random source, the fabric, what was used."""
 
-    def __init__(self, rng: random.Random, profile: FabricProfile, allow_deviation: bool):
+    def __init__(self, rng: random.Random, profile: FabricProfile, allow_unquoted_blanks: bool):
         self.rng = rng
         self.profile = profile
         self.constructs = set()
-        self.deviations = set()
-        self.allow_deviation = allow_deviation
+        self.allow_unquoted_blanks = allow_unquoted_blanks
         self.taken = set()          # names in use, lower case without blanks
         self.groups = []            # _Name of each port-group
         self.levels = []            # _Name of each non-default qos-level
@@ -631,7 +628,7 @@ def _new_name(ctx: _Ctx, pool: list, blank_pool: list, blank_share: float) -> _N
     ctx.taken.add(_name_key(text))
     if " " in text:
         ctx.add("name:blank")
-        if "," not in text and ctx.allow_deviation and ctx.chance(0.25):
+        if "," not in text and ctx.allow_unquoted_blanks and ctx.chance(0.25):
             return _Name(text, "never")
         return _Name(text, "always")
     return _Name(text, "random")
@@ -647,7 +644,7 @@ def _name_text(ctx: _Ctx, name: _Name, text: str) -> str:
     if name.quoting == "always" or (name.quoting == "random" and ctx.chance(ctx.style["quote"])):
         return _quote(ctx, text)
     if name.has_blank:
-        ctx.deviations.add("unquoted-inner-blank")
+        ctx.add("unquoted-inner-blank")
     return text
 
 
@@ -818,8 +815,8 @@ def _port_name_entry(ctx: _Ctx, desc: str, port: int) -> str:
         ctx.add("port-name:blank")
     unsafe = not _SAFE_UNQUOTED.match(desc.replace(" ", "")) or "," in desc
     keyword_like = any(k in desc for k in BLOCK_KEYWORDS)
-    if " " in desc and not unsafe and not keyword_like and ctx.allow_deviation and ctx.chance(0.15):
-        ctx.deviations.add("unquoted-inner-blank")
+    if " " in desc and not unsafe and not keyword_like and ctx.allow_unquoted_blanks and ctx.chance(0.15):
+        ctx.add("unquoted-inner-blank")
         ctx.add("port-name:unquoted")
         return text
     if " " in desc or unsafe or keyword_like or ctx.chance(0.25):
@@ -1950,7 +1947,7 @@ def _generate(seed: int, profile: FabricProfile, invalid: bool | None = None):
     rng = random.Random(seed)
     if invalid is None:
         invalid = rng.random() < 0.25
-    ctx = _Ctx(rng, profile, allow_deviation=not invalid and rng.random() < 0.4)
+    ctx = _Ctx(rng, profile, allow_unquoted_blanks=not invalid and rng.random() < 0.4)
     lines = []
     for section in _build_sections(ctx):
         _emit(ctx, section, 0, lines, False)
@@ -1978,7 +1975,6 @@ def _generate(seed: int, profile: FabricProfile, invalid: bool | None = None):
         intent="invalid" if invalid else "valid",
         mutation=mutation,
         constructs=set(ctx.constructs),
-        deviations=set(ctx.deviations),
     )
     return policy, base_text, base_stock
 
@@ -2000,7 +1996,6 @@ def _policy_json(policy: GeneratedPolicy, fabric: str) -> dict:
         "intent": policy.intent,
         "mutation": policy.mutation,
         "constructs": sorted(policy.constructs),
-        "deviations": sorted(policy.deviations),
     }
 
 

@@ -29,7 +29,7 @@ failures = []
 RING_POLICY = """port-groups
     port-group
         name: first-half
-        port-name: host-1a HCA-1/P1, host-1b HCA-1/P1, host-2a HCA-1/P1
+        port-name: "host-1a HCA-1/P1", "host-1b HCA-1/P1", "host-2a HCA-1/P1"
     end-port-group
 end-port-groups
 qos-levels

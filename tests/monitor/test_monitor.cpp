@@ -55,8 +55,8 @@ CollectorOptions fastOptions() {
 
 const char* const Policy =
     "port-groups\n"
-    "  port-group\n    name: storage\n    port-name: h0 HCA-1/P1\n  end-port-group\n"
-    "  port-group\n    name: compute\n    port-name: h1 HCA-1/P1, h2 HCA-1/P1\n"
+    "  port-group\n    name: storage\n    port-name: \"h0 HCA-1/P1\"\n  end-port-group\n"
+    "  port-group\n    name: compute\n    port-name: \"h1 HCA-1/P1\", \"h2 HCA-1/P1\"\n"
     "  end-port-group\n"
     "end-port-groups\n"
     "qos-setup\n  vlarb-tables\n    vlarb-scope\n      across: storage\n"

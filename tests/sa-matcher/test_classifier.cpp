@@ -242,7 +242,7 @@ TEST_CASE("a rule with sources and destinations needs both ends in them",
 port-groups
     port-group
         name: computes
-        port-name: node-01 HCA-1/P1, node-02 HCA-1/P1
+        port-name: "node-01 HCA-1/P1", "node-02 HCA-1/P1"
     end-port-group
     port-group
         name: storage

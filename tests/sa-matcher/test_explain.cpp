@@ -14,7 +14,7 @@ TEST_CASE("an explanation names why every earlier rule lost, in OpenSM's order o
 port-groups
     port-group
         name: computes
-        port-name: node-04 HCA-1/P1, node-02 HCA-1/P1
+        port-name: "node-04 HCA-1/P1", "node-02 HCA-1/P1"
     end-port-group
     port-group
         name: storage
