@@ -7,6 +7,7 @@
 #include "compiler/compile_policy.hpp"
 #include "compiler/reachability.hpp"
 #include "compiler/realizability.hpp"
+#include "policy-grammar/keywords.hpp"
 
 namespace ibqos {
 
@@ -14,6 +15,50 @@ namespace {
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The tables with every qos-setup scope applied, except the scopes that would drop or starve an
+// SL a level hands out where stock OpenSM, which ignores qos-setup, would not: such a scope is
+// left out (an error at the scope says why and where), and its ports get opensm.conf's tables.
+// Leaving one out may bare another's harm, so this goes on until no scope does harm (at most
+// once per scope).
+FabricTables tablesNeverWorseThanStock(const BoundPolicy& bound, const OpenSmConf& conf,
+                                       Diagnostics& diagnostics) {
+    const Policy& policy = *bound.policy;
+    WithheldScopes withheld;
+    withheld.vlarb.assign(policy.vlarbScopes.size(), false);
+    withheld.sl2vl.assign(policy.sl2vlScopes.size(), false);
+    Diagnostics tableWarnings;
+    FabricTables tables = computeTables(bound, conf, tableWarnings, withheld);
+    for (;;) {
+        std::vector<ScopeHarm> harm = findHarmfulScopes(bound, tables);
+        if (harm.empty()) break;
+        for (const ScopeHarm& h : harm) {
+            (h.vlarb ? withheld.vlarb : withheld.sl2vl)[h.scope] = true;
+            const SourceLocation at = h.vlarb ? policy.vlarbScopes[h.scope].location
+                                              : policy.sl2vlScopes[h.scope].location;
+            const size_t ports = h.vlarb ? tables.vlarbScopeUse[h.scope]
+                                         : tables.sl2vlScopeUse[h.scope];
+            diagnostics.stricterError(
+                h.dropped ? "sl-dropped" : "sl-starved", policy.file, at,
+                "with this " +
+                    std::string(ast::wordsOf(h.vlarb ? ast::BlockKind::VlArbScope
+                                                     : ast::BlockKind::Sl2VlScope)
+                                    .open) +
+                    ", " +
+                    h.message +
+                    (h.dropped ? ": requests matched to it would get no path there"
+                               : ": its packets would never be sent") +
+                    ". The scope is not applied: its " + std::to_string(ports) +
+                    (h.vlarb ? (ports == 1 ? " port gets" : " ports get")
+                             : (ports == 1 ? " (in, out) pair gets" : " (in, out) pairs get")) +
+                    " the tables opensm.conf gives, as stock OpenSM programs them");
+        }
+        tableWarnings = Diagnostics();
+        tables = computeTables(bound, conf, tableWarnings, withheld);
+    }
+    diagnostics.append(tableWarnings);
+    return tables;
 }
 
 }  // namespace
@@ -29,7 +74,7 @@ std::unique_ptr<FabricCompilation> FabricCompilation::compile(
     c->timings_.bind = secondsSince(start);
     if (upTo == CompileStage::Bind) return c;
     start = std::chrono::steady_clock::now();
-    c->tables_ = computeTables(c->bound_, c->conf_, diagnostics);
+    c->tables_ = tablesNeverWorseThanStock(c->bound_, c->conf_, diagnostics);
     c->timings_.tables = secondsSince(start);
     if (upTo == CompileStage::Tables) return c;
     start = std::chrono::steady_clock::now();

@@ -132,7 +132,11 @@ class Realizability {
         return fabric_.portName(t.port);
     }
 
-    void levelSls() {
+    // Each SL a level hands out that the tables drop (VL 15) or starve (no weight) on ports its
+    // traffic can cross: each(name of the level, where to report, sl, dropped, the ports as
+    // indices into tables_.ports).
+    template <typename Each>
+    void forEachSlProblem(Each each) const {
         std::map<uint32_t, std::vector<uint32_t>> rulesOfLevel;
         for (uint32_t r = 0; r < policy_.rules.size(); ++r)
             rulesOfLevel[policy_.rules[r].level].push_back(r);
@@ -147,42 +151,97 @@ class Realizability {
             std::optional<uint8_t> sl = answeredSl(l.sl);
             if (!sl) continue;  // no path at all (an error already)
             bool isDefault = policy_.hasDefaultLevel && level == policy_.defaultLevel;
-            auto report = [&](const std::vector<uint32_t>& ports, bool dropped) {
-                size_t count = 0;
-                std::string first;
+            std::string name = l.generated ? "the qos-ulps SL " + std::to_string(l.sl)
+                                           : "qos-level '" + l.name + "'";
+            SourceLocation at = l.location.line ? l.location
+                                : rules.empty() ? SourceLocation{1, 1}
+                                                : policy_.rules[rules[0]].location;
+            auto pass = [&](const std::vector<uint32_t>& ports, bool dropped) {
+                std::vector<uint32_t> crossed;
                 for (uint32_t i : ports) {
-                    const PortTables& t = tables_.ports[i];
                     // A host port matters only when it can send this level's traffic.
-                    if (fabric_.nodeOf(t.port).type != NodeType::Switch &&
-                        !mayBeSource(rules, isDefault, t.port))
+                    const uint32_t port = tables_.ports[i].port;
+                    if (fabric_.nodeOf(port).type != NodeType::Switch &&
+                        !mayBeSource(rules, isDefault, port))
                         continue;
-                    if (count++ == 0) first = example(t, *sl, dropped);
+                    crossed.push_back(i);
                 }
-                if (count == 0) return;
-                std::string name = l.generated ? "the qos-ulps SL " + std::to_string(l.sl)
-                                               : "qos-level '" + l.name + "'";
-                SourceLocation at = l.location.line ? l.location
-                                    : rules.empty() ? SourceLocation{1, 1}
-                                                    : policy_.rules[rules[0]].location;
-                std::string ports_ =
-                    std::to_string(count) + " port" + (count == 1 ? "" : "s") + ", e.g. " + first;
-                if (dropped) {
-                    diagnostics_.stricterError("sl-dropped", policy_.file, at,
-                                               "SL " + std::to_string(l.sl) + " of " + name +
-                                                   " maps to VL 15 (dropped) on " + ports_ +
-                                                   ": requests matched to it get no path there");
-                } else {
-                    diagnostics_.stricterError("sl-starved", policy_.file, at,
-                                               "SL " + std::to_string(l.sl) + " of " + name +
-                                                   " maps to a VL with no arbitration weight on " +
-                                                   ports_ + ": its packets are never sent");
-                }
+                if (!crossed.empty()) each(name, at, *sl, dropped, crossed);
             };
-            report(problems.dropped[*sl], true);
-            report(problems.starved[*sl], false);
+            pass(problems.dropped[*sl], true);
+            pass(problems.starved[*sl], false);
         }
     }
 
+    static std::string portsText(size_t count, const std::string& first) {
+        return std::to_string(count) + " port" + (count == 1 ? "" : "s") + ", e.g. " + first;
+    }
+
+    void levelSls() {
+        forEachSlProblem([&](const std::string& name, SourceLocation at, uint8_t sl, bool dropped,
+                             const std::vector<uint32_t>& ports) {
+            const std::string where =
+                portsText(ports.size(), example(tables_.ports[ports[0]], sl, dropped));
+            if (dropped) {
+                diagnostics_.stricterError("sl-dropped", policy_.file, at,
+                                           "SL " + std::to_string(sl) + " of " + name +
+                                               " maps to VL 15 (dropped) on " + where +
+                                               ": requests matched to it get no path there");
+            } else {
+                diagnostics_.stricterError("sl-starved", policy_.file, at,
+                                           "SL " + std::to_string(sl) + " of " + name +
+                                               " maps to a VL with no arbitration weight on " +
+                                               where + ": its packets are never sent");
+            }
+        });
+    }
+
+  public:
+    // The qos-setup scopes that wrote a table of a port where a level's SL is dropped or
+    // starved: the first harm found for each scope.
+    std::vector<ScopeHarm> harmfulScopes() const {
+        std::map<std::pair<bool, uint32_t>, ScopeHarm> found;
+        forEachSlProblem([&](const std::string& name, SourceLocation, uint8_t sl, bool dropped,
+                             const std::vector<uint32_t>& ports) {
+            // A VL without weight is first the vlarb-scopes' doing; the sl2vl-scopes are
+            // blamed where none wrote the port's tables (VL 15 is an SL2VL table's alone). When
+            // leaving those out does not help, the next round finds the sl2vl-scopes.
+            std::map<std::pair<bool, uint32_t>, std::vector<uint32_t>> byScope;
+            for (uint32_t i : ports) {
+                const PortTables& t = tables_.ports[i];
+                bool vlarbScope = false;
+                for (uint16_t o : {t.highOrigin, t.lowOrigin}) {
+                    const TableOrigin& origin = tables_.origins[o];
+                    if (dropped || origin.scope < 0 ||
+                        (origin.kind != TableOrigin::Kind::Scope &&
+                         origin.kind != TableOrigin::Kind::Bandwidth))
+                        continue;
+                    std::vector<uint32_t>& mine = byScope[{true, origin.scope}];
+                    if (mine.empty() || mine.back() != i) mine.push_back(i);
+                    vlarbScope = true;
+                }
+                if (vlarbScope) continue;
+                for (uint16_t s : t.sl2vlScopes) byScope[{false, s}].push_back(i);
+            }
+            for (auto& [key, mine] : byScope) {
+                if (found.count(key)) continue;
+                ScopeHarm h;
+                h.vlarb = key.first;
+                h.scope = key.second;
+                h.dropped = dropped;
+                h.message = "SL " + std::to_string(sl) + " of " + name +
+                            (dropped ? " maps to VL 15 (dropped) on "
+                                     : " maps to a VL with no arbitration weight on ") +
+                            portsText(mine.size(), example(tables_.ports[mine[0]], sl, dropped));
+                found.emplace(key, std::move(h));
+            }
+        });
+        std::vector<ScopeHarm> out;
+        for (auto& entry : found) out.push_back(std::move(entry.second));
+        return out;
+    }
+
+  private:
     void highLimits() {
         std::map<uint16_t, size_t> byOrigin;
         for (const PortTables& t : tables_.ports) {
@@ -285,7 +344,7 @@ class Realizability {
 
     void unusedScopes() {
         for (size_t s = 0; s < policy_.vlarbScopes.size(); ++s) {
-            if (tables_.vlarbScopeUse[s] == 0) {
+            if (tables_.vlarbScopeUse[s] == 0 && !tables_.withheld.has(true, s)) {
                 diagnostics_.warning(
                     "scope-unused", policy_.file, policy_.vlarbScopes[s].location,
                     "no port keeps what this vlarb-scope sets: it selects no port, or later scopes "
@@ -293,7 +352,7 @@ class Realizability {
             }
         }
         for (size_t s = 0; s < policy_.sl2vlScopes.size(); ++s) {
-            if (tables_.sl2vlScopeUse[s] == 0) {
+            if (tables_.sl2vlScopeUse[s] == 0 && !tables_.withheld.has(false, s)) {
                 diagnostics_.warning("scope-unused", policy_.file, policy_.sl2vlScopes[s].location,
                                      "no port keeps this sl2vl-scope's table: it selects no (in, "
                                      "out) pair, or later "
@@ -308,6 +367,11 @@ class Realizability {
 void checkRealizability(const BoundPolicy& bound, const FabricTables& tables,
                         Diagnostics& diagnostics) {
     Realizability(bound, tables, diagnostics).run();
+}
+
+std::vector<ScopeHarm> findHarmfulScopes(const BoundPolicy& bound, const FabricTables& tables) {
+    Diagnostics unused;
+    return Realizability(bound, tables, unused).harmfulScopes();
 }
 
 }  // namespace ibqos

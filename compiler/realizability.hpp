@@ -2,6 +2,9 @@
 // Realizability: whether the tables a fabric receives can carry what the policy asks for.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "common/diagnostics.hpp"
 #include "compiler/bind.hpp"
 #include "compiler/tables.hpp"
@@ -18,5 +21,15 @@ namespace ibqos {
 // - a qos-setup scope that no port ends up using: warning.
 void checkRealizability(const BoundPolicy& bound, const FabricTables& tables,
                         Diagnostics& diagnostics);
+
+// A qos-setup scope that wrote a table of a port where an SL a level hands out is dropped or
+// starved: what stock OpenSM, which ignores qos-setup, would not do.
+struct ScopeHarm {
+    bool vlarb = false;  // a vlarb-scope, else an sl2vl-scope
+    uint32_t scope = 0;  // its index in the policy
+    bool dropped = false;
+    std::string message;  // "SL 7 of qos-level 'x' maps to ... on 3 ports, e.g. ..."
+};
+std::vector<ScopeHarm> findHarmfulScopes(const BoundPolicy& bound, const FabricTables& tables);
 
 }  // namespace ibqos

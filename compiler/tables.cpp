@@ -75,12 +75,15 @@ namespace {
 
 class TableBuilder {
   public:
-    TableBuilder(const BoundPolicy& bound, const OpenSmConf& conf, Diagnostics& diagnostics)
+    TableBuilder(const BoundPolicy& bound, const OpenSmConf& conf, Diagnostics& diagnostics,
+                 const WithheldScopes& withheld)
         : bound_(bound),
           policy_(*bound.policy),
           fabric_(*bound.fabric),
           conf_(conf),
-          diagnostics_(diagnostics) {}
+          diagnostics_(diagnostics) {
+        out_.withheld = withheld;
+    }
 
     FabricTables build() {
         out_.origins.push_back({});  // 0: built-in
@@ -91,8 +94,12 @@ class TableBuilder {
         collectPorts();
         out_.vlarbScopeUse.assign(policy_.vlarbScopes.size(), 0);
         out_.sl2vlScopeUse.assign(policy_.sl2vlScopes.size(), 0);
-        for (size_t s = 0; s < policy_.vlarbScopes.size(); ++s) applyVlArbScope(s);
-        for (size_t s = 0; s < policy_.sl2vlScopes.size(); ++s) applySl2VlScope(s);
+        for (size_t s = 0; s < policy_.vlarbScopes.size(); ++s) {
+            if (!out_.withheld.has(true, s)) applyVlArbScope(s);
+        }
+        for (size_t s = 0; s < policy_.sl2vlScopes.size(); ++s) {
+            if (!out_.withheld.has(false, s)) applySl2VlScope(s);
+        }
         finish();
         return std::move(out_);
     }
@@ -489,7 +496,13 @@ class TableBuilder {
                     noteFold(d.sl2vlOrigin[in], port.operVls, d.port,
                              [&] { return describeSl2VlFold(raw_[d.sl2vl[in]], mask); });
                 }
-                if (d.sl2vlScope[in] >= 0) ++out_.sl2vlScopeUse[d.sl2vlScope[in]];
+                if (d.sl2vlScope[in] >= 0) {
+                    ++out_.sl2vlScopeUse[d.sl2vlScope[in]];
+                    const auto scope = static_cast<uint16_t>(d.sl2vlScope[in]);
+                    if (std::find(t.sl2vlScopes.begin(), t.sl2vlScopes.end(), scope) ==
+                        t.sl2vlScopes.end())
+                        t.sl2vlScopes.push_back(scope);
+                }
             }
             auto uniform = [](const std::vector<uint32_t>& v) {
                 return std::all_of(v.begin(), v.end(), [&](uint32_t x) { return x == v[0]; });
@@ -534,8 +547,8 @@ class TableBuilder {
 }  // namespace
 
 FabricTables computeTables(const BoundPolicy& bound, const OpenSmConf& conf,
-                           Diagnostics& diagnostics) {
-    return TableBuilder(bound, conf, diagnostics).build();
+                           Diagnostics& diagnostics, const WithheldScopes& withheld) {
+    return TableBuilder(bound, conf, diagnostics, withheld).build();
 }
 
 std::string sl2vlText(const Sl2VlTable& t) {

@@ -69,10 +69,21 @@ struct PortTables {
     uint32_t rawHigh = 0, rawLow = 0, rawSl2vl = 0;
     std::vector<uint32_t> rawSl2vlByIn;
     uint16_t highOrigin = 0, lowOrigin = 0, limitOrigin = 0;  // indices into FabricTables::origins
+    std::vector<uint16_t> sl2vlScopes;  // the sl2vl-scopes that wrote some of its pairs
 
     uint32_t sl2vlFor(unsigned in) const { return sl2vlByIn.empty() ? sl2vl : sl2vlByIn[in]; }
     uint32_t rawSl2vlFor(unsigned in) const {
         return rawSl2vlByIn.empty() ? rawSl2vl : rawSl2vlByIn[in];
+    }
+};
+
+// qos-setup scopes left out of the tables, by scope index (empty: none): their ports keep what
+// opensm.conf gives them, as a stock OpenSM programs them.
+struct WithheldScopes {
+    std::vector<bool> vlarb, sl2vl;
+    bool has(bool isVlArb, size_t scope) const {
+        const std::vector<bool>& v = isVlArb ? vlarb : sl2vl;
+        return scope < v.size() && v[scope];
     }
 };
 
@@ -83,6 +94,7 @@ struct FabricTables {
     std::vector<TableOrigin> origins;
     // For each vlarb-scope and sl2vl-scope: how many ports (pairs) finally hold what it set.
     std::vector<size_t> vlarbScopeUse, sl2vlScopeUse;
+    WithheldScopes withheld;
 };
 
 // OpenSM's qos_build_config: the template of one port class from its options, the qos_
@@ -101,10 +113,11 @@ Sl2VlTable parseSl2VlOption(const std::string& text);
 // OperVLs as OpenSM's link manager negotiates them: min(own VLCap, peer VLCap, max_op_vls).
 void negotiateOperVls(Fabric& fabric, uint8_t maxOpVls);
 
-// Computes every port's tables. Warnings about folding (VLs beyond a port's OperVLs) point at
-// the table the administrator wrote (an opensm.conf option or a qos-setup scope).
+// Computes every port's tables, leaving the withheld scopes out. Warnings about folding (VLs
+// beyond a port's OperVLs) point at the table the administrator wrote (an opensm.conf option or
+// a qos-setup scope).
 FabricTables computeTables(const BoundPolicy& bound, const OpenSmConf& conf,
-                           Diagnostics& diagnostics);
+                           Diagnostics& diagnostics, const WithheldScopes& withheld = {});
 
 // Tables as people read them: an SL2VL table "0,1,2,...,7", VLArb entries "1:128,2:64".
 std::string sl2vlText(const Sl2VlTable& table);

@@ -246,8 +246,9 @@ void Plugin::logStricterErrors(const Diagnostics& diagnostics) {
     log(OSM_LOG_INFO, "0018",
         std::to_string(diagnostics.errorCount()) +
             " errors only ibqos reports (stock OpenSM accepts them, see docs/compatibility.md): "
-            "the policy keeps OpenSM's meaning, and a qos-setup section with such an error is "
-            "not applied");
+            "the policy keeps OpenSM's meaning; a qos-setup section with such an error, or a "
+            "scope that would drop or starve a level's SL, is not applied (opensm.conf's tables "
+            "there)");
 }
 
 void Plugin::predictPartitions(Fabric& fabric) {

@@ -228,7 +228,7 @@ TEST_CASE("bandwidth shares become whole-packet weights that achieve them", "[co
     CHECK(cramped.achieved[1] == Approx(0.75).margin(0.001));  // the best 4 entries allow
 }
 
-TEST_CASE("a level's SL that a port drops or starves is an error at the level",
+TEST_CASE("a level's SL that a port drops or starves is an error at the level, or at the scope",
           "[compiler][realizability]") {
     std::string policy = std::string(groups) + R"(
 qos-levels
@@ -253,9 +253,56 @@ qos-setup
     end-sl2vl-tables
 end-qos-setup
 )";
-    OnFabric dropped(policy,
-                     "qos_vlarb_low 0:64,1:64,2:64,3:64,4:64,5:64,6:64,7:64\nqos_vlarb_high 0:0\n");
+    const std::string weighted =
+        "qos_vlarb_low 0:64,1:64,2:64,3:64,4:64,5:64,6:64,7:64\nqos_vlarb_high 0:0\n";
+    OnFabric dropped(policy, weighted);
     CHECK(dropped.codes(Severity::Error) == std::vector<std::string>{"sl-dropped"});
+    // The scope did it: the error stands there, and the scope is not applied, so that the
+    // spine's pairs from port 7 keep opensm.conf's table, as a stock OpenSM programs them.
+    const Diagnostic& atScope = dropped.diagnostics.all().front();
+    const std::string before = policy.substr(0, policy.find("        sl2vl-scope"));
+    CHECK(atScope.location.line == std::count(before.begin(), before.end(), '\n') + 1);
+    CHECK_THAT(atScope.message, Catch::Contains("SL 4 of qos-level 'gold'") &&
+                                    Catch::Contains("The scope is not applied"));
+    OnFabric stock(policy.substr(0, policy.find("qos-setup")), weighted);
+    CHECK(dropped.sl2vl("Spine/P1", 7) == stock.sl2vl("Spine/P1", 7));
+    CHECK(dropped.tables().withheld.has(false, 0));
+
+    // Leaving a scope out keeps the others: the vlarb-scope that takes VL 4's weight from the
+    // spine goes, the sl2vl-scope before it that is harmless alone stays.
+    OnFabric chained(std::string(groups) + R"(
+qos-levels
+    qos-level
+        name: gold
+        sl: 4
+    end-qos-level
+end-qos-levels
+qos-match-rules
+    qos-match-rule
+        qos-class: 1
+        qos-level-name: gold
+    end-qos-match-rule
+end-qos-match-rules
+qos-setup
+    vlarb-tables
+        vlarb-scope
+            group: spine
+            vlarb-low: 0:64, 1:64
+        end-vlarb-scope
+    end-vlarb-tables
+    sl2vl-tables
+        sl2vl-scope
+            group: spine
+            sl2vl-table: 0,1,2,3,4,5,6,7,0,1,2,3,4,5,6,7
+        end-sl2vl-scope
+    end-sl2vl-tables
+end-qos-setup
+)",
+                     weighted);
+    CHECK(chained.codes(Severity::Error) == std::vector<std::string>{"sl-starved"});
+    CHECK(chained.tables().withheld.has(true, 0));
+    CHECK_FALSE(chained.tables().withheld.has(false, 0));
+    CHECK(chained.sl2vl("Spine/P1", 2)[8] == 0);  // the sl2vl-scope's SL 8 -> VL 0
 
     OnFabric starved(
         std::string(groups) +
