@@ -248,6 +248,50 @@ void findShadowedRules(const Reporter& report, Policy& policy, uint64_t workBudg
     }
 }
 
+void findUnused(const Reporter& report, Policy& policy) {
+    // A reference that failed leaves its definition unused: the error says enough.
+    if (report.diagnostics.hasErrors()) return;
+    std::vector<char> levelNamed(policy.levels.size()), groupUsed(policy.groups.size());
+    auto use = [&](const std::vector<uint32_t>& groups) {
+        for (uint32_t g : groups) groupUsed[g] = 1;
+    };
+    for (const MatchRule& rule : policy.rules) {
+        use(rule.sources);
+        use(rule.destinations);
+        if (!rule.shadowed && rule.level < levelNamed.size()) levelNamed[rule.level] = 1;
+    }
+    for (const VlArbScope& scope : policy.vlarbScopes) {
+        use(scope.groups);
+        use(scope.across);
+    }
+    for (const Sl2VlScope& scope : policy.sl2vlScopes) {
+        use(scope.groups);
+        use(scope.acrossFrom);
+        use(scope.acrossTo);
+    }
+    std::vector<char> levelInRule(policy.levels.size());
+    for (const MatchRule& rule : policy.rules) {
+        if (rule.level < levelInRule.size()) levelInRule[rule.level] = 1;
+    }
+    for (uint32_t l = 0; l < policy.levels.size(); ++l) {
+        QosLevel& level = policy.levels[l];
+        if (levelNamed[l] || level.generated ||
+            (policy.hasDefaultLevel && l == policy.defaultLevel))
+            continue;
+        level.unused = true;
+        report.warning("unused-level", level.location,
+                       "no request can get qos-level '" + level.name + "' on any fabric: " +
+                           (levelInRule[l] ? "only rules that can never match name it"
+                                           : "no match rule names it, and it is not the default"));
+    }
+    for (uint32_t g = 0; g < policy.groups.size(); ++g) {
+        const PortGroup& group = policy.groups[g];
+        if (groupUsed[g] || group.origin != GroupOrigin::Written) continue;
+        report.warning("unused-group", group.location,
+                       "port-group '" + group.name + "' is used by no rule or qos-setup scope");
+    }
+}
+
 }  // namespace ibqos::passes
 
 namespace ibqos {
@@ -256,7 +300,6 @@ void checkReachability(const BoundPolicy& bound, Diagnostics& diagnostics, uint6
     using namespace passes;
     const Policy& policy = *bound.policy;
     std::vector<char> levelReached(policy.levels.size());
-    std::vector<char> groupUsed(policy.groups.size());
     auto warn = [&](const char* code, SourceLocation where, std::string message) {
         diagnostics.warning(code, policy.file, where, std::move(message));
     };
@@ -271,9 +314,6 @@ void checkReachability(const BoundPolicy& bound, Diagnostics& diagnostics, uint6
     }
     for (uint32_t j = 0; j < policy.rules.size(); ++j) {
         const MatchRule& rule = policy.rules[j];
-        for (const auto* side : {&rule.sources, &rule.destinations}) {
-            for (uint32_t g : *side) groupUsed[g] = 1;
-        }
         const Verdict& v = verdicts[j];
         const std::string what = rule.fromUlps ? "this qos-ulps line" : "this match rule";
         if (v.kind == Verdict::Undecided) {
@@ -315,29 +355,11 @@ void checkReachability(const BoundPolicy& bound, Diagnostics& diagnostics, uint6
     if (fallsThrough && policy.hasDefaultLevel) levelReached[policy.defaultLevel] = 1;
     for (uint32_t l = 0; l < policy.levels.size(); ++l) {
         const QosLevel& level = policy.levels[l];
-        if (levelReached[l] || level.generated) continue;
+        if (levelReached[l] || level.generated || level.unused) continue;
         warn("unreachable-level", level.location,
              "no request can get level '" + level.name + "' on " + bound.fabric->source +
                  (l == policy.defaultLevel ? ": the rules match every request"
                                            : ": no rule that can match leads to it"));
-    }
-    auto use = [&](const std::vector<uint32_t>& groups) {
-        for (uint32_t g : groups) groupUsed[g] = 1;
-    };
-    for (const VlArbScope& scope : policy.vlarbScopes) {
-        use(scope.groups);
-        use(scope.across);
-    }
-    for (const Sl2VlScope& scope : policy.sl2vlScopes) {
-        use(scope.groups);
-        use(scope.acrossFrom);
-        use(scope.acrossTo);
-    }
-    for (uint32_t g = 0; g < policy.groups.size(); ++g) {
-        const PortGroup& group = policy.groups[g];
-        if (groupUsed[g] || group.origin != GroupOrigin::Written) continue;
-        warn("unused-group", group.location,
-             "port-group '" + group.name + "' is used by no rule or qos-setup scope");
     }
 }
 
