@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: MIT
+// libibqos_preload.so's dlsym and dlvsym: an application's lookup of an interposed verbs call
+// in a library it loaded itself gets our wrapper (interposed.cpp says when).
+//
+// Why a lookup, and why this way. NCCL loads libibverbs with dlopen and takes every call with
+// dlvsym(handle, name, "IBVERBS_1.1") (src/misc/ibvsymbols.cc); a lookup on a handle searches
+// that library and its dependencies only, never LD_PRELOAD's definitions. Defining dlsym and
+// dlvsym here is the one place every such lookup passes (patching code in libibverbs would be
+// the other, and far more fragile). They are defined at both versions applications reference:
+// GLIBC_2.34 (built against glibc 2.34 or later, where libdl moved into libc) and the first
+// one (older builds, such as manylinux wheels of NCCL).
+//
+// RTLD_DEFAULT and RTLD_NEXT lookups are relative to the caller: glibc takes the caller from
+// the return address. They are therefore not looked up here at all: a few instructions of
+// assembly jump straight to glibc's own function, so the caller glibc sees is the
+// application's, and the answer is exactly glibc's. (Those lookups need no substitution: our
+// definitions come first in the global scope, and right after the program in RTLD_NEXT's
+// order.) Lookups on a handle are not caller-relative (glibc uses the caller only for
+// LD_AUDIT's symbind); they run through substituteLookup.
+//
+// glibc's dlsym and dlvsym are found without calling dlsym (which is ours): in the dynamic
+// symbol table of the object that defines dlerror (libc.so.6, or libdl.so.2 before 2.34), by
+// its GNU or SysV hash table, the default version preferred.
+//
+// Only x86-64 has the entry code; elsewhere the library defines no dlsym or dlvsym and
+// applications that load verbs themselves are not reached (as before).
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "host-sched/preload/interposed.hpp"
+
+#if defined(__x86_64__)
+
+extern "C" {
+
+// glibc's dlsym and dlvsym (null until found); read by the entry code.
+__attribute__((visibility("hidden"))) void* ibqos_real_dlsym = nullptr;
+__attribute__((visibility("hidden"))) void* ibqos_real_dlvsym = nullptr;
+__attribute__((visibility("hidden"))) void ibqos_find_real_dlfcn();
+__attribute__((visibility("hidden"))) void* ibqos_dlsym_handle(void* handle, const char* name);
+__attribute__((visibility("hidden"))) void* ibqos_dlvsym_handle(void* handle, const char* name,
+                                                                const char* version);
+}
+
+#if defined(__CET__) && (__CET__ & 1)
+#define IBQOS_ENDBR "endbr64\n"
+#else
+#define IBQOS_ENDBR ""
+#endif
+
+// dlsym and dlvsym: RTLD_DEFAULT (0) and RTLD_NEXT (-1) jump to glibc's (found first if need
+// be, the arguments kept); any other handle goes to the C++ code below. The x86-64 ABI keeps
+// the first three arguments in rdi, rsi, rdx.
+// clang-format off
+#define IBQOS_LOOKUP_ENTRY(entry, real, handled)    \
+    ".globl " #entry "\n"                           \
+    ".type " #entry ", @function\n"                 \
+    #entry ":\n" IBQOS_ENDBR                        \
+    "    testq %rdi, %rdi\n"                        \
+    "    je 1f\n"                                   \
+    "    cmpq $-1, %rdi\n"                          \
+    "    je 1f\n"                                   \
+    "    jmp " #handled "\n"                        \
+    "1:  movq " #real "(%rip), %rax\n"              \
+    "    testq %rax, %rax\n"                        \
+    "    je 2f\n"                                   \
+    "    jmp *%rax\n"                               \
+    "2:  pushq %rdi\n"                              \
+    "    pushq %rsi\n"                              \
+    "    pushq %rdx\n"                              \
+    "    call ibqos_find_real_dlfcn\n"              \
+    "    popq %rdx\n"                               \
+    "    popq %rsi\n"                               \
+    "    popq %rdi\n"                               \
+    "    movq " #real "(%rip), %rax\n"              \
+    "    testq %rax, %rax\n"                        \
+    "    je 3f\n"                                   \
+    "    jmp *%rax\n"                               \
+    "3:  xorl %eax, %eax\n"                         \
+    "    ret\n"                                     \
+    ".size " #entry ", .-" #entry "\n"
+
+asm(".text\n"
+    ".p2align 4\n"
+    IBQOS_LOOKUP_ENTRY(ibqos_dlsym_entry, ibqos_real_dlsym, ibqos_dlsym_handle)
+    ".p2align 4\n"
+    IBQOS_LOOKUP_ENTRY(ibqos_dlvsym_entry, ibqos_real_dlvsym, ibqos_dlvsym_handle)
+    // The same entries under the two versions applications reference.
+    ".symver ibqos_dlsym_entry, dlsym@@GLIBC_2.34\n"
+    ".set ibqos_dlsym_compat, ibqos_dlsym_entry\n"
+    ".globl ibqos_dlsym_compat\n"
+    ".symver ibqos_dlsym_compat, dlsym@GLIBC_2.2.5\n"
+    ".symver ibqos_dlvsym_entry, dlvsym@@GLIBC_2.34\n"
+    ".set ibqos_dlvsym_compat, ibqos_dlvsym_entry\n"
+    ".globl ibqos_dlvsym_compat\n"
+    ".symver ibqos_dlvsym_compat, dlvsym@GLIBC_2.2.5\n");
+// clang-format on
+
+namespace {
+
+using DlsymFn = void* (*)(void*, const char*);
+using DlvsymFn = void* (*)(void*, const char*, const char*);
+
+// An object's dynamic symbol table, from its dynamic section.
+struct DynamicSymbols {
+    ElfW(Addr) base = 0;
+    const ElfW(Sym) * symbols = nullptr;
+    const char* strings = nullptr;
+    const ElfW(Half) * versions = nullptr;
+    const uint32_t* gnuHash = nullptr;
+    const ElfW(Word) * sysvHash = nullptr;
+};
+
+// ld.so relocates the dynamic section's addresses on most targets; an offset is below the base.
+template <typename T>
+const T* addressOf(ElfW(Addr) value, ElfW(Addr) base) {
+    return reinterpret_cast<const T*>(value < base ? value + base : value);
+}
+
+DynamicSymbols dynamicSymbols(const link_map* map) {
+    DynamicSymbols d;
+    d.base = map->l_addr;
+    for (const ElfW(Dyn)* dyn = map->l_ld; dyn && dyn->d_tag != DT_NULL; ++dyn) {
+        const ElfW(Addr) v = dyn->d_un.d_ptr;
+        switch (dyn->d_tag) {
+            case DT_SYMTAB:
+                d.symbols = addressOf<ElfW(Sym)>(v, d.base);
+                break;
+            case DT_STRTAB:
+                d.strings = addressOf<char>(v, d.base);
+                break;
+            case DT_VERSYM:
+                d.versions = addressOf<ElfW(Half)>(v, d.base);
+                break;
+            case DT_GNU_HASH:
+                d.gnuHash = addressOf<uint32_t>(v, d.base);
+                break;
+            case DT_HASH:
+                d.sysvHash = addressOf<ElfW(Word)>(v, d.base);
+                break;
+            default:
+                break;
+        }
+    }
+    return d;
+}
+
+// The defined function `name` in the table: its default version if it has one.
+void* definitionIn(const DynamicSymbols& d, const char* name) {
+    if (!d.symbols || !d.strings) return nullptr;
+    const ElfW(Sym)* found = nullptr;
+    bool foundDefault = false;
+    auto consider = [&](uint32_t i) {
+        const ElfW(Sym)& s = d.symbols[i];
+        if (s.st_shndx == SHN_UNDEF || s.st_value == 0 || ELF64_ST_TYPE(s.st_info) != STT_FUNC ||
+            std::strcmp(d.strings + s.st_name, name) != 0)
+            return;
+        const bool isDefault = !d.versions || !(d.versions[i] & 0x8000);  // not VERSYM_HIDDEN
+        if (!found || (isDefault && !foundDefault)) {
+            found = &s;
+            foundDefault = isDefault;
+        }
+    };
+    if (d.gnuHash) {
+        const uint32_t buckets = d.gnuHash[0], firstSymbol = d.gnuHash[1],
+                       bloomWords = d.gnuHash[2];
+        const auto* bucket = reinterpret_cast<const uint32_t*>(
+            reinterpret_cast<const ElfW(Addr)*>(d.gnuHash + 4) + bloomWords);
+        const uint32_t* chain = bucket + buckets;
+        uint32_t hash = 5381;
+        for (const char* c = name; *c; ++c) hash = hash * 33 + static_cast<unsigned char>(*c);
+        if (buckets == 0) return nullptr;
+        for (uint32_t i = bucket[hash % buckets]; i >= firstSymbol; ++i) {
+            const uint32_t entry = chain[i - firstSymbol];
+            if ((entry | 1) == (hash | 1)) consider(i);
+            if (entry & 1) break;
+        }
+    } else if (d.sysvHash) {
+        for (uint32_t i = 0; i < d.sysvHash[1]; ++i) consider(i);
+    }
+    return found ? reinterpret_cast<void*>(d.base + found->st_value) : nullptr;
+}
+
+DlsymFn realDlsym() {
+    if (!__atomic_load_n(&ibqos_real_dlsym, __ATOMIC_ACQUIRE)) ibqos_find_real_dlfcn();
+    return reinterpret_cast<DlsymFn>(__atomic_load_n(&ibqos_real_dlsym, __ATOMIC_ACQUIRE));
+}
+
+DlvsymFn realDlvsym() {
+    if (!__atomic_load_n(&ibqos_real_dlvsym, __ATOMIC_ACQUIRE)) ibqos_find_real_dlfcn();
+    return reinterpret_cast<DlvsymFn>(__atomic_load_n(&ibqos_real_dlvsym, __ATOMIC_ACQUIRE));
+}
+
+}  // namespace
+
+extern "C" {
+
+void ibqos_find_real_dlfcn() {
+    // dlerror is not ours: its address is the C library's, in the object that has dlsym.
+    Dl_info info{};
+    link_map* map = nullptr;
+    if (!dladdr1(reinterpret_cast<void*>(&dlerror), &info, reinterpret_cast<void**>(&map),
+                 RTLD_DL_LINKMAP) ||
+        !map)
+        return;
+    const DynamicSymbols d = dynamicSymbols(map);
+    if (void* p = definitionIn(d, "dlsym"))
+        __atomic_store_n(&ibqos_real_dlsym, p, __ATOMIC_RELEASE);
+    if (void* p = definitionIn(d, "dlvsym"))
+        __atomic_store_n(&ibqos_real_dlvsym, p, __ATOMIC_RELEASE);
+}
+
+void* ibqos_dlsym_handle(void* handle, const char* name) {
+    DlsymFn real = realDlsym();
+    if (!real) return nullptr;
+    return ibqos::host::substituteLookup(name, nullptr, real(handle, name));
+}
+
+void* ibqos_dlvsym_handle(void* handle, const char* name, const char* version) {
+    DlvsymFn real = realDlvsym();
+    if (!real) return nullptr;
+    return ibqos::host::substituteLookup(name, version, real(handle, name, version));
+}
+
+}  // extern "C"
+
+namespace ibqos::host {
+
+void* lookUpIn(void* handle, const char* name, const char* version) {
+    void* p = nullptr;
+    if (DlvsymFn real = realDlvsym()) p = real(handle, name, version);
+    if (!p) {
+        if (DlsymFn real = realDlsym()) p = real(handle, name);
+    }
+    return p;
+}
+
+}  // namespace ibqos::host
+
+#else  // no entry code: dlsym and dlvsym are glibc's
+
+namespace ibqos::host {
+
+void* lookUpIn(void* handle, const char* name, const char* version) {
+    void* p = dlvsym(handle, name, version);
+    return p ? p : dlsym(handle, name);
+}
+
+}  // namespace ibqos::host
+
+#endif  // __x86_64__
