@@ -19,8 +19,9 @@
 // LD_AUDIT's symbind); they run through substituteLookup.
 //
 // glibc's dlsym and dlvsym are found without calling dlsym (which is ours): in the dynamic
-// symbol table of the object that defines dlerror (libc.so.6, or libdl.so.2 before 2.34), by
-// its GNU or SysV hash table, the default version preferred.
+// symbol table of the first object loaded after this library that defines both (libc.so.6, or
+// libdl.so.2 before 2.34; the link map from _r_debug), by its GNU or SysV hash table, the
+// default version preferred.
 //
 // Only x86-64 has the entry code; elsewhere the library defines no dlsym or dlvsym and
 // applications that load verbs themselves are not reached (as before).
@@ -105,42 +106,50 @@ namespace {
 using DlsymFn = void* (*)(void*, const char*);
 using DlvsymFn = void* (*)(void*, const char*, const char*);
 
+// The bit of a DT_VERSYM entry that marks a version other than the default (the GNU symbol
+// versioning's VERSYM_HIDDEN, which <elf.h> does not name).
+constexpr ElfW(Half) VersymHidden = 1u << 15;
+
+// The code that finds glibc's functions may run before a sanitizer's runtime has set itself up
+// (AddressSanitizer looks up its interceptors' targets with dlsym(RTLD_NEXT) before it maps its
+// shadow memory): it is not instrumented and calls nothing a sanitizer intercepts.
+#define IBQOS_UNINSTRUMENTED __attribute__((no_sanitize("address", "undefined")))
+
 // An object's dynamic symbol table, from its dynamic section.
 struct DynamicSymbols {
     ElfW(Addr) base = 0;
-    const ElfW(Sym) * symbols = nullptr;
+    const ElfW(Sym)* symbols = nullptr;
     const char* strings = nullptr;
-    const ElfW(Half) * versions = nullptr;
+    const ElfW(Half)* versions = nullptr;
     const uint32_t* gnuHash = nullptr;
-    const ElfW(Word) * sysvHash = nullptr;
+    const ElfW(Word)* sysvHash = nullptr;
 };
 
 // ld.so relocates the dynamic section's addresses on most targets; an offset is below the base.
-template <typename T>
-const T* addressOf(ElfW(Addr) value, ElfW(Addr) base) {
-    return reinterpret_cast<const T*>(value < base ? value + base : value);
+IBQOS_UNINSTRUMENTED const void* addressOf(ElfW(Addr) value, ElfW(Addr) base) {
+    return reinterpret_cast<const void*>(value < base ? value + base : value);
 }
 
-DynamicSymbols dynamicSymbols(const link_map* map) {
+IBQOS_UNINSTRUMENTED DynamicSymbols dynamicSymbols(const link_map* map) {
     DynamicSymbols d;
     d.base = map->l_addr;
     for (const ElfW(Dyn)* dyn = map->l_ld; dyn && dyn->d_tag != DT_NULL; ++dyn) {
-        const ElfW(Addr) v = dyn->d_un.d_ptr;
+        const void* at = addressOf(dyn->d_un.d_ptr, d.base);
         switch (dyn->d_tag) {
             case DT_SYMTAB:
-                d.symbols = addressOf<ElfW(Sym)>(v, d.base);
+                d.symbols = static_cast<const ElfW(Sym)*>(at);
                 break;
             case DT_STRTAB:
-                d.strings = addressOf<char>(v, d.base);
+                d.strings = static_cast<const char*>(at);
                 break;
             case DT_VERSYM:
-                d.versions = addressOf<ElfW(Half)>(v, d.base);
+                d.versions = static_cast<const ElfW(Half)*>(at);
                 break;
             case DT_GNU_HASH:
-                d.gnuHash = addressOf<uint32_t>(v, d.base);
+                d.gnuHash = static_cast<const uint32_t*>(at);
                 break;
             case DT_HASH:
-                d.sysvHash = addressOf<ElfW(Word)>(v, d.base);
+                d.sysvHash = static_cast<const ElfW(Word)*>(at);
                 break;
             default:
                 break;
@@ -149,40 +158,68 @@ DynamicSymbols dynamicSymbols(const link_map* map) {
     return d;
 }
 
+IBQOS_UNINSTRUMENTED bool sameName(const char* a, const char* b) {
+    while (*a && *a == *b) ++a, ++b;
+    return *a == *b;
+}
+
+// Symbol i when it is the defined function `name`: 2 at its default version, 1 at another, 0 not.
+IBQOS_UNINSTRUMENTED int matchOf(const DynamicSymbols& d, uint32_t i, const char* name) {
+    const ElfW(Sym)& s = d.symbols[i];
+    if (s.st_shndx == SHN_UNDEF || s.st_value == 0 || ELF64_ST_TYPE(s.st_info) != STT_FUNC ||
+        !sameName(d.strings + s.st_name, name))
+        return 0;
+    return !d.versions || !(d.versions[i] & VersymHidden) ? 2 : 1;
+}
+
 // The defined function `name` in the table: its default version if it has one.
-void* definitionIn(const DynamicSymbols& d, const char* name) {
+IBQOS_UNINSTRUMENTED void* definitionIn(const DynamicSymbols& d, const char* name) {
     if (!d.symbols || !d.strings) return nullptr;
     const ElfW(Sym)* found = nullptr;
-    bool foundDefault = false;
-    auto consider = [&](uint32_t i) {
-        const ElfW(Sym)& s = d.symbols[i];
-        if (s.st_shndx == SHN_UNDEF || s.st_value == 0 || ELF64_ST_TYPE(s.st_info) != STT_FUNC ||
-            std::strcmp(d.strings + s.st_name, name) != 0)
-            return;
-        const bool isDefault = !d.versions || !(d.versions[i] & 0x8000);  // not VERSYM_HIDDEN
-        if (!found || (isDefault && !foundDefault)) {
-            found = &s;
-            foundDefault = isDefault;
-        }
-    };
+    int best = 0;
     if (d.gnuHash) {
-        const uint32_t buckets = d.gnuHash[0], firstSymbol = d.gnuHash[1],
-                       bloomWords = d.gnuHash[2];
+        const uint32_t buckets = d.gnuHash[0], firstSymbol = d.gnuHash[1], bloomWords = d.gnuHash[2];
+        if (buckets == 0) return nullptr;
         const auto* bucket = reinterpret_cast<const uint32_t*>(
             reinterpret_cast<const ElfW(Addr)*>(d.gnuHash + 4) + bloomWords);
         const uint32_t* chain = bucket + buckets;
         uint32_t hash = 5381;
         for (const char* c = name; *c; ++c) hash = hash * 33 + static_cast<unsigned char>(*c);
-        if (buckets == 0) return nullptr;
         for (uint32_t i = bucket[hash % buckets]; i >= firstSymbol; ++i) {
             const uint32_t entry = chain[i - firstSymbol];
-            if ((entry | 1) == (hash | 1)) consider(i);
+            if ((entry | 1) == (hash | 1)) {
+                if (int m = matchOf(d, i, name); m > best) best = m, found = &d.symbols[i];
+            }
             if (entry & 1) break;
         }
     } else if (d.sysvHash) {
-        for (uint32_t i = 0; i < d.sysvHash[1]; ++i) consider(i);
+        for (uint32_t i = 0; i < d.sysvHash[1]; ++i) {
+            if (int m = matchOf(d, i, name); m > best) best = m, found = &d.symbols[i];
+        }
     }
     return found ? reinterpret_cast<void*>(d.base + found->st_value) : nullptr;
+}
+
+// Finds both functions in the first object loaded after this library that has them (as
+// RTLD_NEXT would), or in any other object; true when found.
+IBQOS_UNINSTRUMENTED bool findRealDlfcn(bool afterThisLibraryOnly) {
+    bool after = false;
+    for (const link_map* map = _r_debug.r_map; map; map = map->l_next) {
+        if (map->l_ld == _DYNAMIC) {  // this library's own (<link.h>; the linker defines it)
+            after = true;
+            continue;
+        }
+        if (afterThisLibraryOnly && !after) continue;
+        const DynamicSymbols d = dynamicSymbols(map);
+        void* dlsymAt = definitionIn(d, "dlsym");
+        void* dlvsymAt = definitionIn(d, "dlvsym");
+        if (dlsymAt && dlvsymAt) {
+            __atomic_store_n(&ibqos_real_dlsym, dlsymAt, __ATOMIC_RELEASE);
+            __atomic_store_n(&ibqos_real_dlvsym, dlvsymAt, __ATOMIC_RELEASE);
+            return true;
+        }
+    }
+    return false;
 }
 
 DlsymFn realDlsym() {
@@ -199,19 +236,8 @@ DlvsymFn realDlvsym() {
 
 extern "C" {
 
-void ibqos_find_real_dlfcn() {
-    // dlerror is not ours: its address is the C library's, in the object that has dlsym.
-    Dl_info info{};
-    link_map* map = nullptr;
-    if (!dladdr1(reinterpret_cast<void*>(&dlerror), &info, reinterpret_cast<void**>(&map),
-                 RTLD_DL_LINKMAP) ||
-        !map)
-        return;
-    const DynamicSymbols d = dynamicSymbols(map);
-    if (void* p = definitionIn(d, "dlsym"))
-        __atomic_store_n(&ibqos_real_dlsym, p, __ATOMIC_RELEASE);
-    if (void* p = definitionIn(d, "dlvsym"))
-        __atomic_store_n(&ibqos_real_dlvsym, p, __ATOMIC_RELEASE);
+IBQOS_UNINSTRUMENTED void ibqos_find_real_dlfcn() {
+    if (!findRealDlfcn(true)) findRealDlfcn(false);
 }
 
 void* ibqos_dlsym_handle(void* handle, const char* name) {
