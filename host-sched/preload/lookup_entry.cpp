@@ -106,9 +106,15 @@ namespace {
 using DlsymFn = void* (*)(void*, const char*);
 using DlvsymFn = void* (*)(void*, const char*, const char*);
 
+using ElfAddr = ElfW(Addr);
+using ElfDyn = ElfW(Dyn);
+using ElfHalf = ElfW(Half);
+using ElfSym = ElfW(Sym);
+using ElfWord = ElfW(Word);
+
 // The bit of a DT_VERSYM entry that marks a version other than the default (the GNU symbol
 // versioning's VERSYM_HIDDEN, which <elf.h> does not name).
-constexpr ElfW(Half) VersymHidden = 1u << 15;
+constexpr ElfHalf VersymHidden = 1u << 15;
 
 // The code that finds glibc's functions may run before a sanitizer's runtime has set itself up
 // (AddressSanitizer looks up its interceptors' targets with dlsym(RTLD_NEXT) before it maps its
@@ -117,39 +123,39 @@ constexpr ElfW(Half) VersymHidden = 1u << 15;
 
 // An object's dynamic symbol table, from its dynamic section.
 struct DynamicSymbols {
-    ElfW(Addr) base = 0;
-    const ElfW(Sym)* symbols = nullptr;
+    ElfAddr base = 0;
+    const ElfSym* symbols = nullptr;
     const char* strings = nullptr;
-    const ElfW(Half)* versions = nullptr;
+    const ElfHalf* versions = nullptr;
     const uint32_t* gnuHash = nullptr;
-    const ElfW(Word)* sysvHash = nullptr;
+    const ElfWord* sysvHash = nullptr;
 };
 
 // ld.so relocates the dynamic section's addresses on most targets; an offset is below the base.
-IBQOS_UNINSTRUMENTED const void* addressOf(ElfW(Addr) value, ElfW(Addr) base) {
+IBQOS_UNINSTRUMENTED const void* addressOf(ElfAddr value, ElfAddr base) {
     return reinterpret_cast<const void*>(value < base ? value + base : value);
 }
 
 IBQOS_UNINSTRUMENTED DynamicSymbols dynamicSymbols(const link_map* map) {
     DynamicSymbols d;
     d.base = map->l_addr;
-    for (const ElfW(Dyn)* dyn = map->l_ld; dyn && dyn->d_tag != DT_NULL; ++dyn) {
+    for (const ElfDyn* dyn = map->l_ld; dyn && dyn->d_tag != DT_NULL; ++dyn) {
         const void* at = addressOf(dyn->d_un.d_ptr, d.base);
         switch (dyn->d_tag) {
             case DT_SYMTAB:
-                d.symbols = static_cast<const ElfW(Sym)*>(at);
+                d.symbols = static_cast<const ElfSym*>(at);
                 break;
             case DT_STRTAB:
                 d.strings = static_cast<const char*>(at);
                 break;
             case DT_VERSYM:
-                d.versions = static_cast<const ElfW(Half)*>(at);
+                d.versions = static_cast<const ElfHalf*>(at);
                 break;
             case DT_GNU_HASH:
                 d.gnuHash = static_cast<const uint32_t*>(at);
                 break;
             case DT_HASH:
-                d.sysvHash = static_cast<const ElfW(Word)*>(at);
+                d.sysvHash = static_cast<const ElfWord*>(at);
                 break;
             default:
                 break;
@@ -165,7 +171,7 @@ IBQOS_UNINSTRUMENTED bool sameName(const char* a, const char* b) {
 
 // Symbol i when it is the defined function `name`: 2 at its default version, 1 at another, 0 not.
 IBQOS_UNINSTRUMENTED int matchOf(const DynamicSymbols& d, uint32_t i, const char* name) {
-    const ElfW(Sym)& s = d.symbols[i];
+    const ElfSym& s = d.symbols[i];
     if (s.st_shndx == SHN_UNDEF || s.st_value == 0 || ELF64_ST_TYPE(s.st_info) != STT_FUNC ||
         !sameName(d.strings + s.st_name, name))
         return 0;
@@ -175,13 +181,14 @@ IBQOS_UNINSTRUMENTED int matchOf(const DynamicSymbols& d, uint32_t i, const char
 // The defined function `name` in the table: its default version if it has one.
 IBQOS_UNINSTRUMENTED void* definitionIn(const DynamicSymbols& d, const char* name) {
     if (!d.symbols || !d.strings) return nullptr;
-    const ElfW(Sym)* found = nullptr;
+    const ElfSym* found = nullptr;
     int best = 0;
     if (d.gnuHash) {
-        const uint32_t buckets = d.gnuHash[0], firstSymbol = d.gnuHash[1], bloomWords = d.gnuHash[2];
+        const uint32_t buckets = d.gnuHash[0], firstSymbol = d.gnuHash[1],
+                       bloomWords = d.gnuHash[2];
         if (buckets == 0) return nullptr;
         const auto* bucket = reinterpret_cast<const uint32_t*>(
-            reinterpret_cast<const ElfW(Addr)*>(d.gnuHash + 4) + bloomWords);
+            reinterpret_cast<const ElfAddr*>(d.gnuHash + 4) + bloomWords);
         const uint32_t* chain = bucket + buckets;
         uint32_t hash = 5381;
         for (const char* c = name; *c; ++c) hash = hash * 33 + static_cast<unsigned char>(*c);
