@@ -554,6 +554,7 @@ void Preload::beforeDestroy(ibv_qp* qp) {
 
 void Preload::afterDestroy(const void* qp, int rc) {
     std::lock_guard lock(mutex_);
+    if (rc == 0) devxQps_.erase(qp);  // a verbs QP that DEVX commands moved
     auto it = qps_.find(qp);
     if (it == qps_.end()) return;
     if (rc != 0) return;  // the QP lives on, and so does what we know of it
