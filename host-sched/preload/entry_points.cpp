@@ -16,19 +16,34 @@
 // events of rdma_get_cm_event are interposed to know them), address handles made from a
 // received work completion, RoCE ports, multicast DLIDs and GRHs to another subnet.
 //
+// Applications that load libibverbs themselves and look its calls up (NCCL) get these same
+// definitions from dlsym and dlvsym (lookup_entry.cpp, interposed.cpp); the real call is then
+// the one their lookup found.
+//
+// DEVX (UCX on mlx5 creates and moves its RC and DC QPs with device commands): the QP commands
+// passed to mlx5dv_devx_obj_create, mlx5dv_devx_obj_modify and mlx5dv_devx_qp_modify are read
+// (devx_command.hpp); an INIT2RTR_QP gets the same decision as ibv_modify_qp's RTR, from its
+// primary address path (RLID, GRH, source path bits, port, and the P_Key index RST2INIT_QP
+// set), and in enforce mode the device gets a copy of the command with the SA's SL.
+//
 // Rules: the verbs call always goes through, with the arguments and result it had (in enforce
 // mode, the SL the SA gave); every failure of ours is logged once and changes nothing else;
 // an answer that does not come in time leaves the application's SL; errno is the real call's;
 // no exception leaves this file; nothing runs until the first QP reaches RTR.
+#include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <optional>
+#include <vector>
 
-#include "host-sched/preload/next_symbol.hpp"
+#include "host-sched/preload/devx_command.hpp"
+#include "host-sched/preload/interposed.hpp"
 #include "host-sched/preload/preload.hpp"
 
 namespace {
@@ -44,6 +59,16 @@ using CreateCmQpFn = int (*)(rdma_cm_id*, ibv_pd*, ibv_qp_init_attr*);
 using CreateCmQpExFn = int (*)(rdma_cm_id*, ibv_qp_init_attr_ex*);
 using InitQpAttrFn = int (*)(rdma_cm_id*, ibv_qp_attr*, int*);
 using GetCmEventFn = int (*)(rdma_event_channel*, rdma_cm_event**);
+using DevxObjCreateFn = mlx5dv_devx_obj* (*)(ibv_context*, const void*, size_t, void*, size_t);
+using DevxObjModifyFn = int (*)(mlx5dv_devx_obj*, const void*, size_t, void*, size_t);
+using DevxObjDestroyFn = int (*)(mlx5dv_devx_obj*);
+using DevxQpModifyFn = int (*)(ibv_qp*, const void*, size_t, void*, size_t);
+
+// The definition a wrapper forwards to.
+template <typename Fn>
+Fn real(Interposed which) {
+    return reinterpret_cast<Fn>(realDefinition(which));
+}
 
 // Set while ibv_create_ah_from_wc runs: the address handle it makes answers a requester and
 // takes the SL the requester used.
@@ -68,7 +93,7 @@ void guarded(Body&& body) {
 extern "C" {
 
 int ibv_modify_qp(struct ibv_qp* qp, struct ibv_qp_attr* attr, int attr_mask) {
-    static const ModifyQpFn real = nextSymbol<ModifyQpFn>("ibv_modify_qp");
+    const auto real = ::real<ModifyQpFn>(Interposed::ModifyQp);
     if (!real) return ENOSYS;
     bool rtr = qp && attr && (attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RTR;
     std::optional<uint8_t> sl;
@@ -86,7 +111,7 @@ int ibv_modify_qp(struct ibv_qp* qp, struct ibv_qp_attr* attr, int attr_mask) {
 }
 
 struct ibv_ah* ibv_create_ah(struct ibv_pd* pd, struct ibv_ah_attr* attr) {
-    static const CreateAhFn real = nextSymbol<CreateAhFn>("ibv_create_ah");
+    const auto real = ::real<CreateAhFn>(Interposed::CreateAh);
     if (!real) {
         errno = ENOSYS;
         return nullptr;
@@ -102,7 +127,7 @@ struct ibv_ah* ibv_create_ah(struct ibv_pd* pd, struct ibv_ah_attr* attr) {
 
 struct ibv_ah* ibv_create_ah_from_wc(struct ibv_pd* pd, struct ibv_wc* wc, struct ibv_grh* grh,
                                      uint8_t port_num) {
-    static const CreateAhFromWcFn real = nextSymbol<CreateAhFromWcFn>("ibv_create_ah_from_wc");
+    const auto real = ::real<CreateAhFromWcFn>(Interposed::CreateAhFromWc);
     if (!real) {
         errno = ENOSYS;
         return nullptr;
@@ -114,7 +139,7 @@ struct ibv_ah* ibv_create_ah_from_wc(struct ibv_pd* pd, struct ibv_wc* wc, struc
 }
 
 int ibv_destroy_qp(struct ibv_qp* qp) {
-    static const DestroyQpFn real = nextSymbol<DestroyQpFn>("ibv_destroy_qp");
+    const auto real = ::real<DestroyQpFn>(Interposed::DestroyQp);
     if (!real) return ENOSYS;
     if (qp) guarded([&] { Preload::instance().beforeDestroy(qp); });
     int rc = real(qp);
@@ -123,7 +148,7 @@ int ibv_destroy_qp(struct ibv_qp* qp) {
 }
 
 int ibv_close_device(struct ibv_context* context) {
-    static const CloseDeviceFn real = nextSymbol<CloseDeviceFn>("ibv_close_device");
+    const auto real = ::real<CloseDeviceFn>(Interposed::CloseDevice);
     if (!real) return ENOSYS;
     if (context) guarded([&] { Preload::instance().beforeClose(context); });
     return real(context);
@@ -132,7 +157,7 @@ int ibv_close_device(struct ibv_context* context) {
 // librdmacm: QPs it creates and vectors it fills come from a PathRecord.
 
 int rdma_create_qp(struct rdma_cm_id* id, struct ibv_pd* pd, struct ibv_qp_init_attr* attr) {
-    static const CreateCmQpFn real = nextSymbol<CreateCmQpFn>("rdma_create_qp", "RDMACM_1.0");
+    const auto real = ::real<CreateCmQpFn>(Interposed::CmCreateQp);
     if (!real) return ENOSYS;
     int rc = real(id, pd, attr);
     if (rc == 0 && id && id->qp) guarded([&] { Preload::instance().cmQp(id->qp); });
@@ -140,8 +165,7 @@ int rdma_create_qp(struct rdma_cm_id* id, struct ibv_pd* pd, struct ibv_qp_init_
 }
 
 int rdma_create_qp_ex(struct rdma_cm_id* id, struct ibv_qp_init_attr_ex* attr) {
-    static const CreateCmQpExFn real =
-        nextSymbol<CreateCmQpExFn>("rdma_create_qp_ex", "RDMACM_1.0");
+    const auto real = ::real<CreateCmQpExFn>(Interposed::CmCreateQpEx);
     if (!real) return ENOSYS;
     int rc = real(id, attr);
     if (rc == 0 && id && id->qp) guarded([&] { Preload::instance().cmQp(id->qp); });
@@ -149,7 +173,7 @@ int rdma_create_qp_ex(struct rdma_cm_id* id, struct ibv_qp_init_attr_ex* attr) {
 }
 
 int rdma_init_qp_attr(struct rdma_cm_id* id, struct ibv_qp_attr* qp_attr, int* qp_attr_mask) {
-    static const InitQpAttrFn real = nextSymbol<InitQpAttrFn>("rdma_init_qp_attr", "RDMACM_1.2");
+    const auto real = ::real<InitQpAttrFn>(Interposed::CmInitQpAttr);
     if (!real) return ENOSYS;
     int rc = real(id, qp_attr, qp_attr_mask);
     if (rc == 0 && qp_attr && qp_attr_mask && (*qp_attr_mask & IBV_QP_AV))
@@ -158,7 +182,7 @@ int rdma_init_qp_attr(struct rdma_cm_id* id, struct ibv_qp_attr* qp_attr, int* q
 }
 
 int rdma_get_cm_event(struct rdma_event_channel* channel, struct rdma_cm_event** event) {
-    static const GetCmEventFn real = nextSymbol<GetCmEventFn>("rdma_get_cm_event", "RDMACM_1.0");
+    const auto real = ::real<GetCmEventFn>(Interposed::CmGetEvent);
     if (!real) return ENOSYS;
     int rc = real(channel, event);
     if (rc == 0 && event && *event && (*event)->id &&
@@ -172,3 +196,132 @@ int rdma_get_cm_event(struct rdma_event_channel* channel, struct rdma_cm_event**
 }
 
 }  // extern "C"
+
+// mlx5 DEVX: the QP commands of applications that drive the device themselves (UCX).
+
+namespace {
+
+// Runs a DEVX QP command through the decision, then the real call with the command as the
+// application wrote it, or (enforce) a copy with the SA's SL.
+template <typename Call>
+int devxQpCommand(const void* key, ibv_qp* verbsQp, const void* in, size_t inlen, Call&& call) {
+    std::optional<devx::QpCommand> command = devx::readQpCommand(in, inlen);
+    if (!command || command->opcode == devx::OpCreateQp) return call(in);
+    std::optional<uint8_t> sl;
+    guarded([&] { sl = Preload::instance().beforeDevxCommand(key, verbsQp, *command); });
+    int rc;
+    if (sl) {
+        std::vector<uint8_t> enforced(static_cast<const uint8_t*>(in),
+                                      static_cast<const uint8_t*>(in) + inlen);
+        devx::writeSl(enforced.data(), *sl);
+        rc = call(enforced.data());
+    } else {
+        rc = call(in);
+    }
+    if (command->opcode == devx::OpInit2RtrQp && rc == 0)
+        guarded([&] { Preload::instance().afterRtr(key); });
+    return rc;
+}
+
+}  // namespace
+
+extern "C" {
+
+struct mlx5dv_devx_obj* mlx5dv_devx_obj_create(struct ibv_context* context, const void* in,
+                                               size_t inlen, void* out, size_t outlen) {
+    const auto real = ::real<DevxObjCreateFn>(Interposed::DevxObjCreate);
+    if (!real) {
+        errno = EOPNOTSUPP;
+        return nullptr;
+    }
+    mlx5dv_devx_obj* obj = real(context, in, inlen, out, outlen);
+    if (obj && context) {
+        int saved = errno;
+        std::optional<devx::QpCommand> command = devx::readQpCommand(in, inlen);
+        if (command && command->opcode == devx::OpCreateQp) {
+            if (std::optional<uint32_t> qpn = devx::createdQpn(out, outlen))
+                guarded([&] { Preload::instance().devxCreated(obj, context, *command, *qpn); });
+        }
+        errno = saved;
+    }
+    return obj;
+}
+
+int mlx5dv_devx_obj_modify(struct mlx5dv_devx_obj* obj, const void* in, size_t inlen, void* out,
+                           size_t outlen) {
+    const auto real = ::real<DevxObjModifyFn>(Interposed::DevxObjModify);
+    if (!real) return EOPNOTSUPP;
+    if (!obj) return real(obj, in, inlen, out, outlen);
+    return devxQpCommand(obj, nullptr, in, inlen, [&](const void* command) {
+        return real(obj, command, inlen, out, outlen);
+    });
+}
+
+int mlx5dv_devx_qp_modify(struct ibv_qp* qp, const void* in, size_t inlen, void* out,
+                          size_t outlen) {
+    const auto real = ::real<DevxQpModifyFn>(Interposed::DevxQpModify);
+    if (!real) return EOPNOTSUPP;
+    if (!qp) return real(qp, in, inlen, out, outlen);
+    return devxQpCommand(qp, qp, in, inlen, [&](const void* command) {
+        return real(qp, command, inlen, out, outlen);
+    });
+}
+
+int mlx5dv_devx_obj_destroy(struct mlx5dv_devx_obj* obj) {
+    const auto real = ::real<DevxObjDestroyFn>(Interposed::DevxObjDestroy);
+    if (!real) return EOPNOTSUPP;
+    int rc = real(obj);
+    if (rc == 0 && obj) guarded([&] { Preload::instance().devxDestroyed(obj); });
+    return rc;
+}
+
+}  // extern "C"
+
+// The wrappers' own addresses: hidden aliases, which no other definition can take the place of.
+extern "C" {
+#define IBQOS_OWN(name) \
+    __attribute__((visibility("hidden"), alias(#name))) decltype(name) ibqos_own_##name;
+IBQOS_OWN(ibv_modify_qp)
+IBQOS_OWN(ibv_destroy_qp)
+IBQOS_OWN(ibv_close_device)
+IBQOS_OWN(ibv_create_ah)
+IBQOS_OWN(ibv_create_ah_from_wc)
+IBQOS_OWN(rdma_create_qp)
+IBQOS_OWN(rdma_create_qp_ex)
+IBQOS_OWN(rdma_init_qp_attr)
+IBQOS_OWN(rdma_get_cm_event)
+IBQOS_OWN(mlx5dv_devx_obj_create)
+IBQOS_OWN(mlx5dv_devx_obj_modify)
+IBQOS_OWN(mlx5dv_devx_obj_destroy)
+IBQOS_OWN(mlx5dv_devx_qp_modify)
+#undef IBQOS_OWN
+}
+
+namespace ibqos::host {
+
+const InterposedSymbol& interposedSymbol(Interposed which) {
+    // Versions: rdma-core's libibverbs.map, librdmacm.map and libmlx5.map.
+    static const std::array<InterposedSymbol, static_cast<size_t>(Interposed::Count)> table{{
+        {"ibv_modify_qp", "IBVERBS_1.1", reinterpret_cast<void*>(&ibqos_own_ibv_modify_qp)},
+        {"ibv_destroy_qp", "IBVERBS_1.1", reinterpret_cast<void*>(&ibqos_own_ibv_destroy_qp)},
+        {"ibv_close_device", "IBVERBS_1.1", reinterpret_cast<void*>(&ibqos_own_ibv_close_device)},
+        {"ibv_create_ah", "IBVERBS_1.1", reinterpret_cast<void*>(&ibqos_own_ibv_create_ah)},
+        {"ibv_create_ah_from_wc", "IBVERBS_1.1",
+         reinterpret_cast<void*>(&ibqos_own_ibv_create_ah_from_wc)},
+        {"rdma_create_qp", "RDMACM_1.0", reinterpret_cast<void*>(&ibqos_own_rdma_create_qp)},
+        {"rdma_create_qp_ex", "RDMACM_1.0", reinterpret_cast<void*>(&ibqos_own_rdma_create_qp_ex)},
+        {"rdma_init_qp_attr", "RDMACM_1.2", reinterpret_cast<void*>(&ibqos_own_rdma_init_qp_attr)},
+        {"rdma_get_cm_event", "RDMACM_1.0", reinterpret_cast<void*>(&ibqos_own_rdma_get_cm_event)},
+        {"mlx5dv_devx_obj_create", "MLX5_1.7",
+         reinterpret_cast<void*>(&ibqos_own_mlx5dv_devx_obj_create)},
+        {"mlx5dv_devx_obj_modify", "MLX5_1.7",
+         reinterpret_cast<void*>(&ibqos_own_mlx5dv_devx_obj_modify)},
+        {"mlx5dv_devx_obj_destroy", "MLX5_1.7",
+         reinterpret_cast<void*>(&ibqos_own_mlx5dv_devx_obj_destroy)},
+        {"mlx5dv_devx_qp_modify", "MLX5_1.8",
+         reinterpret_cast<void*>(&ibqos_own_mlx5dv_devx_qp_modify)},
+    }};
+    return table[static_cast<size_t>(which)];
+}
+
+}  // namespace ibqos::host

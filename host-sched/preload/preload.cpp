@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -91,6 +92,7 @@ void Preload::childAfterFork() {
     p.agent_.resetInChild();
     p.agent_.unlockAfterFork();
     p.qps_.clear();
+    p.devxQps_.clear();
     p.cmQps_.clear();
     p.enforcer_.forgetTable();
     for (auto& [context, tree] : p.trees_) (void)tree.release();
@@ -147,7 +149,9 @@ void Preload::configure() {
         logOnce_("plan", "no host plan (" + error + "); QPs keep the device's default scheduling");
     }
     if (backend_ == "mlx5" && plan_ && !plan_->empty()) {
-        mlx5Ready_ = loadMlx5Api(mlx5_, error);
+        mlx5Ready_ = loadMlx5Api(mlx5_, error, [](const char* name, const char* version) {
+            return findDefinition(name, version);
+        });
         if (!mlx5Ready_) logOnce_("mlx5", error + "; QPs are not attached to leaves");
     }
 
@@ -245,41 +249,62 @@ SchedBackend* Preload::treeOf(ibv_context* context) {
 }
 
 std::optional<uint8_t> Preload::beforeRtr(ibv_qp* qp, const ibv_qp_attr* attr, int mask) {
-    static const QueryQpFn queryQp = nextSymbol<QueryQpFn>("ibv_query_qp");
+    static std::atomic<void*> queryQpSlot{nullptr};
+    const auto queryQp = cachedSymbol<QueryQpFn>(queryQpSlot, "ibv_query_qp");
     std::unique_lock lock(mutex_);
     configure();
-    QpRecord record;
-    record.device = deviceOf(qp->context);
-    record.qpNum = qp->qp_num;
-    record.type = qpTypeOf(qp);
-    record.mode = enforcer_.mode();
+    RtrFacts facts;
+    facts.key = qp;
+    facts.verbsQp = qp;
+    facts.context = qp->context;
+    facts.qpNum = qp->qp_num;
+    facts.type = qpTypeOf(qp);
     // The SL the application chose is in the address vector of the RTR transition (RC and UC
     // carry one; UD QPs take theirs per address handle, so they have none here).
-    std::optional<uint8_t> replace;
     if ((mask & IBV_QP_AV) && attr->ah_attr.sl < ib::SlCount) {
-        record.sl = attr->ah_attr.sl;
-        record.port = attr->ah_attr.port_num;
-        record.dlid = attr->ah_attr.dlid;
-        record.appSl = attr->ah_attr.sl;
-        bool connected = record.type == QpType::Rc || record.type == QpType::Uc;
+        facts.av = attr->ah_attr;
+        bool connected = facts.type == QpType::Rc || facts.type == QpType::Uc;
         if (enforcer_.mode() != SlMode::Respect && connected) {
             // The QP's port and P_Key index, when the transition does not name them.
             ibv_qp_attr current{};
             ibv_qp_init_attr init{};
             bool known =
                 queryQp && queryQp(qp, &current, IBV_QP_PKEY_INDEX | IBV_QP_PORT, &init) == 0;
-            if (!record.port && known) record.port = current.port_num;
-            std::optional<uint16_t> pkey;
-            uint16_t index = (mask & IBV_QP_PKEY_INDEX) ? attr->pkey_index : current.pkey_index;
-            bool fromCm = cmQps_.count(qp) || (attr == cmAttr && attr->ah_attr.dlid == cmDlid &&
-                                               attr->ah_attr.sl == cmSl);
+            if (!facts.av->port_num && known) facts.av->port_num = current.port_num;
+            facts.fromCm = cmQps_.count(qp) || (attr == cmAttr && attr->ah_attr.dlid == cmDlid &&
+                                                attr->ah_attr.sl == cmSl);
             cmAttr = nullptr;  // it describes one transition
-            if (record.port && (known || (mask & IBV_QP_PKEY_INDEX)) && !fromCm)
-                pkey = enforcer_.pkeyOf(qp->context, record.port, record.device, index);
-            SlDecision d = decide(lock,
-                                  enforcer_.begin(qp->context, record.device, record.port,
-                                                  attr->ah_attr, pkey, fromCm),
-                                  attr->ah_attr.sl);
+            if (known || (mask & IBV_QP_PKEY_INDEX))
+                facts.pkeyIndex =
+                    (mask & IBV_QP_PKEY_INDEX) ? attr->pkey_index : current.pkey_index;
+            facts.decide = true;
+        }
+    }
+    return rtr(lock, facts);
+}
+
+std::optional<uint8_t> Preload::rtr(std::unique_lock<std::mutex>& lock, const RtrFacts& facts) {
+    QpRecord record;
+    record.device = deviceOf(facts.context);
+    record.qpNum = facts.qpNum;
+    record.type = facts.type;
+    record.mode = enforcer_.mode();
+    std::optional<uint8_t> replace;
+    if (facts.av) {
+        const ibv_ah_attr& av = *facts.av;
+        record.sl = av.sl;
+        record.port = av.port_num;
+        record.dlid = av.dlid;
+        record.appSl = av.sl;
+        if (facts.decide) {
+            std::optional<uint16_t> pkey;
+            if (record.port && facts.pkeyIndex && !facts.fromCm)
+                pkey =
+                    enforcer_.pkeyOf(facts.context, record.port, record.device, *facts.pkeyIndex);
+            SlDecision d = decide(
+                lock,
+                enforcer_.begin(facts.context, record.device, record.port, av, pkey, facts.fromCm),
+                av.sl);
             record.outcome = d.outcome;
             record.saSl = d.saSl;
             if (d.outcome == SlOutcome::Replaced) {
@@ -290,10 +315,10 @@ std::optional<uint8_t> Preload::beforeRtr(ibv_qp* qp, const ibv_qp_attr* attr, i
     }
     if (plan_ && record.sl) record.leaf = plan_->leafForSl(*record.sl);
     // The device accepts an attachment only in INIT or RTS: before the transition, the QP is
-    // still in INIT.
-    QpRef ref{qp, record.qpNum, record.type};
-    if (record.leaf && backend_ != "none") {
-        if (SchedBackend* tree = treeOf(qp->context)) {
+    // still in INIT. A QP made with DEVX has no verbs QP the mlx5dv call takes.
+    QpRef ref{facts.verbsQp, record.qpNum, record.type};
+    if (record.leaf && backend_ != "none" && facts.verbsQp) {
+        if (SchedBackend* tree = treeOf(facts.context)) {
             SchedStatus s = tree->attach(ref, *record.leaf);
             record.attached = s.ok();
             if (!s.ok())
@@ -301,13 +326,100 @@ std::optional<uint8_t> Preload::beforeRtr(ibv_qp* qp, const ibv_qp_attr* attr, i
         }
     }
     // A QP reset and brought up again on an SL without a leaf leaves its old leaf.
-    auto old = qps_.find(qp);
+    auto old = qps_.find(facts.key);
     if (old != qps_.end() && old->second.attached && !record.attached) {
-        auto tree = trees_.find(qp->context);
+        auto tree = trees_.find(facts.context);
         if (tree != trees_.end() && tree->second) (void)tree->second->detach(ref);
     }
-    qps_[qp] = std::move(record);
+    qps_[facts.key] = std::move(record);
     return replace;
+}
+
+void Preload::devxCreated(const void* obj, ibv_context* context, const devx::QpCommand& create,
+                          uint32_t qpNum) {
+    std::lock_guard lock(mutex_);
+    DevxQp& qp = devxQps_[obj];
+    qp.context = context;
+    qp.qpNum = qpNum;
+    qp.st = create.st;
+    if (create.path.port) qp.port = create.path.port;
+    if (create.path.port) qp.pkeyIndex = create.path.pkeyIndex;
+}
+
+std::optional<uint8_t> Preload::beforeDevxCommand(const void* key, ibv_qp* verbsQp,
+                                                  const devx::QpCommand& command) {
+    std::unique_lock lock(mutex_);
+    auto known = devxQps_.find(key);
+    if (command.opcode == devx::OpRst2InitQp) {
+        // RST2INIT names the port and the P_Key index the QP keeps.
+        if (known != devxQps_.end() && command.path.port) {
+            known->second.port = command.path.port;
+            known->second.pkeyIndex = command.path.pkeyIndex;
+        } else if (verbsQp && command.path.port) {
+            DevxQp& qp = devxQps_[key];
+            qp.context = verbsQp->context;
+            qp.qpNum = verbsQp->qp_num;
+            qp.port = command.path.port;
+            qp.pkeyIndex = command.path.pkeyIndex;
+        }
+        return std::nullopt;
+    }
+    if (command.opcode != devx::OpInit2RtrQp) return std::nullopt;
+    configure();
+    RtrFacts facts;
+    facts.key = key;
+    facts.verbsQp = verbsQp;
+    const DevxQp* qp = known != devxQps_.end() ? &known->second : nullptr;
+    facts.context = verbsQp ? verbsQp->context : qp ? qp->context : nullptr;
+    if (!facts.context) return std::nullopt;  // a QP we did not see made: nothing to go on
+    facts.qpNum = command.qpn ? command.qpn : qp ? qp->qpNum : 0;
+    bool dci = false;
+    if (verbsQp) {
+        facts.type = qpTypeOf(verbsQp);
+    } else {
+        switch (qp->st) {
+            case devx::StRc:
+                facts.type = QpType::Rc;
+                break;
+            case devx::StUc:
+                facts.type = QpType::Uc;
+                break;
+            case devx::StUd:
+                facts.type = QpType::Ud;
+                break;
+            default:
+                facts.type = QpType::Other;
+                dci = qp->st == devx::StDci;
+                break;
+        }
+    }
+    const devx::AddressPath& path = command.path;
+    ibv_ah_attr av{};
+    av.dlid = path.rlid;
+    av.sl = path.sl;
+    av.src_path_bits = path.srcPathBits;
+    av.is_global = path.grh;
+    for (size_t i = 0; i < path.rgid.size(); ++i) av.grh.dgid.raw[i] = path.rgid[i];
+    av.port_num = path.port ? path.port : qp ? qp->port : 0;
+    facts.av = av;
+    // A DC initiator has no destination in its context: each send names one with an address
+    // vector the application made with ibv_create_ah, decided there.
+    const bool connected = facts.type == QpType::Rc || facts.type == QpType::Uc;
+    facts.decide = enforcer_.mode() != SlMode::Respect && connected && !dci && av.dlid != 0;
+    if (qp && qp->pkeyIndex) {
+        facts.pkeyIndex = qp->pkeyIndex;
+    } else {
+        facts.pkeyIndex = path.pkeyIndex;
+    }
+    return rtr(lock, facts);
+}
+
+void Preload::devxDestroyed(const void* obj) {
+    {
+        std::lock_guard lock(mutex_);
+        devxQps_.erase(obj);
+    }
+    afterDestroy(obj, 0);
 }
 
 std::optional<uint8_t> Preload::beforeCreateAh(ibv_context* context, const ibv_ah_attr* attr) {
@@ -414,7 +526,7 @@ void Preload::send(QpRecord& record, MessageKind kind) {
     if (sendMessage(m) && kind == MessageKind::Rtr) record.reported = true;
 }
 
-void Preload::afterRtr(ibv_qp* qp) {
+void Preload::afterRtr(const void* qp) {
     std::lock_guard lock(mutex_);
     auto it = qps_.find(qp);
     if (it == qps_.end()) return;
@@ -440,12 +552,13 @@ void Preload::beforeDestroy(ibv_qp* qp) {
     }
 }
 
-void Preload::afterDestroy(ibv_qp* qp, int rc) {
+void Preload::afterDestroy(const void* qp, int rc) {
     std::lock_guard lock(mutex_);
+    if (rc == 0) devxQps_.erase(qp);  // a verbs QP that DEVX commands moved
     auto it = qps_.find(qp);
     if (it == qps_.end()) return;
     if (rc != 0) return;  // the QP lives on, and so does what we know of it
-    cmQps_.erase(qp);
+    cmQps_.erase(static_cast<ibv_qp*>(const_cast<void*>(qp)));
     if (it->second.atRtr && agent_.connected()) send(it->second, MessageKind::Destroy);
     qps_.erase(it);
 }

@@ -3,6 +3,8 @@
 // table looked up before any question is asked.
 #include "host-sched/preload/sl_enforcement.hpp"
 
+#include <atomic>
+
 #include <arpa/inet.h>
 
 #include "host-sched/preload/next_symbol.hpp"
@@ -34,8 +36,9 @@ void SlEnforcer::reopenTable() {
 
 SlEnforcer::PortState* SlEnforcer::portState(ibv_context* context, uint8_t port,
                                              const std::string& device) {
-    static const QueryPortFn queryPort = nextSymbol<QueryPortFn>("ibv_query_port");
-    static const QueryGidFn queryGid = nextSymbol<QueryGidFn>("ibv_query_gid");
+    static std::atomic<void*> queryPortSlot{nullptr}, queryGidSlot{nullptr};
+    const auto queryPort = cachedSymbol<QueryPortFn>(queryPortSlot, "ibv_query_port");
+    const auto queryGid = cachedSymbol<QueryGidFn>(queryGidSlot, "ibv_query_gid");
     auto now = std::chrono::steady_clock::now();
     auto it = ports_.find({context, port});
     if (it != ports_.end() && now - it->second.at < PortFactsLifetime) return &it->second;
@@ -60,7 +63,8 @@ SlEnforcer::PortState* SlEnforcer::portState(ibv_context* context, uint8_t port,
 
 std::optional<uint16_t> SlEnforcer::pkeyOf(ibv_context* context, uint8_t port,
                                            const std::string& device, uint16_t index) {
-    static const QueryPkeyFn queryPkey = nextSymbol<QueryPkeyFn>("ibv_query_pkey");
+    static std::atomic<void*> queryPkeySlot{nullptr};
+    const auto queryPkey = cachedSymbol<QueryPkeyFn>(queryPkeySlot, "ibv_query_pkey");
     PortState* state = portState(context, port, device);
     if (!state) return std::nullopt;
     if (auto it = state->pkeys.find(index); it != state->pkeys.end()) return it->second;

@@ -31,7 +31,10 @@ const Mlx5SchedApi& linkedMlx5Api();
 // libmlx5's functions found at run time: first among the objects already loaded (an
 // application linked with libmlx5, or a stand-in in tests), else by loading libmlx5.so.1.
 // Used by the preload library, which must not pull verbs libraries into every process.
-// Returns false with error set when the calls are not available.
-bool loadMlx5Api(Mlx5SchedApi& api, std::string& error);
+// Returns false with error set when the calls are not available. `find`, when given, is asked
+// between the two (name, symbol version): the preload library knows libraries an application
+// loaded privately.
+bool loadMlx5Api(Mlx5SchedApi& api, std::string& error,
+                 void* (*find)(const char* name, const char* version) = nullptr);
 
 }  // namespace ibqos::host

@@ -2,6 +2,8 @@
 // The mlx5dv scheduling calls of libmlx5, found at run time.
 #include <dlfcn.h>
 
+#include <type_traits>
+
 #include "host-sched/sched/mlx5_api.hpp"
 
 namespace ibqos::host {
@@ -31,8 +33,24 @@ bool lookUpAll(void* handle, Mlx5SchedApi& api) {
 
 }  // namespace
 
-bool loadMlx5Api(Mlx5SchedApi& api, std::string& error) {
+bool loadMlx5Api(Mlx5SchedApi& api, std::string& error,
+                 void* (*find)(const char* name, const char* version)) {
     if (lookUpAll(RTLD_DEFAULT, api)) return true;
+    if (find) {
+        auto found = [&](const char* name, auto& fn) {
+            fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(find(name, SchedVersion));
+            return fn != nullptr;
+        };
+        if (found("mlx5dv_sched_node_create", api.nodeCreate) &&
+            found("mlx5dv_sched_leaf_create", api.leafCreate) &&
+            found("mlx5dv_sched_node_modify", api.nodeModify) &&
+            found("mlx5dv_sched_leaf_modify", api.leafModify) &&
+            found("mlx5dv_sched_node_destroy", api.nodeDestroy) &&
+            found("mlx5dv_sched_leaf_destroy", api.leafDestroy) &&
+            found("mlx5dv_modify_qp_sched_elem", api.modifyQpSchedElem))
+            return true;
+        api = {};
+    }
     // libibverbs loads its providers privately, so libmlx5 may be in the process and still
     // invisible to RTLD_DEFAULT; dlopen then returns that same object.
     void* handle = dlopen("libmlx5.so.1", RTLD_NOW | RTLD_LOCAL);

@@ -14,6 +14,15 @@
 //                                struct changed)
 //     ahwc DEV SLID SL           ibv_create_ah_from_wc for a completion from SLID on SL
 //     cmah DEV DLID SL           ibv_create_ah with the vector of a UD rdma_get_cm_event
+//     lookup HOW                 later RTR steps call the ibv_modify_qp found HOW: direct (the
+//                                linked call), dlsym or dlvsym (IBVERBS_1.1) on a dlopen handle
+//                                of the verbs library, next (RTLD_NEXT), default (RTLD_DEFAULT)
+//     devxqp DEV QPN rc|dci      a QP made with DEVX CREATE_QP, then RST2INIT_QP on port 1
+//                                (QPN names it here; the device numbers it)
+//     devxrtr QPN DLID SL        its INIT2RTR_QP to that DLID on that SL (says if the caller's
+//                                command changed)
+//     devxdestroy QPN            mlx5dv_devx_obj_destroy
+//     qpdevxrtr QPN DLID SL      INIT2RTR_QP of a verbs QP through mlx5dv_devx_qp_modify
 //     rts QPN                    RTR -> RTS
 //     destroy QPN                ibv_destroy_qp
 //     close DEV                  ibv_close_device
@@ -23,8 +32,10 @@
 //     exit                       leave at once, without destroying anything
 // Each verbs call prints "driver: CALL rc=N errno=E us=T", T the microseconds the call took.
 // Devices, QPs and protection domains are shared by the threads.
+#include <dlfcn.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -37,8 +48,10 @@
 #include <thread>
 #include <vector>
 
+#include <infiniband/mlx5dv.h>
 #include <rdma/rdma_cma.h>
 
+#include "tests/doubles/devx_commands.hpp"
 #include "tests/host-sched/verbs_standin.hpp"
 
 namespace {
@@ -61,6 +74,48 @@ std::map<std::string, ibv_context*> devices;
 std::map<uint32_t, ibv_qp*> qps;
 std::map<std::string, ibv_pd> pds;
 std::vector<std::thread> threads;
+std::map<uint32_t, mlx5dv_devx_obj*> devxQps;  // by the QPN the steps name them with
+std::map<uint32_t, uint32_t> devxQpns;         // the QPN the device gave
+
+using ModifyQpFn = int (*)(ibv_qp*, ibv_qp_attr*, int);
+ModifyQpFn modifyQp = &ibv_modify_qp;
+
+// The ibv_modify_qp an application finds in the way named.
+ModifyQpFn lookUpModifyQp(const std::string& how) {
+    void* p = nullptr;
+    if (how == "direct") {
+        p = reinterpret_cast<void*>(&ibv_modify_qp);
+    } else if (how == "dlsym" || how == "dlvsym") {
+        void* handle = dlopen("libverbs-standin.so", RTLD_NOW);
+        if (handle)
+            p = how == "dlsym" ? dlsym(handle, "ibv_modify_qp")
+                               : dlvsym(handle, "ibv_modify_qp", "IBVERBS_1.1");
+    } else if (how == "next") {
+        p = dlsym(RTLD_NEXT, "ibv_modify_qp");
+    } else if (how == "default") {
+        p = dlsym(RTLD_DEFAULT, "ibv_modify_qp");
+    }
+    if (!p) {
+        std::fprintf(stderr, "preload-driver: no ibv_modify_qp by %s\n", how.c_str());
+        std::exit(2);
+    }
+    return reinterpret_cast<ModifyQpFn>(p);
+}
+
+// A modify command on a QP's primary address path (port 1).
+ibqos::test::devx::ModifyQpIn modifyCommand(uint16_t opcode, uint32_t qpn, uint16_t dlid,
+                                            uint8_t sl) {
+    namespace dx = ibqos::test::devx;
+    dx::ModifyQpIn in{};
+    dx::set(in.data(), dx::Opcode, 16, opcode);
+    dx::set(in.data(), dx::Qpn, 24, qpn);
+    dx::set(in.data(), dx::path(dx::AdsPort), 8, 1);
+    if (opcode == dx::Init2RtrQp) {
+        dx::set(in.data(), dx::path(dx::AdsRlid), 16, dlid);
+        dx::set(in.data(), dx::path(dx::AdsSl), 4, sl);
+    }
+    return in;
+}
 
 ibv_context* deviceNamed(const std::string& name) {
     std::lock_guard lock(madeMutex);
@@ -126,7 +181,7 @@ int run(std::vector<std::string> argv) {
             }
             uint8_t asked = attr.ah_attr.sl;
             auto start = Clock::now();
-            report("rtr " + std::to_string(qp->qp_num), ibv_modify_qp(qp, &attr, mask), start);
+            report("rtr " + std::to_string(qp->qp_num), modifyQp(qp, &attr, mask), start);
             if (attr.ah_attr.sl != asked) std::printf("driver: the caller's attributes changed\n");
         } else if (step == "cmqp") {
             cmId.verbs = deviceNamed(next());
@@ -192,6 +247,73 @@ int run(std::vector<std::string> argv) {
             }
             report(step + " " + std::to_string(lid), ah ? 0 : -1, start);
             if (ah) ibv_destroy_ah(ah);
+        } else if (step == "lookup") {
+            modifyQp = lookUpModifyQp(next());
+        } else if (step == "devxqp") {
+            namespace dx = ibqos::test::devx;
+            ibv_context* context = deviceNamed(next());
+            uint32_t qpn = static_cast<uint32_t>(std::strtoul(next().c_str(), nullptr, 0));
+            const bool dci = next() == "dci";
+            std::array<uint8_t, dx::CreateQpInBits / 8> in{};
+            std::array<uint8_t, dx::CreateQpOutBits / 8> out{};
+            dx::set(in.data(), dx::Opcode, 16, dx::CreateQp);
+            dx::set(in.data(), dx::Qpc + dx::QpcSt, 8, dci ? dx::StDci : dx::StRc);
+            auto start = Clock::now();
+            mlx5dv_devx_obj* obj =
+                mlx5dv_devx_obj_create(context, in.data(), in.size(), out.data(), out.size());
+            report("devxqp " + std::to_string(qpn), obj ? 0 : -1, start);
+            if (!obj) return 1;
+            const uint32_t deviceQpn = dx::get(out.data(), dx::Qpn, 24);
+            {
+                std::lock_guard lock(madeMutex);
+                devxQps[qpn] = obj;
+                devxQpns[qpn] = deviceQpn;
+            }
+            auto init = modifyCommand(dx::Rst2InitQp, deviceQpn, 0, 0);
+            start = Clock::now();
+            report("devxinit " + std::to_string(qpn),
+                   mlx5dv_devx_obj_modify(obj, init.data(), init.size(), out.data(), out.size()),
+                   start);
+        } else if (step == "devxrtr" || step == "qpdevxrtr") {
+            namespace dx = ibqos::test::devx;
+            const std::string name = next();
+            const uint32_t qpn = static_cast<uint32_t>(std::strtoul(name.c_str(), nullptr, 0));
+            uint16_t dlid = static_cast<uint16_t>(std::strtoul(next().c_str(), nullptr, 0));
+            uint8_t sl = static_cast<uint8_t>(std::strtoul(next().c_str(), nullptr, 0));
+            std::array<uint8_t, dx::CreateQpOutBits / 8> out{};
+            int rc;
+            auto start = Clock::now();
+            dx::ModifyQpIn in{};
+            if (step == "devxrtr") {
+                mlx5dv_devx_obj* obj;
+                uint32_t deviceQpn;
+                {
+                    std::lock_guard lock(madeMutex);
+                    obj = devxQps[qpn];
+                    deviceQpn = devxQpns[qpn];
+                }
+                in = modifyCommand(dx::Init2RtrQp, deviceQpn, dlid, sl);
+                start = Clock::now();
+                rc = mlx5dv_devx_obj_modify(obj, in.data(), in.size(), out.data(), out.size());
+            } else {
+                ibv_qp* qp = qpOf(name);
+                in = modifyCommand(dx::Init2RtrQp, qp->qp_num, dlid, sl);
+                start = Clock::now();
+                rc = mlx5dv_devx_qp_modify(qp, in.data(), in.size(), out.data(), out.size());
+            }
+            report(step + " " + std::to_string(qpn), rc, start);
+            if (dx::get(in.data(), dx::path(dx::AdsSl), 4) != sl)
+                std::printf("driver: the caller's command changed\n");
+        } else if (step == "devxdestroy") {
+            const uint32_t qpn = static_cast<uint32_t>(std::strtoul(next().c_str(), nullptr, 0));
+            mlx5dv_devx_obj* obj;
+            {
+                std::lock_guard lock(madeMutex);
+                obj = devxQps[qpn];
+                devxQps.erase(qpn);
+            }
+            auto start = Clock::now();
+            report("devxdestroy " + std::to_string(qpn), mlx5dv_devx_obj_destroy(obj), start);
         } else if (step == "rts") {
             ibv_qp* qp = qpOf(next());
             ibv_qp_attr attr{};

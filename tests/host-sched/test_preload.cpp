@@ -27,7 +27,9 @@
 #include "host-sched/agent/path_table.hpp"
 #include "host-sched/agent/policy_plan.hpp"
 #include "host-sched/plan/plan_file.hpp"
+#include "host-sched/preload/devx_command.hpp"
 #include "host-sched/preload/sl_decision.hpp"
+#include "tests/doubles/devx_commands.hpp"
 #include "tests/host-sched/host_policies.hpp"
 
 extern char** environ;
@@ -97,9 +99,11 @@ using Answerer =
 
 // Runs the driver with the given steps and environment, serving as the agent when asked.
 // release: each resolve question the agent receives lets the driver's next `wait` step go on.
+// program: the driver, or another test program taking `steps` as its arguments.
 Run runDriver(const Scratch& scratch, const std::vector<std::string>& steps,
               std::map<std::string, std::string> env, bool preload = true, bool agent = true,
-              const Answerer& answer = {}, bool release = false) {
+              const Answerer& answer = {}, bool release = false,
+              const std::string& program = PRELOAD_DRIVER) {
     env.emplace("IBQOS_PLAN", scratch.dir + "/host-plan");
     env.emplace("IBQOS_AGENT_SOCKET", scratch.dir + "/agent.sock");
     env.emplace("IBQOS_PATH_TABLE", scratch.dir + "/path-table");
@@ -118,7 +122,7 @@ Run runDriver(const Scratch& scratch, const std::vector<std::string>& steps,
     std::vector<char*> envp, argv;
     for (auto& s : envText) envp.push_back(s.data());
     envp.push_back(nullptr);
-    std::vector<std::string> args{PRELOAD_DRIVER};
+    std::vector<std::string> args{program};
     args.insert(args.end(), steps.begin(), steps.end());
     for (auto& s : args) argv.push_back(s.data());
     argv.push_back(nullptr);
@@ -148,7 +152,7 @@ Run runDriver(const Scratch& scratch, const std::vector<std::string>& steps,
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     }
     pid_t pid = -1;
-    REQUIRE(posix_spawn(&pid, PRELOAD_DRIVER, &actions, nullptr, argv.data(), envp.data()) == 0);
+    REQUIRE(posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), envp.data()) == 0);
     posix_spawn_file_actions_destroy(&actions);
     close(out[1]);
     close(err[1]);
@@ -732,4 +736,205 @@ TEST_CASE("the SLID carries the vector's path bits; routed and multicast vectors
     AgentMessage busy = found;
     busy.answer = PathAnswer::Busy;
     CHECK(decideSl(SlMode::Enforce, 1, busy).sl == 1);  // only a found SL replaces
+}
+
+// Stacks that reach verbs without the dynamic linker's help: NCCL (dlopen and dlvsym) and UCX
+// on mlx5 (DEVX commands).
+
+namespace {
+
+// What the process told the agent, questions left out.
+std::vector<std::string> reports(const Run& r) {
+    std::vector<std::string> out;
+    for (const std::string& m : r.messages)
+        if (m.rfind("ibqos1 resolve ", 0) != 0) out.push_back(m);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("NCCL's way of loading verbs gets the same decision in respect, audit and enforce",
+          "[host-sched][preload][enforce][nccl]") {
+    // NCCL_IB_SL=5 to DLID 5, where the SA answers SL 3 (the rpc leaf's).
+    const std::vector<std::string> args{VERBS_STANDIN, "mlx5_0", "0x100", "5"};
+    for (std::string mode : {"respect", "audit", "enforce"}) {
+        Scratch s(enforcement(mode));
+        FakeSa sa;
+        Run r = runDriver(s, args, {{"NCCL_IB_SL", "5"}}, true, true, sa.answerer(), false,
+                          NCCL_LOADER);
+        INFO(mode << ": " << r.err);
+        REQUIRE(WIFEXITED(r.status));
+        CHECK(WEXITSTATUS(r.status) == 0);
+        CHECK(indexOf(r.out, {"dlerror after success"}) == SIZE_MAX);
+        CHECK(indexOf(r.out, {"the caller's attributes changed"}) == SIZE_MAX);
+        CHECK(r.err.empty());
+        const std::string wireSl = mode == "enforce" ? "3" : "5";
+        CHECK(indexOf(r.out, {"ibv_modify_qp qpn=256", "state=RTR sl=" + wireSl + " -> 0"}) !=
+              SIZE_MAX);
+        CHECK(indexOf(r.out, {"driver: rtr 256 rc=0 errno=0"}) != SIZE_MAX);
+        CHECK(indexOf(r.out, {"ibv_destroy_qp qpn=256 state=RTS -> 0"}) != SIZE_MAX);
+        CHECK(indexOf(r.out, {"ibv_close_device mlx5_0"}) != SIZE_MAX);
+        REQUIRE(reports(r).size() == 2);
+        if (mode == "respect") {
+            CHECK(sa.questions.empty());
+            CHECK(reports(r)[0].find("sl=5 leaf=- attached=0 mode=respect app-sl=5") !=
+                  std::string::npos);
+        } else {
+            // The question is the one ibv_modify_qp's callers get: the port's LID, the DLID,
+            // the P_Key at NCCL_IB_PKEY's index.
+            REQUIRE(sa.questions.size() == 1);
+            CHECK(sa.questions[0].slid == 1);
+            CHECK(sa.questions[0].dlid == 5);
+            CHECK(sa.questions[0].pkey == std::optional<uint16_t>(0xffff));
+        }
+        if (mode == "audit") {
+            // Audit names the SL NCCL chose and the policy's.
+            CHECK(reports(r)[0].find("sl=5 leaf=- attached=0 mode=audit outcome=differs "
+                                     "app-sl=5 sa-sl=3") != std::string::npos);
+        }
+        if (mode == "enforce") {
+            std::string rpc = idCreated(r.out, "leaf", "bw_share=30");
+            CHECK(indexOf(r.out, {"qp_sched_elem qpn=256 state=INIT requestor=" + rpc +
+                                  " responder=" + rpc + " -> 0"}) != SIZE_MAX);
+            CHECK(reports(r)[0].find("sl=3 leaf=rpc attached=1 mode=enforce outcome=replaced "
+                                     "app-sl=5 sa-sl=3") != std::string::npos);
+        }
+        CHECK(std::regex_match(reports(r)[1],
+                               std::regex("ibqos1 destroy pid=[0-9]+ dev=mlx5_0 qpn=0x000100")));
+    }
+    // Without the library the same program reaches the device with its own SL, unseen.
+    Scratch s(enforcement("enforce"));
+    Run r = runDriver(s, args, {{"NCCL_IB_SL", "5"}}, false, true, {}, false, NCCL_LOADER);
+    CHECK(WEXITSTATUS(r.status) == 0);
+    CHECK(indexOf(r.out, {"ibv_modify_qp qpn=256", "state=RTR sl=5 -> 0"}) != SIZE_MAX);
+    CHECK(r.messages.empty());
+}
+
+TEST_CASE("ibv_modify_qp found by dlsym or dlvsym on a handle, RTLD_NEXT or RTLD_DEFAULT is ours",
+          "[host-sched][preload][enforce][nccl]") {
+    Scratch s(enforcement("enforce"));
+    for (std::string how : {"direct", "dlsym", "dlvsym", "next", "default"}) {
+        FakeSa sa;
+        std::vector<std::string> steps{"lookup", how};
+        steps.insert(steps.end(), slZeroToFive.begin(), slZeroToFive.end());
+        Run r = runDriver(s, steps, {}, true, true, sa.answerer());
+        INFO(how << ": " << r.err);
+        CHECK(WEXITSTATUS(r.status) == 0);
+        CHECK(sa.questions.size() == 1);
+        CHECK(indexOf(r.out, {"ibv_modify_qp qpn=256", "state=RTR sl=3 -> 0"}) != SIZE_MAX);
+        REQUIRE(reports(r).size() == 1);
+        CHECK(reports(r)[0].find("outcome=replaced app-sl=0 sa-sl=3") != std::string::npos);
+    }
+}
+
+TEST_CASE("a DEVX RC QP's INIT2RTR_QP is read, reported and, in enforce, carries the SA's SL",
+          "[host-sched][preload][enforce][devx]") {
+    const std::vector<std::string> steps{"open",  "mlx5_0", "devxqp",      "mlx5_0",
+                                         "0x300", "rc",     "devxrtr",     "0x300",
+                                         "5",     "0",      "devxdestroy", "0x300"};
+    for (std::string mode : {"respect", "audit", "enforce"}) {
+        Scratch s(enforcement(mode));
+        FakeSa sa;
+        Run r = runDriver(s, steps, {{"STANDIN_LID", "7"}, {"STANDIN_PKEYS", "0x8001"}}, true, true,
+                          sa.answerer());
+        INFO(mode << ": " << r.err);
+        CHECK(WEXITSTATUS(r.status) == 0);
+        CHECK(r.err.empty());
+        // The device numbered the QP 4096; the command reached it with the SL of the mode.
+        const std::string wireSl = mode == "enforce" ? "3" : "0";
+        CHECK(indexOf(r.out, {"mlx5dv_devx_obj_create CREATE_QP st=0 -> qpn=4096"}) != SIZE_MAX);
+        CHECK(indexOf(r.out, {"mlx5dv_devx_obj_modify RST2INIT_QP qpn=4096 port=1 pkey_index=0 "
+                              "-> 0"}) != SIZE_MAX);
+        CHECK(indexOf(r.out, {"mlx5dv_devx_obj_modify INIT2RTR_QP qpn=4096 rlid=5 sl=" + wireSl +
+                              " port=1 -> 0"}) != SIZE_MAX);
+        CHECK(indexOf(r.out, {"driver: devxrtr 768 rc=0"}) != SIZE_MAX);
+        CHECK(indexOf(r.out, {"the caller's command changed"}) == SIZE_MAX);
+        REQUIRE(reports(r).size() == 2);
+        CHECK(reports(r)[0].find("dev=mlx5_0 port=1 dlid=0x0005 qpn=0x001000 type=rc") !=
+              std::string::npos);
+        if (mode == "respect") {
+            CHECK(sa.questions.empty());
+            CHECK(reports(r)[0].find("sl=0 leaf=- attached=0 mode=respect app-sl=0") !=
+                  std::string::npos);
+        } else {
+            REQUIRE(sa.questions.size() == 1);
+            CHECK(sa.questions[0].slid == 7);
+            CHECK(sa.questions[0].dlid == 5);
+            CHECK(sa.questions[0].pkey == std::optional<uint16_t>(0x8001));
+        }
+        if (mode == "audit")
+            CHECK(reports(r)[0].find("mode=audit outcome=differs app-sl=0 sa-sl=3") !=
+                  std::string::npos);
+        if (mode == "enforce")
+            // A DEVX QP has no verbs QP to attach to a leaf; its SL is the policy's.
+            CHECK(reports(r)[0].find("sl=3 leaf=rpc attached=0 mode=enforce outcome=replaced "
+                                     "app-sl=0 sa-sl=3") != std::string::npos);
+        CHECK(std::regex_match(reports(r)[1],
+                               std::regex("ibqos1 destroy pid=[0-9]+ dev=mlx5_0 qpn=0x001000")));
+    }
+}
+
+TEST_CASE("DEVX: a verbs QP moved by mlx5dv_devx_qp_modify joins its leaf; a DCI keeps its SL",
+          "[host-sched][preload][enforce][devx]") {
+    Scratch s(enforcement("enforce"));
+    FakeSa sa;
+    Run r = runDriver(s,
+                      {"open", "mlx5_0", "qp", "mlx5_0", "0x100", "rc", "qpdevxrtr", "0x100", "5",
+                       "0", "devxqp", "mlx5_0", "0x301", "dci", "devxrtr", "0x301", "0", "2"},
+                      {}, true, true, sa.answerer());
+    INFO(r.err);
+    CHECK(WEXITSTATUS(r.status) == 0);
+    CHECK(indexOf(r.out, {"mlx5dv_devx_qp_modify INIT2RTR_QP qpn=256 rlid=5 sl=3 port=1 -> 0"}) !=
+          SIZE_MAX);
+    std::string rpc = idCreated(r.out, "leaf", "bw_share=30");
+    CHECK(indexOf(r.out, {"qp_sched_elem qpn=256 state=INIT requestor=" + rpc}) != SIZE_MAX);
+    // A DC initiator names no destination in its context (each send carries an address
+    // vector made with ibv_create_ah, decided there): its SL stays, nobody is asked for it.
+    REQUIRE(sa.questions.size() == 1);
+    CHECK(indexOf(r.out, {"mlx5dv_devx_obj_modify INIT2RTR_QP qpn=4096 rlid=0 sl=2 port=1 -> 0"}) !=
+          SIZE_MAX);
+    REQUIRE(reports(r).size() == 2);
+    CHECK(reports(r)[0].find("qpn=0x000100 type=rc sl=3 leaf=rpc attached=1 mode=enforce "
+                             "outcome=replaced") != std::string::npos);
+    CHECK(reports(r)[1].find("qpn=0x001000 type=other sl=2 leaf=bulk attached=0 mode=enforce "
+                             "app-sl=2") != std::string::npos);
+}
+
+TEST_CASE("the DEVX reader finds each field where mlx5_ifc.h puts it, and refuses short commands",
+          "[host-sched][preload][devx]") {
+    namespace dx = ibqos::test::devx;
+    dx::ModifyQpIn in{};
+    dx::set(in.data(), dx::Opcode, 16, dx::Init2RtrQp);
+    dx::set(in.data(), dx::Qpn, 24, 0xabcdef);
+    dx::set(in.data(), dx::path(dx::AdsPkeyIndex), 16, 3);
+    dx::set(in.data(), dx::path(dx::AdsGrh), 1, 1);
+    dx::set(in.data(), dx::path(dx::AdsMlid), 7, 5);
+    dx::set(in.data(), dx::path(dx::AdsRlid), 16, 0x1234);
+    dx::set(in.data(), dx::path(dx::AdsRgid), 8, 0xfe);
+    dx::set(in.data(), dx::path(dx::AdsRgid) + 15 * 8, 8, 0x42);
+    dx::set(in.data(), dx::path(dx::AdsSl), 4, 9);
+    dx::set(in.data(), dx::path(dx::AdsPort), 8, 2);
+    auto c = ibqos::host::devx::readQpCommand(in.data(), in.size());
+    REQUIRE(c);
+    CHECK(c->opcode == ibqos::host::devx::OpInit2RtrQp);
+    CHECK(c->qpn == 0xabcdef);
+    CHECK(c->path.pkeyIndex == 3);
+    CHECK(c->path.grh);
+    CHECK(c->path.srcPathBits == 5);
+    CHECK(c->path.rlid == 0x1234);
+    CHECK(c->path.rgid[0] == 0xfe);
+    CHECK(c->path.rgid[15] == 0x42);
+    CHECK(c->path.sl == 9);
+    CHECK(c->path.port == 2);
+    // Writing the SL changes those four bits and nothing else.
+    dx::ModifyQpIn before = in;
+    ibqos::host::devx::writeSl(in.data(), 4);
+    CHECK(dx::get(in.data(), dx::path(dx::AdsSl), 4) == 4);
+    dx::set(in.data(), dx::path(dx::AdsSl), 4, 9);
+    CHECK(in == before);
+    // Too short to hold the address path, or another command: not read.
+    CHECK_FALSE(ibqos::host::devx::readQpCommand(in.data(), 60));
+    dx::set(in.data(), dx::Opcode, 16, dx::Rtr2RtsQp);
+    CHECK_FALSE(ibqos::host::devx::readQpCommand(in.data(), in.size()));
+    CHECK_FALSE(ibqos::host::devx::readQpCommand(nullptr, 1000));
 }

@@ -7,11 +7,14 @@
 // subnet fe80::/64 with LID STANDIN_LID (default 1), LMC STANDIN_LMC (default 0) and P_Keys
 // STANDIN_PKEYS (comma-separated, by index; default 0xffff); STANDIN_LINK_LAYER=ethernet makes
 // it a RoCE port. librdmacm's calls are stood in for too: the path they hand out is the one
-// standin_set_cm_path() names.
+// standin_set_cm_path() names. libmlx5's DEVX calls are stood in for as the device would take
+// UCX's QP commands: CREATE_QP numbers the QP (from 4096), and each modify command is decoded
+// (tests/doubles/devx_commands.hpp) and recorded.
 #include "tests/host-sched/verbs_standin.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <infiniband/mlx5dv.h>
 #include <rdma/rdma_cma.h>
 #include <unistd.h>
 
@@ -25,6 +28,7 @@
 #include <mutex>
 #include <string>
 
+#include "tests/doubles/devx_commands.hpp"
 #include "tests/doubles/mlx5_emulation.hpp"
 
 namespace {
@@ -312,6 +316,98 @@ int mlx5dv_modify_qp_sched_elem(ibv_qp* qp, const mlx5dv_sched_leaf* requestor,
            " responder=" + std::to_string(idOf(qp->context, responder)) + " -> " +
            std::to_string(rc));
     return rc;
+}
+
+// DEVX: the device's QP commands as UCX sends them, decoded and recorded; a command for
+// another QP than the object's, or too short, is refused as the device would (EINVAL).
+
+}  // extern "C"
+
+struct mlx5dv_devx_obj {
+    ibv_context* context = nullptr;
+    uint32_t qpn = 0;
+};
+
+namespace {
+
+uint32_t nextDevxQpn = 0x1000;
+
+// Appends " OPCODE qpn=N ..." for a modify command; false when the device refuses it.
+bool describeModify(uint32_t qpn, const void* in, size_t inlen, std::string& line) {
+    namespace dx = ibqos::test::devx;
+    if (!in || inlen < dx::ModifyQpInBits / 8) {
+        line += " (short command)";
+        return false;
+    }
+    const uint32_t opcode = dx::get(in, dx::Opcode, 16);
+    const uint32_t target = dx::get(in, dx::Qpn, 24);
+    auto field = [&](uint32_t bit, uint32_t width) {
+        return std::to_string(dx::get(in, dx::path(bit), width));
+    };
+    switch (opcode) {
+        case dx::Rst2InitQp:
+            line += " RST2INIT_QP qpn=" + std::to_string(target) +
+                    " port=" + field(dx::AdsPort, 8) + " pkey_index=" + field(dx::AdsPkeyIndex, 16);
+            break;
+        case dx::Init2RtrQp:
+            line += " INIT2RTR_QP qpn=" + std::to_string(target) +
+                    " rlid=" + field(dx::AdsRlid, 16) + " sl=" + field(dx::AdsSl, 4) +
+                    " port=" + field(dx::AdsPort, 8);
+            break;
+        case dx::Rtr2RtsQp:
+            line += " RTR2RTS_QP qpn=" + std::to_string(target);
+            break;
+        default:
+            line += " opcode=" + std::to_string(opcode);
+            return true;
+    }
+    return target == qpn;
+}
+
+}  // namespace
+
+extern "C" {
+
+mlx5dv_devx_obj* mlx5dv_devx_obj_create(ibv_context* context, const void* in, size_t inlen,
+                                        void* out, size_t outlen) {
+    namespace dx = ibqos::test::devx;
+    if (!context || !in || inlen < 4) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    auto* obj = new mlx5dv_devx_obj{context, 0};
+    std::string line = "mlx5dv_devx_obj_create";
+    if (dx::get(in, dx::Opcode, 16) == dx::CreateQp && inlen >= dx::CreateQpInBits / 8 &&
+        outlen >= dx::CreateQpOutBits / 8) {
+        obj->qpn = nextDevxQpn++;
+        dx::set(out, dx::Qpn, 24, obj->qpn);
+        line += " CREATE_QP st=" + std::to_string(dx::get(in, dx::Qpc + dx::QpcSt, 8)) +
+                " -> qpn=" + std::to_string(obj->qpn);
+    } else {
+        line += " opcode=" + std::to_string(dx::get(in, dx::Opcode, 16)) + " -> obj";
+    }
+    record(line);
+    return obj;
+}
+
+int mlx5dv_devx_obj_modify(mlx5dv_devx_obj* obj, const void* in, size_t inlen, void*, size_t) {
+    std::string line = "mlx5dv_devx_obj_modify";
+    bool ok = obj && describeModify(obj->qpn, in, inlen, line);
+    record(line + (ok ? " -> 0" : " -> EINVAL"));
+    return ok ? 0 : EINVAL;
+}
+
+int mlx5dv_devx_qp_modify(ibv_qp* qp, const void* in, size_t inlen, void*, size_t) {
+    std::string line = "mlx5dv_devx_qp_modify";
+    bool ok = qp && describeModify(qp->qp_num, in, inlen, line);
+    record(line + (ok ? " -> 0" : " -> EINVAL"));
+    return ok ? 0 : EINVAL;
+}
+
+int mlx5dv_devx_obj_destroy(mlx5dv_devx_obj* obj) {
+    record("mlx5dv_devx_obj_destroy qpn=" + std::to_string(obj ? obj->qpn : 0) + " -> 0");
+    delete obj;
+    return 0;
 }
 
 }  // extern "C"
