@@ -191,6 +191,15 @@ int simulateLink(const SimulateOptions& o) {
     int exitCode = ExitOk;
     auto plan = loadPlanOrReport(o.policy, json, exitCode);
     if (!plan) return exitCode;
+    if (plan->empty()) {
+        const std::string message =
+            o.policy +
+            " has no host-sched tree: there is nothing to simulate (every QP keeps the device's "
+            "default scheduling)";
+        if (json) std::cout << dumpJson(Json{{"status", "error"}, {"message", message}}) << "\n";
+        std::cerr << "ibqos-agent simulate: " << message << "\n";
+        return ExitInputErrors;
+    }
     const auto& elements = plan->elements();
 
     std::vector<std::optional<double>> demand(elements.size());

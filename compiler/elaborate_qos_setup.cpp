@@ -54,6 +54,7 @@ void Elaborator::vlarbScope(const ast::Block& b) {
                 if (auto* p = value<ast::PairList>(*f)) {
                     if (!scope.high) scope.high.emplace();
                     pairs(*p, *scope.high, "vlarb-high");
+                    if (!scope.highLocation.line) scope.highLocation = at(*f);
                 }
                 break;
             case Key::VlArbLow:
@@ -61,6 +62,7 @@ void Elaborator::vlarbScope(const ast::Block& b) {
                     if (!scope.low) scope.low.emplace();
                     pairs(*p, *scope.low, "vlarb-low");
                     lowAt = at(*f);
+                    if (!scope.lowLocation.line) scope.lowLocation = lowAt;
                 }
                 break;
             case Key::VlHighLimit:
@@ -72,6 +74,7 @@ void Elaborator::vlarbScope(const ast::Block& b) {
                     }
                     if (auto v = bounded(*n, 0, 255, "vl-high-limit", false))
                         scope.highLimit = static_cast<uint8_t>(*v);
+                    scope.highLimitLocation = at(*f);  // the last one is used
                 }
                 break;
             case Key::Bandwidth:

@@ -128,6 +128,8 @@ struct VlArbScope {
     std::optional<uint8_t> highLimit;
     std::optional<std::vector<VlShare>> bandwidth;  // extension: fills the low table
     SourceLocation bandwidthLocation;
+    // The first line of each field, for what the tables say of it (the scope's when none).
+    SourceLocation highLocation, lowLocation, highLimitLocation;
 };
 
 // A sl2vl-scope: which (in-port, out-port) pairs it selects and the table it writes there.

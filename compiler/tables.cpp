@@ -292,8 +292,12 @@ class TableBuilder {
                 if (peerIn(scope.across, drafts_[d].port)) selected.push_back(d);
             }
         }
-        uint16_t at =
-            origin({TableOrigin::Kind::Scope, policy_.file, scope.location, static_cast<int>(s)});
+        auto originAt = [&](SourceLocation field) {
+            return origin({TableOrigin::Kind::Scope, policy_.file,
+                           field.line ? field : scope.location, static_cast<int>(s)});
+        };
+        const uint16_t highAt = originAt(scope.highLocation), lowAt = originAt(scope.lowLocation),
+                       limitAt = originAt(scope.highLimitLocation);
         uint16_t bandwidthAt = scope.bandwidth
                                    ? origin({TableOrigin::Kind::Bandwidth, policy_.file,
                                              scope.bandwidthLocation, static_cast<int>(s)})
@@ -310,12 +314,12 @@ class TableBuilder {
             Draft& draft = drafts_[d];
             if (scope.high) {
                 draft.high = high;
-                draft.highOrigin = at;
+                draft.highOrigin = highAt;
                 draft.highScope = static_cast<int>(s);
             }
             if (scope.low) {
                 draft.low = low;
-                draft.lowOrigin = at;
+                draft.lowOrigin = lowAt;
                 draft.lowScope = static_cast<int>(s);
             }
             if (scope.bandwidth) {
@@ -333,7 +337,7 @@ class TableBuilder {
             }
             if (scope.highLimit) {
                 draft.highLimit = *scope.highLimit;
-                draft.limitOrigin = at;
+                draft.limitOrigin = limitAt;
                 draft.limitScope = static_cast<int>(s);
             }
         }

@@ -102,6 +102,15 @@ class StandardInput(unittest.TestCase):
         p = agent("simulate", "-", "--link-mbps", "1000", stdin=text)
         self.assertEqual(p.returncode, 0, p.stderr)
 
+    def test_simulate_says_when_a_policy_has_no_tree_instead_of_an_empty_table(self):
+        plain = "qos-ulps\n    default : 0\nend-qos-ulps\n".encode()
+        p = agent("simulate", "-", "--link-mbps", "1000", stdin=plain)
+        self.assertEqual((p.returncode, p.stdout), (1, b""))
+        self.assertIn(b"has no host-sched tree: there is nothing to simulate", p.stderr)
+        p = agent("simulate", "-", "--link-mbps", "1000", "--json", stdin=plain)
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(json.loads(p.stdout)["status"], "error")
+
     def test_the_daemon_refuses_standard_input(self):
         p = agent("run", "--policy", "-", "--socket", "/nonexistent/agent.sock")
         self.assertEqual(p.returncode, 2)

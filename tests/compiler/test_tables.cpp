@@ -337,6 +337,17 @@ end-qos-setup
     std::sort(warnings.begin(), warnings.end());
     CHECK(warnings == std::vector<std::string>{"high-limit-unbounded", "scope-unused",
                                                "weight-not-mtu-multiple"});
+    // Each at the line that wrote what it is about.
+    auto lineOf = [&](const std::string& text) {
+        const std::string before = policy.substr(0, policy.find(text));
+        return static_cast<uint32_t>(std::count(before.begin(), before.end(), '\n') + 1);
+    };
+    for (const Diagnostic& d : f.diagnostics.all()) {
+        INFO(d.code);
+        if (d.code == "weight-not-mtu-multiple") CHECK(d.location.line == lineOf("vlarb-low: 1:100"));
+        if (d.code == "high-limit-unbounded")
+            CHECK(d.location.line == lineOf("vl-high-limit: 255"));
+    }
 }
 
 TEST_CASE("an IPoIB partition whose broadcast SL differs from its PathRecord SL is warned about",
