@@ -54,7 +54,8 @@ it and its regions of port pairs), and the exit status is 1: no one SL a process
 --json prints one object: {"status": "ok", "sl", "request", "settings": {NAME: "VALUE"},
 "levels", "rules"}, or {"status": "different", "request", "sls": [{"sl", "levels", "rules",
 "port_pairs", "regions": [{"sources", "destinations"}]}]} (exit 1), or {"status": "no-path"}
-when the policy answers none of those requests (exit 1). "rules" are {"index", "line"}
+when the policy answers none of those requests (exit 1), or {"status": "error",
+"diagnostics": [...]} when the policy, topology or partitions have errors (exit 1). "rules" are {"index", "line"}
 objects, null for the default level; sources and destinations are port GUIDs with a topology,
 kinds of port without one (null: every CA port).
 
@@ -173,7 +174,13 @@ int env(const EnvOptions& o) {
     std::unique_ptr<FabricCompilation> compiled;
     if (!diagnostics.hasErrors())
         compiled = compileForFabric(policy, o.fabric, inputs, diagnostics, CompileStage::Bind);
-    // Errors go to stderr as `ibqos check` prints them (warnings are check's business).
+    // Errors go to stderr as `ibqos check` prints them (warnings are check's business); with
+    // --json, stdout says so too, as the command-line contract asks of a --json command.
+    if (diagnostics.hasErrors() && o.json) {
+        std::cout << dumpJson({{"status", "error"},
+                               {"diagnostics", diagnosticsJson(diagnostics.all())}})
+                  << "\n";
+    }
     if (emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts) != ExitOk)
         return ExitInputErrors;
     const Fabric* fabric = compiled ? &compiled->fabric() : nullptr;

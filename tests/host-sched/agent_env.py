@@ -48,6 +48,9 @@ FABRICS = [
      ["qos-lab-guid-ranges.conf", "qos-lab-names-and-types.conf", "qos-lab-partitions.conf", "qos-lab-fields.conf",
       "qos-lab-ulps.conf", "qos-lab-mixed.conf", "qos-lab-handwritten.conf", "qos-lab-storage-ulps.conf"]),
     ("three-switch.net", None, "sm HCA-1/P1", ["storage-mpi-ai.conf", "host-sched.conf"]),
+    ("rack-row.ibnetdiscover", "rack-row.partitions.conf", "sm-main HCA-1/P1",
+     ["opensm-full-example.conf", "qos-lab-guid-ranges.conf", "qos-lab-names-and-types.conf",
+      "qos-lab-partitions.conf", "storage-mpi-ai.conf"]),
 ]
 # (qos-class, service-id, pkey): None for a field the requests do not carry.
 KINDS = [(None, None, None), ("0", None, None), ("3", None, None), ("5", "0x20001", None), ("7", None, None),
@@ -136,6 +139,22 @@ for fabric, partitions, sm, policies in FABRICS:
                 check(everywhere.returncode == 1 and e.get("status") == "different",
                       f"  without a topology: different SLs too ({e.get('status')}, exit {everywhere.returncode})")
 
+# Grouped and cut for people: at most four regions of port pairs an SL in text, the rest
+# counted, every one of them in --json.
+guid_ranges = sample("policies", "qos-lab-guid-ranges.conf")
+rack = fabric_args("rack-row.ibnetdiscover", "rack-row.partitions.conf", "sm-main HCA-1/P1")
+text, js = env(guid_ranges, rack + ["--qos-class", "3"]), env(guid_ranges, rack + ["--qos-class", "3", "--json"])
+blocks = text.stderr.split("\nSL ")[1:]
+regions = {s["sl"]: len(s["regions"]) for s in json.loads(js.stdout).get("sls", [])}
+shown_ok = len(blocks) == len(regions) > 1
+for block in blocks:
+    sl = int(block.split(" ", 1)[0])
+    shown = block.count("\n  from ")
+    more = f"... and {regions.get(sl, 0) - 4} more regions" in block
+    shown_ok &= shown == min(regions.get(sl, 0), 4) and more == (regions.get(sl, 0) > 4)
+check(shown_ok and any(n > 4 for n in regions.values()),
+      f"rack-row, qos-lab-guid-ranges.conf: each SL shows at most 4 regions and counts the rest ({regions})")
+
 # The readable forms without a topology.
 p = env(sample("policies", "host-sched.conf"), ["--qos-class", "3"])
 check(p.returncode == 0 and p.stdout.splitlines()[:2] == ["NCCL_IB_SL=3", "UCX_IB_SL=3"],
@@ -155,6 +174,11 @@ p = run([args.agent, "env", "-", "--qos-class", "3"], stdin="qos-levels\n    qos
         "    end-qos-level\nend-qos-levels\n")
 check(p.returncode == 1 and p.stdout == "" and "missing" in p.stderr,
       f"a policy with errors: exit 1, the errors on stderr ({p.returncode})")
+p = run([args.agent, "env", "-", "--qos-class", "3", "--json"], stdin="qos-levels\n    qos-level\n        sl: 3\n"
+        "    end-qos-level\nend-qos-levels\n")
+got = json.loads(p.stdout) if p.returncode == 1 and p.stdout.strip() else {}
+check(got.get("status") == "error" and any(d["severity"] == "error" for d in got.get("diagnostics", [])),
+      f"  with --json: status error and the diagnostics on stdout ({p.stdout.strip()[:80]})")
 
 print(f"{len(failures)} failures")
 sys.exit(1 if failures else 0)
