@@ -177,8 +177,8 @@ int env(const EnvOptions& o) {
     // Errors go to stderr as `ibqos check` prints them (warnings are check's business); with
     // --json, stdout says so too, as the command-line contract asks of a --json command.
     if (diagnostics.hasErrors() && o.json) {
-        std::cout << dumpJson({{"status", "error"},
-                               {"diagnostics", diagnosticsJson(diagnostics.all())}})
+        std::cout << dumpJson(
+                         {{"status", "error"}, {"diagnostics", diagnosticsJson(diagnostics.all())}})
                   << "\n";
     }
     if (emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts) != ExitOk)
