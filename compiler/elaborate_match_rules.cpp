@@ -171,9 +171,10 @@ void Elaborator::ulpLine(const ast::UlpLine& line) {
             case Ulp::Lustre:
             case Ulp::NvmeRdma:
                 // An extension word names one ServiceID; other ports are OpenSM's own form.
-                forms = bare(ulpName) + " (another port: 'any, " +
-                        std::string(ast::ulpQualifierWord(UlpQualifier::ServiceId)) +
-                        " <ids> : <sl>')";
+                forms = bare(ulpName) + " (another port: " +
+                        qualified(ast::ulpWord(Ulp::Any),
+                                  ast::ulpQualifierWord(UlpQualifier::ServiceId), "<ids>") +
+                        ")";
                 break;
         }
         error("ulp-form", qualifierAt,

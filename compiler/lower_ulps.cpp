@@ -120,7 +120,7 @@ void lowerUlps(const std::vector<UlpEntry>& ulps, const Reporter& report, Policy
         rule.use += " : " + std::to_string(e.sl);
         if (!ast::isOpenSmUlp(e.ulp)) {
             // What a stock OpenSM reads for it (the plain policy --emit opensm writes).
-            rule.use += " (extension: any, " +
+            rule.use += " (extension: " + std::string(ast::ulpWord(Ulp::Any)) + ", " +
                         std::string(ast::ulpQualifierWord(UlpQualifier::ServiceId)) + " " +
                         hex(ulpServiceId(e.ulp)) + " : " + std::to_string(e.sl) + ")";
         }
