@@ -137,22 +137,40 @@ Json endJson(const Fabric* fabric, const std::vector<uint32_t>& ports,
     return out;
 }
 
+// How many ports, names or GUID ranges a line of text shows before it counts the rest.
+constexpr size_t ItemsShown = 4;
+
+// A kind of CA port for people: its names and GUID ranges cut to the first few, counted.
+std::string kindText(const PortKind& kind) {
+    PortKind shown = kind;
+    std::string more;
+    auto cut = [&](auto& list, const char* what) {
+        if (list.size() <= ItemsShown) return;
+        more += ", ... (" + std::to_string(list.size()) + " " + what + " in all)";
+        list.resize(ItemsShown);
+    };
+    if (shown.names) cut(*shown.names, "names");
+    if (shown.notNames) cut(*shown.notNames, "names");
+    if (shown.guids) cut(*shown.guids, "GUID ranges");
+    const std::string text = describePortKind(shown);
+    return text == "any port" ? "any CA port" : "CA port, " + text + more;
+}
+
 // For people: up to four ports by name, or the kinds of CA port.
 std::string endText(const Fabric* fabric, const std::vector<uint32_t>& ports,
                     const std::vector<PortKind>& kinds, bool any) {
     std::string out;
     if (fabric) {
-        for (size_t i = 0; i < ports.size() && i < 4; ++i)
+        for (size_t i = 0; i < ports.size() && i < ItemsShown; ++i)
             out += (i ? ", " : "") + fabric->portName(ports[i]);
-        if (ports.size() > 4) out += ", ... (" + std::to_string(ports.size()) + " in all)";
+        if (ports.size() > ItemsShown) out += ", ... (" + std::to_string(ports.size()) + " in all)";
         return out;
     }
     if (any) return "any CA port";
-    for (const PortKind& k : kinds) {
-        const std::string kind = describePortKind(k);
-        out += (out.empty() ? "" : "; or ") +
-               (kind == "any port" ? "any CA port" : "CA port, " + kind);
-    }
+    for (size_t i = 0; i < kinds.size() && i < ItemsShown; ++i)
+        out += (i ? "; or " : "") + kindText(kinds[i]);
+    if (kinds.size() > ItemsShown)
+        out += "; or ... (" + std::to_string(kinds.size()) + " kinds of port in all)";
     return out;
 }
 

@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--agent", required=True)
@@ -154,6 +155,47 @@ for block in blocks:
     shown_ok &= shown == min(regions.get(sl, 0), 4) and more == (regions.get(sl, 0) > 4)
 check(shown_ok and any(n > 4 for n in regions.values()),
       f"rack-row, qos-lab-guid-ranges.conf: each SL shows at most 4 regions and counts the rest ({regions})")
+
+# A larger fabric: 512 hosts under 16 leaves, a group of 16 hosts a rack named port by port, QoS
+# class 3 to the even racks on its own SL. The text stays short (the ports, names and kinds of
+# port cut to the first four and counted), and every pair is in one SL.
+with tempfile.TemporaryDirectory(prefix="ibqos-agent-env-") as scratch:
+    hosts, per_leaf, spines = 512, 32, 4
+    leaves = hosts // per_leaf
+    net = []
+    for s_ in range(spines):
+        net += [f'Switch\t{leaves} "spine{s_}"'] + [f'[{l + 1}]\t"leaf{l}"[{per_leaf + 1 + s_}]' for l in range(leaves)] + [""]
+    for l in range(leaves):
+        net += [f'Switch\t{per_leaf + spines} "leaf{l}"']
+        net += [f'[{h + 1}]\t"host{l * per_leaf + h}"[1]' for h in range(per_leaf)]
+        net += [f'[{per_leaf + 1 + s_}]\t"spine{s_}"[{l + 1}]' for s_ in range(spines)] + [""]
+    for h in range(hosts):
+        net += [f'Hca\t1 "host{h}"', f'[1]\t"leaf{h // per_leaf}"[{h % per_leaf + 1}]', ""]
+    racks = hosts // 16
+    groups = "".join(f"    port-group\n        name: rack{r}\n        port-name: " +
+                     ", ".join(f"host{h}/P1" for h in range(r * 16, r * 16 + 16)) + "\n    end-port-group\n"
+                     for r in range(racks))
+    big_policy = ("port-groups\n" + groups + "end-port-groups\nqos-levels\n    qos-level\n        name: default\n"
+                  "        sl: 0\n    end-qos-level\n    qos-level\n        name: fast\n        sl: 3\n"
+                  "    end-qos-level\nend-qos-levels\nqos-match-rules\n    qos-match-rule\n        qos-class: 3\n"
+                  "        destination: " + ", ".join(f"rack{r}" for r in range(0, racks, 2)) +
+                  "\n        qos-level-name: fast\n    end-qos-match-rule\nend-qos-match-rules\n")
+    net_path, policy_path = os.path.join(scratch, "fat.net"), os.path.join(scratch, "racks.conf")
+    with open(net_path, "w") as f:
+        f.write("\n".join(net))
+    with open(policy_path, "w") as f:
+        f.write(big_policy)
+    for extra in (["--topology", net_path], []):
+        p = env(policy_path, extra + ["--qos-class", "3"])
+        lines = p.stderr.splitlines()
+        check(p.returncode == 1 and p.stdout == "" and "\nSL 0 (level 'default')" in p.stderr
+              and "\nSL 3 (level 'fast')" in p.stderr and max(map(len, lines)) < 400 and len(lines) < 20,
+              f"512 hosts{' on the fabric' if extra else ', every fabric'}: two SLs in {len(lines)} short lines "
+              f"(longest {max(map(len, lines))} characters)")
+    js = json.loads(env(policy_path, ["--topology", net_path, "--qos-class", "3", "--json"]).stdout)
+    pairs = {s_["sl"]: s_["port_pairs"] for s_ in js["sls"]}
+    check(pairs == {0: hosts * hosts // 2, 3: hosts * hosts // 2},
+          f"  every one of the {hosts * hosts} pairs is in one SL, half to the even racks ({pairs})")
 
 # The readable forms without a topology.
 p = env(sample("policies", "host-sched.conf"), ["--qos-class", "3"])
