@@ -17,6 +17,7 @@ void addPlan(Program& program);
 void addSimulate(Program& program);
 void addRun(Program& program);
 void addStatus(Program& program);
+void addEnv(Program& program);
 
 // Loads a policy, prints its diagnostics like `ibqos check`, and returns its plan; nullopt
 // (with exitCode set) when it has errors (1) or cannot be read (throws IoError: 2).

@@ -10,6 +10,7 @@
 #include "host-sched/sa-client/sa_client.hpp"
 #include "host-sched/sa-client/umad_transport.hpp"
 #include "ib/link.hpp"
+#include "ib/service_id.hpp"
 
 namespace ibqos::cli {
 
@@ -24,9 +25,14 @@ policy disagrees with gets no path.
 PORT is a LID (decimal), a port GUID (0x...; the local subnet prefix is added) or a GID
 (fe80::...). A LID is asked for by SLID/DLID, a GUID or GID by SGID/DGID.
 
+A --service-id a kernel ULP connects with (RDMA-CM's TCP port space: NFS over RDMA 0x1064e51,
+Lustre 0x10603db, NVMe over Fabrics 0x1061144, iSER 0x1060cbc, RDS 0x10648ca) shows the SL
+the kernel's QPs get from the SA, and no leaf or slot: kernel QPs are never attached to either.
+
 --json prints one JSON object: status, sl, leaf {name, parent, bw_share, max_avg_bw} or null,
 pcc_slot, pcc_algorithm, path {slid, dlid, sgid, dgid, pkey (a number), mtu and rate (the IB
-enums), mtu_bytes, rate_gbps, packet_life, ...}, sa {...}.
+enums), mtu_bytes, rate_gbps, packet_life, ...}, sa {...}; for a kernel ULP's ServiceID also
+kernel_ulp (its name) and reason (why leaf and pcc_slot are null).
 
 Exit status: 0 a path, 1 the SA has no such path (or the policy has errors), 2 usage or I/O
 error (no SA answer after the retries, an answer that breaks the protocol).)";
@@ -162,7 +168,18 @@ int resolve(const ResolveOptions& o) {
     }
 
     const ib::PathRecord& r = result.record;
-    HostPart part = hostPartOf(*plan, r.sl);
+    // A kernel ULP's QPs are made in the kernel: neither the preload library nor the agent
+    // ever sees them, so the host plan's leaf and slot do not apply.
+    const std::optional<ib::KernelUlp> kernel =
+        query.serviceId ? ib::kernelUlpOf(*query.serviceId) : std::nullopt;
+    HostPart part = kernel ? HostPart{} : hostPartOf(*plan, r.sl);
+    std::string reason;
+    if (kernel) {
+        reason = "ServiceID " + hex(*query.serviceId) + " is " + std::string(kernel->name) +
+                 "'s (RDMA-CM TCP port " + std::to_string(kernel->port) +
+                 "): its QPs are the kernel's, which take the SL from the SA and are never "
+                 "attached to a sched-leaf or a PCC slot";
+    }
     if (json) {
         Json out = {{"status", "ok"},
                     {"sl", r.sl},
@@ -171,11 +188,17 @@ int resolve(const ResolveOptions& o) {
                     {"pcc_algorithm", jsonName(part.algorithm)},
                     {"path", pathJson(r)},
                     {"sa", std::move(sa)}};
+        if (kernel) {
+            out["kernel_ulp"] = std::string(kernel->name);
+            out["reason"] = reason;
+        }
         std::cout << dumpJson(out) << "\n";
         return ExitOk;
     }
     std::cout << "sl " << int{r.sl} << "\n";
-    if (part.leaf) {
+    if (kernel) {
+        std::cout << "leaf none (" << reason << ")\n";
+    } else if (part.leaf) {
         const host::PlanElement& e = plan->elements()[*part.leaf];
         std::cout << "leaf " << e.name << " (parent "
                   << (e.parent ? plan->elements()[*e.parent].name : std::string("root"))
@@ -188,6 +211,8 @@ int resolve(const ResolveOptions& o) {
     }
     if (part.slot) {
         std::cout << "pcc-slot " << *part.slot << " (" << part.algorithm << ")\n";
+    } else if (kernel) {
+        std::cout << "pcc-slot none (kernel QPs are never given one)\n";
     } else {
         std::cout << "pcc-slot none\n";
     }

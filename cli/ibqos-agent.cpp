@@ -18,5 +18,6 @@ int main(int argc, char** argv) {
     addSimulate(program);
     addRun(program);
     addStatus(program);
+    addEnv(program);
     return program.main(argc, argv);
 }

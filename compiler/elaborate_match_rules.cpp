@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iterator>
+#include <optional>
 #include <string>
 
 #include "ib/qos.hpp"
@@ -16,6 +17,7 @@ void Elaborator::matchRule(const ast::Block& b) {
     rule.location = at(b.open);
     std::bitset<64> seen;
     std::vector<Range> classes, sids, pkeys;
+    std::optional<SourceLocation> classZeroAt;  // the first qos-class range that holds 0
     for (const ast::Item& item : b.items) {
         auto* f = boost::get<ast::Field>(&item);
         if (!f) continue;
@@ -29,6 +31,9 @@ void Elaborator::matchRule(const ast::Block& b) {
                     for (const ast::Range& range : *r) {
                         uint64_t top =
                             range.hi ? std::max(range.lo.value, range.hi->value) : range.lo.value;
+                        uint64_t bottom =
+                            range.hi ? std::min(range.lo.value, range.hi->value) : range.lo.value;
+                        if (bottom == 0 && !classZeroAt) classZeroAt = at(range.lo);
                         if (top > ib::MaxQosClass) {
                             report_.warning("value-range", at(range.lo),
                                             "a QoS class has 12 bits: values above " +
@@ -57,6 +62,20 @@ void Elaborator::matchRule(const ast::Block& b) {
         }
     }
     requireField(b, seen, Key::QosLevelName);
+    if (classZeroAt) {
+        // cma_query_ib_route() puts the TOS byte in every IPv4 request's QoS class, 0 when
+        // the ULP set none: most kernel storage traffic asks with class 0 (research in
+        // docs/sl-enforcement.md).
+        report_.warning(
+            "qos-class-zero", *classZeroAt,
+            std::string("QoS class 0 is what every RDMA-CM connection over IPv4 asks with when "
+                        "it set no TOS: the kernel's NFS over RDMA and iSER (which never set "
+                        "one), Lustre without its 'tos' parameter, NVMe over Fabrics without "
+                        "--tos, and every rdma-cm application that sets none; this rule "
+                        "catches all of them") +
+                (sids.empty() ? " (a service-id: narrows it, or start the range at 1)"
+                              : " that use its service IDs"));
+    }
     rule.qosClasses = RangeSet::build(std::move(classes));
     rule.serviceIds = RangeSet::build(std::move(sids));
     rule.pkeys = RangeSet::build(std::move(pkeys));
@@ -106,6 +125,10 @@ void Elaborator::ulpLine(const ast::UlpLine& line) {
                 return k == UlpQualifier::TargetPortGuid;
             case Ulp::Ipoib:
                 return k == UlpQualifier::None || k == UlpQualifier::Pkey;
+            case Ulp::NfsRdma:
+            case Ulp::Lustre:
+            case Ulp::NvmeRdma:
+                return k == UlpQualifier::None;
         }
         return false;
     };
@@ -143,6 +166,15 @@ void Elaborator::ulpLine(const ast::UlpLine& line) {
             case Ulp::Ipoib:
                 forms = bare(ulpName) + " or " +
                         qualified(ulpName, ast::ulpQualifierWord(UlpQualifier::Pkey), "<pkeys>");
+                break;
+            case Ulp::NfsRdma:
+            case Ulp::Lustre:
+            case Ulp::NvmeRdma:
+                // An extension word names one ServiceID; other ports are OpenSM's own form.
+                forms = bare(ulpName) + " (another port: " +
+                        qualified(ast::ulpWord(Ulp::Any),
+                                  ast::ulpQualifierWord(UlpQualifier::ServiceId), "<ids>") +
+                        ")";
                 break;
         }
         error("ulp-form", qualifierAt,

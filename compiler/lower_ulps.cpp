@@ -4,8 +4,10 @@
 #include <iterator>
 #include <string>
 
+#include "common/text.hpp"
 #include "compiler/passes.hpp"
 #include "ib/qos.hpp"
+#include "ib/service_id.hpp"
 #include "policy-grammar/keywords.hpp"
 
 namespace ibqos::passes {
@@ -16,9 +18,27 @@ using ast::Ulp;
 using ast::UlpQualifier;
 
 constexpr uint64_t SdpServiceId = 0x10000;
-constexpr uint64_t RdsIserServiceId = 0x1060000;  // RDS and iSER share the prefix
-constexpr uint64_t RdsPort = 0x48ca;
-constexpr uint64_t IserPort = 0x0cbc;
+// RDS and iSER share the prefix: RDMA-CM's TCP port space.
+constexpr uint64_t RdsIserServiceId = ib::TcpPortSpaceServiceIds;
+
+// The one ServiceID a ULP word without a qualifier names (OpenSM's rds and iser, and the
+// extension words), or 0 for the others.
+uint64_t ulpServiceId(Ulp ulp) {
+    switch (ulp) {
+        case Ulp::Rds:
+            return ib::Rds.serviceId();
+        case Ulp::Iser:
+            return ib::Iser.serviceId();
+        case Ulp::NfsRdma:
+            return ib::NfsRdma.serviceId();
+        case Ulp::Lustre:
+            return ib::Lustre.serviceId();
+        case Ulp::NvmeRdma:
+            return ib::NvmeRdma.serviceId();
+        default:
+            return 0;
+    }
+}
 
 // The implicit level OpenSM gives every qos-ulps line with this SL.
 uint32_t simpleLevel(Policy& policy, uint8_t sl) {
@@ -98,6 +118,12 @@ void lowerUlps(const std::vector<UlpEntry>& ulps, const Reporter& report, Policy
                         e.values.str(e.qualifier != UlpQualifier::PortNum);
         }
         rule.use += " : " + std::to_string(e.sl);
+        if (!ast::isOpenSmUlp(e.ulp)) {
+            // What a stock OpenSM reads for it (the plain policy --emit opensm writes).
+            rule.use += " (extension: " + std::string(ast::ulpWord(Ulp::Any)) + ", " +
+                        std::string(ast::ulpQualifierWord(UlpQualifier::ServiceId)) + " " +
+                        hex(ulpServiceId(e.ulp)) + " : " + std::to_string(e.sl) + ")";
+        }
         rule.level = simpleLevel(policy, e.sl);
         rule.levelName = {policy.levels[rule.level].name, policy.levels[rule.level].name,
                           e.location};
@@ -106,12 +132,9 @@ void lowerUlps(const std::vector<UlpEntry>& ulps, const Reporter& report, Policy
             case UlpQualifier::None:
                 if (e.ulp == Ulp::Sdp)
                     rule.serviceIds = RangeSet{{SdpServiceId, SdpServiceId + 0xffff}};
-                if (e.ulp == Ulp::Rds)
-                    rule.serviceIds =
-                        RangeSet{{RdsIserServiceId + RdsPort, RdsIserServiceId + RdsPort}};
-                if (e.ulp == Ulp::Iser)
-                    rule.serviceIds =
-                        RangeSet{{RdsIserServiceId + IserPort, RdsIserServiceId + IserPort}};
+                // Like OpenSM's rds and iser lines, an extension word is its ServiceID alone:
+                // what 'any, service-id <id> : <sl>' is.
+                if (uint64_t id = ulpServiceId(e.ulp)) rule.serviceIds = RangeSet{{id, id}};
                 if (e.ulp == Ulp::Ipoib) rule.pkeys = RangeSet{{ib::DefaultPkey, ib::DefaultPkey}};
                 break;
             case UlpQualifier::PortNum:

@@ -4,13 +4,18 @@
 
 #include <arpa/inet.h>
 #include <infiniband/sa.h>
+#include <rdma/rdma_cma.h>
 
 #include <algorithm>
 
 #include "ib/mad.hpp"
 #include "ib/qos.hpp"
+#include "ib/service_id.hpp"
 
 namespace ibqos::ib {
+
+// The port space the kernel ULPs' ServiceIDs are made in is rdma-core's.
+static_assert(RdmaPsTcp == RDMA_PS_TCP);
 
 static_assert(sizeof(ibv_path_record) == PathRecordSize);
 

@@ -132,7 +132,8 @@ struct Field : Node {
     Value value;
 };
 
-enum class Ulp : uint8_t { Default, Any, Sdp, Srp, Rds, Ipoib, Iser };
+// OpenSM's ULPs, then ibqos's (extensions: the kernel's storage ULPs, by their RDMA-CM port).
+enum class Ulp : uint8_t { Default, Any, Sdp, Srp, Rds, Ipoib, Iser, NfsRdma, Lustre, NvmeRdma };
 enum class UlpQualifier : uint8_t {
     None,
     ServiceId,

@@ -28,9 +28,10 @@ inline constexpr const char* keyNames[] = {
 static_assert(std::size(keyNames) == static_cast<size_t>(Key::ResolveTimeout) + 1);
 
 // The ULP that starts a qos-ulps line, as written (any case), indexed by Ulp.
-inline constexpr std::string_view ulpWords[] = {"default", "any",   "sdp", "srp",
-                                                "rds",     "ipoib", "iser"};
-static_assert(std::size(ulpWords) == static_cast<size_t>(Ulp::Iser) + 1);
+// OpenSM's words first, then the extensions (isOpenSmUlp).
+inline constexpr std::string_view ulpWords[] = {
+    "default", "any", "sdp", "srp", "rds", "ipoib", "iser", "nfs-rdma", "lustre", "nvme-rdma"};
+static_assert(std::size(ulpWords) == static_cast<size_t>(Ulp::NvmeRdma) + 1);
 
 // The qualifier of a qos-ulps line ("sdp, port-num 20"), as written, indexed by UlpQualifier.
 inline constexpr std::string_view ulpQualifierWords[] = {"",
@@ -105,6 +106,8 @@ constexpr const BlockWords& wordsOf(BlockKind kind) {
 // Whether a field keyword or a block is OpenSM's own (the others are ibqos's extensions).
 constexpr bool isOpenSmKey(Key key) { return key <= Key::QosLevelName && key != Key::Bandwidth; }
 constexpr bool isOpenSmBlock(BlockKind kind) { return kind < BlockKind::HostSched; }
+// Whether a qos-ulps word is OpenSM's own (the others, the kernel storage ULPs, are ibqos's).
+constexpr bool isOpenSmUlp(Ulp ulp) { return ulp <= Ulp::Iser; }
 
 // A keyword OpenSM's lexer reads inside an unquoted value. Its lexer matches keywords wherever
 // they stand, glued to other text too ("myport-groupx"): an OpenSM block keyword as it is, an

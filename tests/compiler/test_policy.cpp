@@ -171,6 +171,49 @@ TEST_CASE("qos-ulps lines become rules after every qos-match-rule, wherever they
     CHECK(c.policy.levels[c.policy.rules[1].level].sl == 2);
 }
 
+TEST_CASE("the storage ULP words are the ServiceIDs of their RDMA-CM ports, as iser is",
+          "[compiler][ulps]") {
+    auto ulp = [](const std::string& line) {
+        return std::make_unique<Compiled>("qos-ulps\n default : 0\n " + line + "\nend-qos-ulps\n");
+    };
+    // RDMA_PS_TCP (0x0106) << 16 | port, the kernel's cma_get_service_id().
+    const std::pair<const char*, uint64_t> words[] = {
+        {"nfs-rdma : 2", 0x0106ull << 16 | 20049},
+        {"LUSTRE : 3", 0x0106ull << 16 | 987},
+        {"Nvme-Rdma : 4", 0x0106ull << 16 | 4420},
+        {"iser : 6", 0x0106ull << 16 | 3260},
+    };
+    for (const auto& [line, id] : words) {
+        auto c = ulp(line);
+        CAPTURE(line);
+        CHECK(c->codes().empty());
+        CHECK(c->codes(Severity::Warning).empty());
+        const MatchRule& r = onlyUlpRule(c->policy);
+        CHECK(r.serviceIds.ranges() == std::vector<Range>{{id, id}});
+        CHECK(r.qosClasses.empty());
+        CHECK(r.pkeys.empty());
+        CHECK(r.sources.empty());
+        CHECK(r.destinations.empty());
+    }
+    auto bad = ulp("lustre, port-num 988 : 3");
+    CHECK(bad->codes() == std::vector<std::string>{"ulp-form"});
+}
+
+TEST_CASE("a match rule whose qos-class holds 0 is warned about, once", "[compiler][rules]") {
+    auto rule = [](const std::string& fields) {
+        return std::make_unique<Compiled>(std::string(levels) +
+                                          "qos-match-rules\n qos-match-rule\n" + fields +
+                                          "  qos-level-name: gold\n end-qos-match-rule\n"
+                                          "end-qos-match-rules\n");
+    };
+    const Severity w = Severity::Warning;
+    CHECK(rule("  qos-class: 0\n")->codes(w) == std::vector<std::string>{"qos-class-zero"});
+    CHECK(rule("  qos-class: 3-0, 0\n  qos-class: 0\n")->codes(w) ==
+          std::vector<std::string>{"qos-class-zero"});
+    CHECK(rule("  qos-class: 1-7\n")->codes(w).empty());
+    CHECK(rule("  service-id: 0x1064e51\n")->codes(w).empty());
+}
+
 TEST_CASE("each qos-ulps form matches what OpenSM's parser builds", "[compiler][ulps]") {
     auto ulp = [](const std::string& line) {
         return std::make_unique<Compiled>("qos-ulps\n default : 0\n " + line + "\nend-qos-ulps\n");

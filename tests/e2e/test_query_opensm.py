@@ -11,12 +11,17 @@ an empty answer where ibqos says "rejected"; the SL, packet life and PKey exactl
 rate as the level's limit clamped by the path (ibqos has no routes: the path's values are
 computed here from the topology, the rate clamped in OpenSM's order of the rate enum).
 
+A policy that uses ibqos's extensions (EMITTED: the storage ULP words) is handed to OpenSM as
+`ibqos compile --emit opensm` writes it for a stock OpenSM, and `ibqos query` is asked with the
+policy as written: the plain policy must give the same answers.
+
 Exits 77 (skipped) when ibsim, OpenSM or the diags are not installed.
 """
 import argparse
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -26,12 +31,22 @@ import simfabric  # noqa: E402
 
 SKIP = 77
 SM_HOST, SM_GUID = pathrecords.QOS_LAB_SM
+# Sample policies with extensions: OpenSM gets the plain policy ibqos writes for it.
+EMITTED = ["qos-lab-storage-ulps.conf"]
 
 
 def check_policy(fabric, args, policy, topology, topology_path, rng, workdir):
     policy_path = os.path.join(args.samples, "policies", policy)
     partitions = os.path.join(args.samples, "fabrics", "qos-lab.partitions.conf")
-    osm = fabric.start_opensm({"qos": "TRUE", "qos_policy_file": policy_path, "partition_config_file": partitions},
+    osm_policy = policy_path
+    if policy in EMITTED:
+        out = os.path.join(workdir, "emitted-" + policy.replace(".conf", ""))
+        os.makedirs(out, exist_ok=True)
+        subprocess.run([args.ibqos, "compile", policy_path, "--topology", topology_path, "--partitions", partitions,
+                        "--sm", SM_GUID, "--emit", "opensm", "-o", out], check=True, capture_output=True,
+                       timeout=120)
+        osm_policy = os.path.join(out, "qos-policy.conf")
+    osm = fabric.start_opensm({"qos": "TRUE", "qos_policy_file": osm_policy, "partition_config_file": partitions},
                               SM_GUID, SM_HOST, name="opensm-" + policy.replace(".conf", ""))
     try:
         # ERR AC14 (a rule's PKey has no partition) is only logged; any other QoS error drops
@@ -76,7 +91,7 @@ def main():
         with open(topology_path, "w") as f:
             f.write(discovered)
         topology = pathrecords.Topology(discovered)
-        for policy in args.policy or pathrecords.QOS_LAB_POLICIES:
+        for policy in args.policy or pathrecords.QOS_LAB_POLICIES + EMITTED:
             n, d = check_policy(fabric, args, policy, topology, topology_path, rng, workdir)
             total += n
             failed += d

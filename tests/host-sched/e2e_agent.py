@@ -261,6 +261,24 @@ try:
         p = agent("resolve", "--policy", POLICY, "--dst", str(lids["Hca1"]), "--qos-class", "3", "--sl", "3",
                   host="Hca2", fabric=fabric)
         check(p.returncode == 0 and p.stdout.startswith("sl 3\nleaf mpi"), "asking for the policy's own SL works")
+        # A kernel ULP's ServiceID (NFS over RDMA, RDMA-CM TCP port 20049): the SA's SL, and no
+        # leaf or slot, with the reason (kernel QPs are never attached to either).
+        sq = fabric.tool(["saquery", "-p", "--slid", str(me), "--dlid", str(lids["Hca1"]), "--service_id",
+                          "0x1064e51"], "Hca2")
+        record = simfabric.parse_pathrecord(sq.stdout)
+        p = agent("resolve", POLICY, "--dst", str(lids["Hca1"]), "--service-id", "0x1064e51", "--json",
+                  host="Hca2", fabric=fabric)
+        answer = json.loads(p.stdout) if p.returncode == 0 else {}
+        check(record is not None and answer.get("sl") == int(record["sl"], 0) and answer.get("leaf") is None
+              and answer.get("pcc_slot") is None and answer.get("kernel_ulp") == "NFS over RDMA"
+              and "kernel" in answer.get("reason", ""),
+              f"resolve of NFS over RDMA's ServiceID: the SA's SL, leaf and pcc_slot null with a reason ({answer})")
+        p = agent("resolve", POLICY, "--dst", str(lids["Hca1"]), "--service-id", "0x10603db", host="Hca2",
+                  fabric=fabric)
+        lines = p.stdout.splitlines()
+        check(p.returncode == 0 and len(lines) > 2 and lines[1].startswith("leaf none (ServiceID 0x10603db is Lustre")
+              and lines[2].startswith("pcc-slot none (kernel"),
+              f"resolve of Lustre's ServiceID in text says no leaf and no slot, and why ({lines[:3]})")
 
         # The daemon and the preload library.
         sock = os.path.join(scratch, "agent.sock")
