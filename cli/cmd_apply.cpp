@@ -110,8 +110,7 @@ class ApplyLock {
   public:
     explicit ApplyLock(const std::string& statusPath) : path_(statusPath + ".apply.lock") {
         fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        if (fd_ < 0)
-            throw IoError{"cannot open the lock " + path_ + ": " + std::strerror(errno)};
+        if (fd_ < 0) throw IoError{"cannot open the lock " + path_ + ": " + std::strerror(errno)};
         if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
             char holder[32] = {};
             ssize_t n = ::pread(fd_, holder, sizeof holder - 1, 0);
@@ -253,9 +252,8 @@ struct SaVerification {
     size_t mismatches = 0;
 };
 
-SaVerification verifySa(host::UmadTransport& transport, const Fabric& fabric,
-                        const Policy& policy, const BoundPolicy& bound,
-                        const std::vector<SaSample>& samples) {
+SaVerification verifySa(host::UmadTransport& transport, const Fabric& fabric, const Policy& policy,
+                        const BoundPolicy& bound, const std::vector<SaSample>& samples) {
     const Classifier classifier(bound);
     const PkeyTables pkeys(fabric);
     uint64_t tid = host::randomTransactionIdSeed();
@@ -339,16 +337,16 @@ class Apply {
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-std::optional<SmStatus> Apply::installAndWait(const std::string& text,
-                                              const std::string& version, const char* what) {
+std::optional<SmStatus> Apply::installAndWait(const std::string& text, const std::string& version,
+                                              const char* what) {
     const SmStatus before = readStatus();
     const double since = unixTime() - 1;
     installText(policyPath_, text);
     if (::kill(static_cast<pid_t>(pid_), SIGHUP) != 0)
         throw IoError{"cannot signal OpenSM (pid " + std::to_string(pid_) +
                       "): " + std::strerror(errno)};
-    say("installed " + std::string(what) + " " + version + " in " + policyPath_ +
-        ", OpenSM (pid " + std::to_string(pid_) + ") signalled to reload it");
+    say("installed " + std::string(what) + " " + version + " in " + policyPath_ + ", OpenSM (pid " +
+        std::to_string(pid_) + ") signalled to reload it");
     const bool tty = !o_.json && ::isatty(STDERR_FILENO);
     const auto begin = std::chrono::steady_clock::now();
     const auto deadline = begin + timeout_;
@@ -358,9 +356,8 @@ std::optional<SmStatus> Apply::installAndWait(const std::string& text,
         std::string error;
         std::optional<SmStatus> s = readSmStatus(statusPath_, error);
         if (tty) {
-            const double waited = std::chrono::duration<double>(
-                                      std::chrono::steady_clock::now() - begin)
-                                      .count();
+            const double waited =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
             std::fprintf(stderr, "\rwaiting for OpenSM's heavy sweep: %.0f s of %lld s ", waited,
                          static_cast<long long>(timeout_.count()));
         }
@@ -395,8 +392,7 @@ Apply::Verification Apply::verify(const Policy& policy, const char* what) {
     TableVerification tables = verifyLiveTables(policy, conf_, *live_, diagnostics);
     auto compiled = FabricCompilation::compile(policy, live_->fabric(), conf_, diagnostics,
                                                CompileStage::Tables);
-    SaVerification sa =
-        verifySa(*transport_, live_->fabric(), policy, compiled->bound(), samples_);
+    SaVerification sa = verifySa(*transport_, live_->fabric(), policy, compiled->bound(), samples_);
     v.ok = tables.differences == 0 && sa.mismatches == 0;
     v.report = {{"ok", v.ok}, {"tables", std::move(tables.report)}, {"sa", std::move(sa.report)}};
     say(std::string("verify ") + what + ":");
@@ -419,7 +415,8 @@ int Apply::finish(const char* result, int code, const std::string& message) {
 
 int Apply::run() {
     statusPath_ = o_.status.value_or(defaultStatusPath());
-    if (o_.timeout) timeout_ = std::chrono::seconds(parseNumberOption("timeout", *o_.timeout, 86400));
+    if (o_.timeout)
+        timeout_ = std::chrono::seconds(parseNumberOption("timeout", *o_.timeout, 86400));
     out_ = {{"result", nullptr}, {"old_version", nullptr}, {"new_version", nullptr},
             {"diff", nullptr},   {"verify", nullptr},      {"rollback", nullptr}};
 
@@ -488,17 +485,15 @@ int Apply::run() {
                   << diffText.str() << "\n";
     }
     if (o_.dryRun)
-        return finish("dry-run", ExitOk, "dry run: nothing was installed (" + policyPath_ +
-                                             " keeps its text)");
+        return finish("dry-run", ExitOk,
+                      "dry run: nothing was installed (" + policyPath_ + " keeps its text)");
 
     // 3. install, reload, wait.
     ApplyLock lock(statusPath_);
     samples_ = saSamples(fabric, diff->diff);
-    transport_ = host::UmadTransport::open(o_.hca.value_or(""),
-                                           o_.port ? static_cast<int>(parseNumberOption(
-                                                         "port", *o_.port, 254))
-                                                   : 0,
-                                           error);
+    transport_ = host::UmadTransport::open(
+        o_.hca.value_or(""),
+        o_.port ? static_cast<int>(parseNumberOption("port", *o_.port, 254)) : 0, error);
     if (!transport_) throw IoError{"cannot ask the SA: " + error};
     std::optional<std::string> fileText = SourceFile::readText(policyPath_, error);
     if (fileText) installText(policyPath_ + ".previous", *fileText);
@@ -521,8 +516,9 @@ int Apply::run() {
         out_["verify"] = v.report;
         if (v.ok) {
             return finish("applied", ExitOk,
-                          "version " + newVersion + " is in force and verified: every port's "
-                          "tables and the SA's answers are NEW's");
+                          "version " + newVersion +
+                              " is in force and verified: every port's "
+                              "tables and the SA's answers are NEW's");
         }
         why = "version " + newVersion + " failed verification";
     }

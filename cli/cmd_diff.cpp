@@ -293,59 +293,57 @@ std::optional<DiffOutcome> writeDiff(const Policy& oldPolicy, const Policy& newP
                                  {"changes", c.fields}});
         }
         out << dumpJsonObject({{"equivalent", dumpJson(equivalent)},
-                                     {"regions", dumpJsonArray(regions)},
-                                     {"ports", dumpJson(portList)},
-                                     {"scopes", dumpJson(scopeList)}})
-                  << "\n";
+                               {"regions", dumpJsonArray(regions)},
+                               {"ports", dumpJson(portList)},
+                               {"scopes", dumpJson(scopeList)}})
+            << "\n";
     } else if (equivalent) {
         out << "No change: every request gets the same answer"
-                  << (fabric ? " and every port keeps its tables"
-                             : " and every qos-setup scope is the same, on every fabric")
-                  << ".\n";
+            << (fabric ? " and every port keeps its tables"
+                       : " and every qos-setup scope is the same, on every fabric")
+            << ".\n";
     } else {
         uint64_t pairs = 0;
         for (const DiffRegion& r : d.regions) pairs += r.portPairs;
         out << d.regions.size() << (d.regions.size() == 1 ? " region" : " regions")
-                  << " of requests change answer";
+            << " of requests change answer";
         if (fabric) out << " (" << pairs << " port pairs)";
         if (fabric) {
             out << "; " << ports.size() << (ports.size() == 1 ? " port" : " ports")
-                      << " change tables.\n";
+                << " change tables.\n";
         } else {
             out << "; " << d.scopes.size()
-                      << (d.scopes.size() == 1 ? " qos-setup scope changes"
-                                               : " qos-setup scopes change")
-                      << " (the tables of the ports they select may change).\n";
+                << (d.scopes.size() == 1 ? " qos-setup scope changes" : " qos-setup scopes change")
+                << " (the tables of the ports they select may change).\n";
         }
         for (size_t i = 0; i < d.regions.size(); ++i) {
             const DiffRegion& r = d.regions[i];
             out << "\nRegion " << i + 1 << ": from "
-                      << endText(fabric, r.sources, r.sourceKinds, r.anySource) << "\n"
-                      << "          to "
-                      << endText(fabric, r.destinations, r.destinationKinds, r.anyDestination)
-                      << "\n"
-                      << "          service-id " << describeValues(r.serviceIds, true)
-                      << ", qos-class " << describeValues(r.qosClasses, false) << ", pkey "
-                      << describeValues(r.pkeys, true);
+                << endText(fabric, r.sources, r.sourceKinds, r.anySource) << "\n"
+                << "          to "
+                << endText(fabric, r.destinations, r.destinationKinds, r.anyDestination) << "\n"
+                << "          service-id " << describeValues(r.serviceIds, true) << ", qos-class "
+                << describeValues(r.qosClasses, false) << ", pkey "
+                << describeValues(r.pkeys, true);
             if (r.loopback == Loopback::Excluded) out << ", paths between two ports";
             if (r.loopback == Loopback::Only) out << ", loopback paths only";
             out << "\n  old: " << describeAnswer(oldPolicy, r.before, r.pkeyKnown) << "\n"
-                      << "       decided by " << ruleNames(oldPolicy, r.beforeRules) << "\n"
-                      << "  new: " << describeAnswer(newPolicy, r.after, r.pkeyKnown) << "\n"
-                      << "       decided by " << ruleNames(newPolicy, r.afterRules) << "\n";
+                << "       decided by " << ruleNames(oldPolicy, r.beforeRules) << "\n"
+                << "  new: " << describeAnswer(newPolicy, r.after, r.pkeyKnown) << "\n"
+                << "       decided by " << ruleNames(newPolicy, r.afterRules) << "\n";
         }
         if (!ports.empty()) out << "\n";
         for (const TableChange& c : ports) {
             const std::string name = fabric->portName(oldCompiled->tables().ports[c.before].port);
             for (const TableDifference& t : c.differences) {
                 out << tableDifferenceLine(name, t.table, "old", tableText(t.before), "new",
-                                                 tableText(t.after));
+                                           tableText(t.after));
             }
         }
         for (const ScopeChange& c : d.scopes) {
             out << "\n"
-                      << (scopeKeyword(c.kind)) << " (old " << scopeLine(oldPolicy, c, true)
-                      << ", new " << scopeLine(newPolicy, c, false) << "): ";
+                << (scopeKeyword(c.kind)) << " (old " << scopeLine(oldPolicy, c, true) << ", new "
+                << scopeLine(newPolicy, c, false) << "): ";
             if (!c.before) {
                 out << "added";
             } else if (!c.after) {

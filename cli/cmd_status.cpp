@@ -45,8 +45,10 @@ int status(const StatusOptions& o) {
     const std::string path = o.status.value_or(defaultStatusPath());
     std::string error;
     std::optional<SmStatus> s = readSmStatus(path, error);
-    if (!s) throw IoError{error + (o.status ? "" : " (is OpenSM running with the ibqos plugin? "
-                                                   "--status names another status file)")};
+    if (!s)
+        throw IoError{error + (o.status ? ""
+                                        : " (is OpenSM running with the ibqos plugin? "
+                                          "--status names another status file)")};
     const double now = unixTime();
     const std::string stale = staleReason(*s, now);
     std::optional<std::string> fileVersion;
@@ -80,7 +82,8 @@ int status(const StatusOptions& o) {
     if (s->inForce) {
         std::cout << "in force version " << *s->version;
         if (j.contains("version_number") && j["version_number"].is_number())
-            std::cout << " (number " << j["version_number"].get<unsigned>() << " since OpenSM started)";
+            std::cout << " (number " << j["version_number"].get<unsigned>()
+                      << " since OpenSM started)";
         std::cout << ", since " << j.value("since", std::string("?")) << "\n";
     } else {
         std::cout << "in force no policy yet (OpenSM answers as with no QoS policy)\n";

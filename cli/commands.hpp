@@ -3,9 +3,9 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <ostream>
-#include <memory>
 #include <string>
 #include <vector>
 

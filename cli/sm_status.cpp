@@ -2,8 +2,8 @@
 // Reading the plugin's status file, and when it is stale.
 #include "cli/sm_status.hpp"
 
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 

@@ -109,9 +109,9 @@ std::optional<PluginOptions> parsePluginOptions(const char* text, std::string& e
     if (options.status.empty()) {
         // Beside the plain policy the plugin writes.
         size_t slash = options.generated.rfind('/');
-        options.status = (slash == std::string::npos ? std::string()
-                                                     : options.generated.substr(0, slash + 1)) +
-                         DefaultStatusName;
+        options.status =
+            (slash == std::string::npos ? std::string() : options.generated.substr(0, slash + 1)) +
+            DefaultStatusName;
     }
     return options;
 }

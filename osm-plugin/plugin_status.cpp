@@ -6,12 +6,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <algorithm>
 
 #include "common/json.hpp"
 #include "common/text.hpp"
@@ -76,9 +76,10 @@ std::string statusJson(const PluginStatus& s, const std::string& statusPath, dou
                 {"updated_unix", jsonNumber(now)},
                 {"interval", s.intervalSeconds},
                 {"refused", std::move(refused)},
-                {"responder", {{"answered", s.answered},
-                               {"records", s.records},
-                               {"left_to_opensm", std::move(delegated)}}},
+                {"responder",
+                 {{"answered", s.answered},
+                  {"records", s.records},
+                  {"left_to_opensm", std::move(delegated)}}},
                 {"generated", s.generated},
                 {"opensm_conf", jsonName(s.opensmConf)},
                 {"partitions", jsonName(s.partitions)}};
@@ -130,8 +131,9 @@ bool StatusPublisher::write(const std::string& target, const std::string& conten
     if (!why.empty()) {
         if (why != errorReported_) {
             errorReported_ = why;
-            report_(why + ": `ibqos status` shows an older state (tried again at every change "
-                          "and heartbeat)",
+            report_(why +
+                        ": `ibqos status` shows an older state (tried again at every change "
+                        "and heartbeat)",
                     true);
         }
         return false;

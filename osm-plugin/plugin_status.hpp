@@ -27,19 +27,19 @@ struct PluginStatus {
     long opensmPid = 0;
     unsigned intervalSeconds = 10;  // the file is written again at least this often
     bool inForce = false;
-    uint64_t hash = 0;      // the version in force (IBQOS-0010's hash)
-    unsigned version = 0;   // its number since OpenSM started
-    double since = 0;       // when it was put in force (Unix seconds)
-    uint64_t seen = 0;      // the hash of the policy file as the plugin last read it (0: none)
-    uint64_t sweep = 0;     // heavy sweeps so far
-    double sweepTime = 0;   // when the last one began its QoS work
+    uint64_t hash = 0;       // the version in force (IBQOS-0010's hash)
+    unsigned version = 0;    // its number since OpenSM started
+    double since = 0;        // when it was put in force (Unix seconds)
+    uint64_t seen = 0;       // the hash of the policy file as the plugin last read it (0: none)
+    uint64_t sweep = 0;      // heavy sweeps so far
+    double sweepTime = 0;    // when the last one began its QoS work
     uint64_t sweepDone = 0;  // the heavy sweep the subnet was last up after
     struct Refusal {
         uint64_t hash = 0;
         double at = 0;
         std::vector<std::string> diagnostics;  // file:line:col: severity: [CODE] message
     };
-    std::optional<Refusal> refused;  // the last version refused
+    std::optional<Refusal> refused;      // the last version refused
     uint64_t answered = 0, records = 0;  // the PathRecord responder, since OpenSM started
     std::map<std::string, uint64_t> delegated;
 };
