@@ -564,7 +564,8 @@ void Plugin::heavySweepDone() {
     std::unique_ptr<CompiledSweep> replaced;  // freed once OpenSM's lock is released
     {
         OpenSmLock lock(*osm_, OpenSmLock::Mode::Exclusive);
-        IBQOS_FAILPOINT("sweep-apply");
+        IBQOS_FAILPOINT_FOR("sweep-apply",
+                            good_.source ? good_.source->text() : std::string_view());
         const CompiledSweep& now = sweep ? *sweep : *sweep_;
         // OpenSM's nodes are this sweep's: a sweep kept from another fabric is not counted.
         size_t mads = sweep || sameSubnet

@@ -8,8 +8,8 @@
 #   - a good change: exit 0, the file keeps its owner and mode, and the SA answers as a stock
 #     OpenSM given NEW answers (checked at the end against a stock OpenSM on the same fabric);
 #   - a broken file: exit 1, the policy file and the SA's answers untouched;
-#   - a change the plugin refuses (the failpoint): exit 3, the previous text, version, tables
-#     and answers back;
+#   - a change the plugin refuses, and one whose sweep fails before its tables are set (the
+#     failpoints): exit 3, the previous text, version, tables and answers back;
 #   - an edited file not yet reloaded: `ibqos status --policy` exits 1 and names both versions;
 #   - OpenSM stopped, or a status not written for long: stale, exit 1; no status: exit 2.
 import argparse
@@ -30,6 +30,7 @@ SM_HOST, SM_GUID = "Hca1", "0x100001"  # two-switch.net: Hca1's port is the SM's
 SOURCE, DESTINATION = 0x100001, 0x100004  # Hca1 and Hca2
 SERVICE = 0x10005
 MARKER = "# refused by the test's failpoint"
+UNVERIFIED = "# its sweep fails at the test's failpoint"
 failures = []
 
 
@@ -235,6 +236,29 @@ def run(args, work):
         p = ibqos_run("verify", new)
         check(p.returncode == 0, "the tables are the previous policy's")
         os.remove(os.path.join(points, "candidate-compile"))
+
+        print("---- a change that fails verification")
+        # The sweep that puts it in force fails before the tables are set: the status and the SA
+        # have NEW, the ports keep the previous tables.
+        with open(os.path.join(points, "sweep-apply"), "w") as f:
+            f.write(UNVERIFIED + "\n")
+        unverified = os.path.join(work, "unverified.conf")
+        with open(unverified, "w") as f:
+            f.write(policy(5, high_weight=8, extra=UNVERIFIED))
+        code, result, seconds, err = apply(unverified)
+        print(f"     apply with a failed verification and a rollback took {seconds:.2f} s")
+        check(code == 3 and result.get("result") == "rolled-back", f"apply exits 3, rolled back ({code})") \
+            or print(result, err)
+        differences = ((result.get("verify") or {}).get("tables") or {}).get("differences", [])
+        check(any(d.get("name") == "Hca2/P1" and d.get("table") == "vlarb high" for d in differences),
+              "the verification found the port whose table NEW changes still holding the old one")
+        check("failed verification" in (result.get("rollback") or {}).get("reason", "")
+              and (result.get("rollback") or {}).get("ok") is True, "and the previous policy was verified back")
+        check(status()[1].get("version") == v2 and open(path).read() == policy(4, high_weight=32),
+              "the previous version is in force, its text in the file")
+        check(answers() == applied_answers, "the SA answers as before")
+        check(ibqos_run("verify", new).returncode == 0, "the tables are the previous policy's")
+        os.remove(os.path.join(points, "sweep-apply"))
 
         print("---- an edited file not yet reloaded")
         with open(path, "w") as f:
