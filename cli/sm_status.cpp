@@ -74,6 +74,7 @@ std::optional<SmStatus> readSmStatus(const std::string& path, std::string& error
     }
     s.opensmConf = stringOr(j, "opensm_conf");
     s.partitions = stringOr(j, "partitions");
+    s.pathSlEngine = stringOr(j, "path_sl_engine");
     return s;
 }
 

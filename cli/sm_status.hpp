@@ -27,6 +27,7 @@ struct SmStatus {
     std::optional<std::string> refusedVersion;
     double refusedAt = 0;
     std::string opensmConf, partitions;
+    std::string pathSlEngine;  // a routing engine that chooses the SL of SA answers itself
 };
 
 // The status file when --status is not given: ibqos-status.json beside the plain policy the

@@ -637,6 +637,7 @@ void Plugin::routingDone() {
         responder_.openSmHasSweep();
     }
     osm_routing_engine_t* engine = osm_->routing_engine_used;
+    status_.pathSlEngine = engine && engine->path_sl && engine->name ? engine->name : "";
     if (engine && engine->path_sl) {
         std::string name = engine->name ? engine->name : "?";
         if (name != lastEngineWarned_) {

@@ -80,6 +80,7 @@ std::string statusJson(const PluginStatus& s, const std::string& statusPath, dou
                  {{"answered", s.answered},
                   {"records", s.records},
                   {"left_to_opensm", std::move(delegated)}}},
+                {"path_sl_engine", jsonName(s.pathSlEngine)},
                 {"generated", s.generated},
                 {"opensm_conf", jsonName(s.opensmConf)},
                 {"partitions", jsonName(s.partitions)}};

@@ -42,6 +42,8 @@ struct PluginStatus {
     std::optional<Refusal> refused;      // the last version refused
     uint64_t answered = 0, records = 0;  // the PathRecord responder, since OpenSM started
     std::map<std::string, uint64_t> delegated;
+    // The routing engine whose path_sl replaces the policy's SL in SA answers, if any.
+    std::string pathSlEngine;
 };
 
 // The status as the file at statusPath holds it, at time `now` (Unix seconds).
