@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -66,10 +67,11 @@ struct ApplyOptions {
 };
 
 // Writes text over path as a temporary file renamed over it, with the owner and mode of the file
-// it replaces.
-void installText(const std::string& path, const std::string& text) {
+// it replaces (or of `like`, for a file made new).
+void installText(const std::string& path, const std::string& text, const std::string& like = "") {
     struct stat st {};
-    const bool existed = ::stat(path.c_str(), &st) == 0;
+    const bool existed =
+        ::stat(path.c_str(), &st) == 0 || (!like.empty() && ::stat(like.c_str(), &st) == 0);
     const std::string temporary = path + ".ibqos-apply." + std::to_string(getpid());
     auto fail = [&](const std::string& what) {
         const int error = errno;
@@ -351,7 +353,6 @@ class Apply {
 std::optional<SmStatus> Apply::installAndWait(const std::string& text, const std::string& version,
                                               const char* what) {
     const SmStatus before = readStatus();
-    const double since = unixTime() - 1;
     installText(policyPath_, text);
     if (::kill(static_cast<pid_t>(pid_), SIGHUP) != 0)
         throw IoError{"cannot signal OpenSM (pid " + std::to_string(pid_) +
@@ -387,7 +388,8 @@ std::optional<SmStatus> Apply::installAndWait(const std::string& text, const std
             continue;
         }
         const bool inForce = s->inForce && s->version == version;
-        const bool refused = s->refusedVersion == version && s->refusedAt >= since;
+        // The plugin judges a text once: refused before, it stays refused.
+        const bool refused = s->refusedVersion == version;
         if (inForce || refused) {
             if (tty) std::fprintf(stderr, "\r%60s\r", "");
             return s;
@@ -441,7 +443,12 @@ int Apply::run() {
                       "): there is nothing to compare with or to go back to"};
     pid_ = status.opensmPid;
     engineSl_ = status.pathSlEngine;
+    // A policy file that is a symbolic link is replaced where it points, and stays a link.
     policyPath_ = status.policy;
+    if (char* real = ::realpath(status.policy.c_str(), nullptr)) {
+        policyPath_ = real;
+        std::free(real);
+    }
     const SourceFile& newSource = inputs_.load(o_.policy);
     const std::string newText(newSource.text());
     const std::string newVersion = policyVersion(newText);
@@ -509,7 +516,7 @@ int Apply::run() {
         o_.port ? static_cast<int>(parseNumberOption("port", *o_.port, 254)) : 0, error);
     if (!transport_) throw IoError{"cannot ask the SA: " + error};
     std::optional<std::string> fileText = SourceFile::readText(policyPath_, error);
-    if (fileText) installText(policyPath_ + ".previous", *fileText);
+    if (fileText) installText(policyPath_ + ".previous", *fileText, policyPath_);
 
     std::optional<SmStatus> after = installAndWait(newText, newVersion, "NEW");
     std::string why;

@@ -34,6 +34,12 @@ struct StatusOptions {
     bool json = false;
 };
 
+// A member's text, or `fallback` when it is not a string.
+std::string textOf(const Json& j, const char* key, const char* fallback = "?") {
+    auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
 std::string ageText(double seconds) {
     if (seconds < 0) seconds = 0;
     if (seconds < 120) return std::to_string(static_cast<long>(seconds)) + " s ago";
@@ -84,21 +90,20 @@ int status(const StatusOptions& o) {
         if (j.contains("version_number") && j["version_number"].is_number())
             std::cout << " (number " << j["version_number"].get<unsigned>()
                       << " since OpenSM started)";
-        std::cout << ", since " << j.value("since", std::string("?")) << "\n";
+        std::cout << ", since " << textOf(j, "since") << "\n";
     } else {
         std::cout << "in force no policy yet (OpenSM answers as with no QoS policy)\n";
     }
     std::cout << "opensm   pid " << s->opensmPid << ", " << s->sweep << " heavy sweeps";
     if (j.contains("sweep_time") && j["sweep_time"].is_string())
         std::cout << ", the last at " << j["sweep_time"].get<std::string>();
-    std::cout << "\nupdated  " << j.value("updated", std::string("?")) << " ("
-              << ageText(now - s->updated) << ")";
+    std::cout << "\nupdated  " << textOf(j, "updated") << " (" << ageText(now - s->updated) << ")";
     std::cout << (stale.empty() ? "" : ": STALE, " + stale) << "\n";
-    if (const Json& r = j.value("refused", Json(nullptr)); r.is_object()) {
-        std::cout << "refused  version " << r.value("version", std::string("?")) << " at "
-                  << r.value("at", std::string("?")) << "\n";
-        if (r.contains("diagnostics") && r["diagnostics"].is_array())
-            for (const Json& d : r["diagnostics"])
+    if (auto r = j.find("refused"); r != j.end() && r->is_object()) {
+        std::cout << "refused  version " << textOf(*r, "version") << " at " << textOf(*r, "at")
+                  << "\n";
+        if (r->contains("diagnostics") && (*r)["diagnostics"].is_array())
+            for (const Json& d : (*r)["diagnostics"])
                 if (d.is_string()) std::cout << "         " << d.get<std::string>() << "\n";
     }
     if (o.policy) {

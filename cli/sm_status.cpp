@@ -58,9 +58,34 @@ std::optional<SmStatus> readSmStatus(const std::string& path, std::string& error
         return std::nullopt;
     }
     const Json& j = s.json;
+    // What the commands rely on has the type the plugin writes, or the file is no status.
+    using Check = bool (Json::*)() const noexcept;
+    const std::pair<const char*, Check> members[] = {
+        {"policy", &Json::is_string},
+        {"in_force", &Json::is_boolean},
+        {"opensm_pid", &Json::is_number},
+        {"sweep", &Json::is_number},
+        {"updated_unix", &Json::is_number},
+        {"interval", &Json::is_number},
+        {"text_in_force", nullptr},
+        {"version", nullptr},
+        {"refused", nullptr},
+    };
+    for (const auto& [key, check] : members) {
+        auto it = j.find(key);
+        const bool ok =
+            it != j.end() && (check ? (*it.*check)()
+                                    : it->is_null() || it->is_string() ||
+                                          (std::string_view(key) == "refused" && it->is_object()));
+        if (!ok) {
+            error = path + ": not a status file of the ibqos OpenSM plugin (\"" + key +
+                    "\" is missing or of another type)";
+            return std::nullopt;
+        }
+    }
     s.policy = stringOr(j, "policy");
     s.version = optionalString(j, "version");
-    s.inForce = j.value("in_force", false) && s.version;
+    s.inForce = j["in_force"].get<bool>() && s.version;
     s.textInForce = stringOr(j, "text_in_force");
     s.fileSeen = optionalString(j, "file_seen");
     s.opensmPid = numberOr<long>(j, "opensm_pid", 0);

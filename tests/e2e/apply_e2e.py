@@ -93,10 +93,13 @@ def fnv1a(text):
 
 def run(args, work):
     ibqos = os.path.abspath(args.ibqos)
-    path = os.path.join(work, "policy.conf")
-    with open(path, "w") as f:
+    # The policy OpenSM reads is a symbolic link: apply replaces the file it points to.
+    real = os.path.join(work, "policy-real.conf")
+    with open(real, "w") as f:
         f.write(policy(2))
-    os.chmod(path, 0o640)
+    os.chmod(real, 0o640)
+    path = os.path.join(work, "policy.conf")
+    os.symlink(real, path)
     points = os.path.join(work, "failpoints")
     os.mkdir(points)
     net = os.path.join(os.path.abspath(args.root), "samples/fabrics/two-switch.net")
@@ -182,7 +185,7 @@ def run(args, work):
         check(open(path).read() == policy(2) and status()[1].get("version") == v1, "and changes nothing either")
 
         print("---- a good change")
-        before = os.stat(path)
+        before = os.stat(real)
         code, result, seconds, err = apply(new)
         print(f"     apply took {seconds:.2f} s")
         check(code == 0 and result.get("result") == "applied", f"apply exits 0, applied ({code})") or print(result, err)
@@ -190,11 +193,13 @@ def run(args, work):
         verify = result.get("verify") or {}
         check(verify.get("ok") is True and verify.get("tables", {}).get("ports_checked", 0) > 0
               and verify.get("sa", {}).get("asked", 0) > 0, "tables and SA answers were verified")
-        after = os.stat(path)
+        after = os.stat(real)
         check(open(path).read() == policy(4, high_weight=32), "the policy file holds NEW")
         check((after.st_mode & 0o7777) == 0o640 and after.st_uid == before.st_uid and after.st_gid == before.st_gid,
               "the file keeps its owner and mode")
-        check(open(path + ".previous").read() == policy(2), "the text it replaced is kept as .previous")
+        check(os.path.islink(path) and os.readlink(path) == real, "the link still points to it")
+        check(open(real + ".previous").read() == policy(2) and (os.stat(real + ".previous").st_mode & 0o777) == 0o640,
+              "the text it replaced is kept as .previous, with the same mode")
         code, s = status("--policy", path)
         check(code == 0 and s.get("version") == v2 and s.get("file_in_force") is True, "status: NEW is in force")
         check(pair_sl() == 4, "the SA answers SL 4 for the pair")
@@ -290,6 +295,14 @@ def run(args, work):
         check(code == 2 and "stale" in err, "apply refuses a stale status (exit 2)")
         p = ibqos_run("status", "--status", os.path.join(work, "none.json"))
         check(p.returncode == 2 and "ibqos status:" in p.stderr, "no status: exit 2 with a message")
+        for name, content in (("garbage", "{not json"), ("wrong-type", json.dumps(dict(old, in_force="yes"))),
+                              ("no-pid", json.dumps({k: v for k, v in old.items() if k != "opensm_pid"}))):
+            bad = os.path.join(work, name + ".json")
+            with open(bad, "w") as f:
+                f.write(content)
+            p = ibqos_run("status", "--status", bad)
+            check(p.returncode == 2 and "not a status file" in p.stderr and "internal" not in p.stderr,
+                  f"a status file that is {name}: exit 2, said so ({p.returncode}: {p.stderr.strip()[:100]})")
 
         print("---- the SA of a stock OpenSM given NEW")
         stock = fabric.start_opensm({"qos": "TRUE", "qos_policy_file": new}, SM_GUID, SM_HOST, name="stock")
