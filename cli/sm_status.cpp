@@ -50,9 +50,14 @@ std::string defaultStatusPath() {
 std::optional<SmStatus> readSmStatus(const std::string& path, std::string& error) {
     std::optional<std::string> text = SourceFile::readText(path, error);
     if (!text) return std::nullopt;
+    return parseSmStatus(path, *text, error);
+}
+
+std::optional<SmStatus> parseSmStatus(const std::string& path, const std::string& text,
+                                      std::string& error) {
     SmStatus s;
     s.path = path;
-    s.json = Json::parse(*text, nullptr, false);
+    s.json = Json::parse(text, nullptr, false);
     if (s.json.is_discarded() || !s.json.is_object() || !s.json.contains("opensm_pid")) {
         error = path + ": not a status file of the ibqos OpenSM plugin";
         return std::nullopt;

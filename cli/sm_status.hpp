@@ -36,6 +36,9 @@ std::string defaultStatusPath();
 
 // Reads a status file; nullopt, with the reason, when there is none or it is no status.
 std::optional<SmStatus> readSmStatus(const std::string& path, std::string& error);
+// The same for the text of one (named `path` in messages).
+std::optional<SmStatus> parseSmStatus(const std::string& path, const std::string& text,
+                                      std::string& error);
 
 // Why the status is stale (OpenSM not running, or not written for more than a few heartbeats),
 // or empty when it is fresh.
