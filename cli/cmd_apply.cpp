@@ -364,7 +364,7 @@ std::optional<SmStatus> Apply::installAndWait(const std::string& text, const std
     const auto deadline = begin + timeout_;
     uint64_t signalledAt = before.sweepDone;
     while (std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        std::this_thread::sleep_for(std::chrono::milliseconds(25));
         std::string error;
         std::optional<SmStatus> s = readSmStatus(statusPath_, error);
         if (tty) {
@@ -547,8 +547,15 @@ int Apply::run() {
     // 5. the previous text back.
     say(why);
     say("putting version " + oldVersion + " back");
-    std::optional<SmStatus> back = installAndWait(*oldText, oldVersion, "the previous policy");
     Json rollback = {{"reason", why}};
+    std::optional<SmStatus> back;
+    try {
+        back = installAndWait(*oldText, oldVersion, "the previous policy");
+    } catch (const IoError& e) {
+        // Whatever stopped the way back, the answer is the same: not confirmed (exit 4).
+        rollback["error"] = e.message;
+        say(e.message);
+    }
     if (!back || !(back->inForce && back->version == oldVersion)) {
         std::string now = "unknown";
         if (std::optional<SmStatus> s = readSmStatus(statusPath_, error))
