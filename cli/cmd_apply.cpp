@@ -1,11 +1,6 @@
 // SPDX-License-Identifier: MIT
 // ibqos apply: a policy change on the SM's host that proves itself or changes nothing: check,
 // diff, install, reload, wait, verify, and put the previous policy back when it fails.
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -16,6 +11,11 @@
 #include <memory>
 #include <sstream>
 #include <thread>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/commands.hpp"
 #include "cli/live_fabric.hpp"

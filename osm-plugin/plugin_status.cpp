@@ -3,15 +3,15 @@
 // reader always sees a whole status; a heartbeat thread writes it again between sweeps.
 #include "osm-plugin/plugin_status.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "common/json.hpp"
 #include "common/text.hpp"
