@@ -10,6 +10,7 @@
 #   - a broken file: exit 1, the policy file and the SA's answers untouched;
 #   - a change the plugin refuses, and one whose sweep fails before its tables are set (the
 #     failpoints): exit 3, the previous text, version, tables and answers back;
+#   - OpenSM that does not reload: exit 4, and what is in force said;
 #   - an edited file not yet reloaded: `ibqos status --policy` exits 1 and names both versions;
 #   - OpenSM stopped, or a status not written for long: stale, exit 1; no status: exit 2.
 import argparse
@@ -136,9 +137,9 @@ def run(args, work):
             except ValueError:
                 return p.returncode, {"unreadable": p.stdout + p.stderr}
 
-        def apply(new, *extra):
+        def apply(new, *extra, timeout=60):
             start = time.monotonic()
-            p = ibqos_run("apply", new, "--status", status_path, "--json", "--timeout", "60", *extra)
+            p = ibqos_run("apply", new, "--status", status_path, "--json", "--timeout", str(timeout), *extra)
             seconds = time.monotonic() - start
             try:
                 result = json.loads(p.stdout)
@@ -264,6 +265,24 @@ def run(args, work):
         check(answers() == applied_answers, "the SA answers as before")
         check(ibqos_run("verify", new).returncode == 0, "the tables are the previous policy's")
         os.remove(os.path.join(points, "sweep-apply"))
+
+        print("---- OpenSM does not reload (stopped): the way back cannot be confirmed")
+        stuck = os.path.join(work, "stuck.conf")
+        with open(stuck, "w") as f:
+            f.write(policy(3))
+        osm.process.send_signal(signal.SIGSTOP)
+        try:
+            code, result, seconds, err = apply(stuck, timeout=2)
+        finally:
+            osm.process.send_signal(signal.SIGCONT)
+        check(code == 4 and result.get("result") == "rollback-failed", f"apply exits 4 ({code}, {result.get('result')})")
+        message = result.get("message", "")
+        check("not in force within 2 s" in message and v2 in message and "could not be confirmed" in message,
+              "it says why, and what the status shows in force: " + message[:160])
+        check(open(path).read() == policy(4, high_weight=32), "the previous text is back in the file")
+        osm.heavy_sweep()
+        check(status()[1].get("version") == v2 and answers() == applied_answers,
+              "once OpenSM runs again the previous version is in force, the SA answers as before")
 
         print("---- an edited file not yet reloaded")
         with open(path, "w") as f:
