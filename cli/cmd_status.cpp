@@ -94,7 +94,8 @@ int status(const StatusOptions& o) {
     } else {
         std::cout << "in force no policy yet (OpenSM answers as with no QoS policy)\n";
     }
-    std::cout << "opensm   pid " << s->opensmPid << ", " << s->sweep << " heavy sweeps";
+    std::cout << "opensm   pid " << s->opensmPid << ", " << s->sweep
+              << (s->sweep == 1 ? " heavy sweep" : " heavy sweeps");
     if (j.contains("sweep_time") && j["sweep_time"].is_string())
         std::cout << ", the last at " << j["sweep_time"].get<std::string>();
     std::cout << "\nupdated  " << textOf(j, "updated") << " (" << ageText(now - s->updated) << ")";
