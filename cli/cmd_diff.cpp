@@ -208,43 +208,23 @@ std::string scopeLine(const Policy& policy, const ScopeChange& c, bool before) {
     return "line " + std::to_string(at.line);
 }
 
-int diff(const DiffOptions& o) {
-    Inputs inputs;
-    Diagnostics diagnostics;
-    Policy oldPolicy = loadPolicy(inputs.load(o.before), diagnostics);
-    Policy newPolicy = loadPolicy(inputs.load(o.after), diagnostics);
-    if (diagnostics.hasErrors()) {
-        emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
-        return ExitUsage;
-    }
-    const std::optional<uint64_t> budget = analysisBudgetOption(o.analysisBudget);
-    std::vector<std::unique_ptr<FabricCompilation>> compiled;
-    try {
-        compiled = compileForFabric({&oldPolicy, &newPolicy}, o.fabric, inputs, diagnostics,
-                                    CompileStage::Tables);
-    } catch (const InputError& e) {
-        throw IoError{e.message};  // diff(1)'s convention: 1 means "they differ"
-    }
-    if (diagnostics.hasErrors()) {
-        emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
-        return ExitUsage;
-    }
-    const Fabric* fabric = compiled.empty() ? nullptr : &compiled[0]->fabric();
-    const std::optional<PolicyDiff> found =
-        fabric ? diffPolicies(compiled[0]->bound(), compiled[1]->bound(), budget.value_or(0))
+}  // namespace
+
+std::optional<DiffOutcome> writeDiff(const Policy& oldPolicy, const Policy& newPolicy,
+                                     const FabricCompilation* oldCompiled,
+                                     const FabricCompilation* newCompiled,
+                                     std::optional<uint64_t> budget, bool json, std::ostream& out) {
+    const Fabric* fabric = oldCompiled ? &oldCompiled->fabric() : nullptr;
+    std::optional<PolicyDiff> found =
+        fabric ? diffPolicies(oldCompiled->bound(), newCompiled->bound(), budget.value_or(0))
                : diffPolicies(oldPolicy, newPolicy, budget.value_or(0));
-    if (!found) {
-        emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
-        std::cerr << "ibqos diff: the comparison did not finish within the analysis budget of "
-                  << *budget << " steps; raise --analysis-budget (or give 'unlimited')\n";
-        return ExitUsage;
-    }
+    if (!found) return std::nullopt;
     const PolicyDiff& d = *found;
     std::vector<TableChange> ports;
-    if (fabric) ports = changedTables(*fabric, compiled[0]->tables(), compiled[1]->tables());
+    if (fabric) ports = changedTables(*fabric, oldCompiled->tables(), newCompiled->tables());
     const bool equivalent = d.regions.empty() && ports.empty() && d.scopes.empty();
 
-    if (o.json) {
+    if (json) {
         const AnswerWriter oldWriter(oldPolicy), newWriter(newPolicy);
         // Each region dumped on its own as it is made, and the document joined from the parts
         // (dumpJsonArray, dumpJsonObject): a large diff has tens of thousands of regions, too
@@ -281,9 +261,9 @@ int diff(const DiffOptions& o) {
         }
         Json portList = Json::array();
         for (const TableChange& c : ports) {
-            const PortTables& a = compiled[0]->tables().ports[c.before];
-            const PortTables& b = compiled[1]->tables().ports[c.after];
-            Json old = portTablesJson(*fabric, compiled[0]->tables(), a);
+            const PortTables& a = oldCompiled->tables().ports[c.before];
+            const PortTables& b = newCompiled->tables().ports[c.after];
+            Json old = portTablesJson(*fabric, oldCompiled->tables(), a);
             Json changes = Json::array();
             for (const TableDifference& t : c.differences) {
                 changes.push_back({{"table", t.table},
@@ -297,7 +277,7 @@ int diff(const DiffOptions& o) {
                                 {"sl2vl", c.sl2vl},
                                 {"vlarb", c.vlarb},
                                 {"old", std::move(old)},
-                                {"new", portTablesJson(*fabric, compiled[1]->tables(), b)},
+                                {"new", portTablesJson(*fabric, newCompiled->tables(), b)},
                                 {"changes", std::move(changes)}});
         }
         Json scopeList = Json::array();
@@ -312,72 +292,106 @@ int diff(const DiffOptions& o) {
                                  {"new_line", line(newPolicy, c.after)},
                                  {"changes", c.fields}});
         }
-        std::cout << dumpJsonObject({{"equivalent", dumpJson(equivalent)},
-                                     {"regions", dumpJsonArray(regions)},
-                                     {"ports", dumpJson(portList)},
-                                     {"scopes", dumpJson(scopeList)}})
-                  << "\n";
+        out << dumpJsonObject({{"equivalent", dumpJson(equivalent)},
+                               {"regions", dumpJsonArray(regions)},
+                               {"ports", dumpJson(portList)},
+                               {"scopes", dumpJson(scopeList)}})
+            << "\n";
     } else if (equivalent) {
-        std::cout << "No change: every request gets the same answer"
-                  << (fabric ? " and every port keeps its tables"
-                             : " and every qos-setup scope is the same, on every fabric")
-                  << ".\n";
+        out << "No change: every request gets the same answer"
+            << (fabric ? " and every port keeps its tables"
+                       : " and every qos-setup scope is the same, on every fabric")
+            << ".\n";
     } else {
         uint64_t pairs = 0;
         for (const DiffRegion& r : d.regions) pairs += r.portPairs;
-        std::cout << d.regions.size() << (d.regions.size() == 1 ? " region" : " regions")
-                  << " of requests change answer";
-        if (fabric) std::cout << " (" << pairs << " port pairs)";
+        out << d.regions.size() << (d.regions.size() == 1 ? " region" : " regions")
+            << " of requests change answer";
+        if (fabric) out << " (" << pairs << " port pairs)";
         if (fabric) {
-            std::cout << "; " << ports.size() << (ports.size() == 1 ? " port" : " ports")
-                      << " change tables.\n";
+            out << "; " << ports.size() << (ports.size() == 1 ? " port" : " ports")
+                << " change tables.\n";
         } else {
-            std::cout << "; " << d.scopes.size()
-                      << (d.scopes.size() == 1 ? " qos-setup scope changes"
-                                               : " qos-setup scopes change")
-                      << " (the tables of the ports they select may change).\n";
+            out << "; " << d.scopes.size()
+                << (d.scopes.size() == 1 ? " qos-setup scope changes" : " qos-setup scopes change")
+                << " (the tables of the ports they select may change).\n";
         }
         for (size_t i = 0; i < d.regions.size(); ++i) {
             const DiffRegion& r = d.regions[i];
-            std::cout << "\nRegion " << i + 1 << ": from "
-                      << endText(fabric, r.sources, r.sourceKinds, r.anySource) << "\n"
-                      << "          to "
-                      << endText(fabric, r.destinations, r.destinationKinds, r.anyDestination)
-                      << "\n"
-                      << "          service-id " << describeValues(r.serviceIds, true)
-                      << ", qos-class " << describeValues(r.qosClasses, false) << ", pkey "
-                      << describeValues(r.pkeys, true);
-            if (r.loopback == Loopback::Excluded) std::cout << ", paths between two ports";
-            if (r.loopback == Loopback::Only) std::cout << ", loopback paths only";
-            std::cout << "\n  old: " << describeAnswer(oldPolicy, r.before, r.pkeyKnown) << "\n"
-                      << "       decided by " << ruleNames(oldPolicy, r.beforeRules) << "\n"
-                      << "  new: " << describeAnswer(newPolicy, r.after, r.pkeyKnown) << "\n"
-                      << "       decided by " << ruleNames(newPolicy, r.afterRules) << "\n";
+            out << "\nRegion " << i + 1 << ": from "
+                << endText(fabric, r.sources, r.sourceKinds, r.anySource) << "\n"
+                << "          to "
+                << endText(fabric, r.destinations, r.destinationKinds, r.anyDestination) << "\n"
+                << "          service-id " << describeValues(r.serviceIds, true) << ", qos-class "
+                << describeValues(r.qosClasses, false) << ", pkey "
+                << describeValues(r.pkeys, true);
+            if (r.loopback == Loopback::Excluded) out << ", paths between two ports";
+            if (r.loopback == Loopback::Only) out << ", loopback paths only";
+            out << "\n  old: " << describeAnswer(oldPolicy, r.before, r.pkeyKnown) << "\n"
+                << "       decided by " << ruleNames(oldPolicy, r.beforeRules) << "\n"
+                << "  new: " << describeAnswer(newPolicy, r.after, r.pkeyKnown) << "\n"
+                << "       decided by " << ruleNames(newPolicy, r.afterRules) << "\n";
         }
-        if (!ports.empty()) std::cout << "\n";
+        if (!ports.empty()) out << "\n";
         for (const TableChange& c : ports) {
-            const std::string name = fabric->portName(compiled[0]->tables().ports[c.before].port);
+            const std::string name = fabric->portName(oldCompiled->tables().ports[c.before].port);
             for (const TableDifference& t : c.differences) {
-                std::cout << tableDifferenceLine(name, t.table, "old", tableText(t.before), "new",
-                                                 tableText(t.after));
+                out << tableDifferenceLine(name, t.table, "old", tableText(t.before), "new",
+                                           tableText(t.after));
             }
         }
         for (const ScopeChange& c : d.scopes) {
-            std::cout << "\n"
-                      << (scopeKeyword(c.kind)) << " (old " << scopeLine(oldPolicy, c, true)
-                      << ", new " << scopeLine(newPolicy, c, false) << "): ";
+            out << "\n"
+                << (scopeKeyword(c.kind)) << " (old " << scopeLine(oldPolicy, c, true) << ", new "
+                << scopeLine(newPolicy, c, false) << "): ";
             if (!c.before) {
-                std::cout << "added";
+                out << "added";
             } else if (!c.after) {
-                std::cout << "removed";
+                out << "removed";
             } else {
                 std::string fields;
                 for (const std::string& f : c.fields) fields += (fields.empty() ? "" : ", ") + f;
-                std::cout << fields << " changed";
+                out << fields << " changed";
             }
-            std::cout << "\n";
+            out << "\n";
         }
     }
+    return DiffOutcome{equivalent, std::move(*found)};
+}
+
+namespace {
+
+int diff(const DiffOptions& o) {
+    Inputs inputs;
+    Diagnostics diagnostics;
+    Policy oldPolicy = loadPolicy(inputs.load(o.before), diagnostics);
+    Policy newPolicy = loadPolicy(inputs.load(o.after), diagnostics);
+    if (diagnostics.hasErrors()) {
+        emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
+        return ExitUsage;
+    }
+    const std::optional<uint64_t> budget = analysisBudgetOption(o.analysisBudget);
+    std::vector<std::unique_ptr<FabricCompilation>> compiled;
+    try {
+        compiled = compileForFabric({&oldPolicy, &newPolicy}, o.fabric, inputs, diagnostics,
+                                    CompileStage::Tables);
+    } catch (const InputError& e) {
+        throw IoError{e.message};  // diff(1)'s convention: 1 means "they differ"
+    }
+    if (diagnostics.hasErrors()) {
+        emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
+        return ExitUsage;
+    }
+    const std::optional<DiffOutcome> outcome =
+        writeDiff(oldPolicy, newPolicy, compiled.empty() ? nullptr : compiled[0].get(),
+                  compiled.empty() ? nullptr : compiled[1].get(), budget, o.json, std::cout);
+    if (!outcome) {
+        emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
+        std::cerr << "ibqos diff: the comparison did not finish within the analysis budget of "
+                  << *budget << " steps; raise --analysis-budget (or give 'unlimited')\n";
+        return ExitUsage;
+    }
+    const bool equivalent = outcome->equivalent;
     emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
     return equivalent ? ExitOk : ExitInputErrors;
 }

@@ -34,6 +34,42 @@ struct VerifyOptions {
     bool json = false;
 };
 
+}  // namespace
+
+TableVerification verifyLiveTables(const Policy& policy, const OpenSmConf& conf,
+                                   probe::LiveFabric& live, Diagnostics& diagnostics) {
+    const Fabric& fabric = live.fabric();
+    auto compiled = FabricCompilation::compile(policy, fabric, conf, diagnostics);
+    const FabricTables& tables = compiled->tables();
+    std::vector<Drift> drift = findDrift(live, tables);
+    TableVerification v;
+    v.differences = drift.size();
+    Json differences = Json::array();
+    for (const Drift& d : drift) {
+        const FabricPort& port = fabric.ports[d.port];
+        Json difference = {{"name", fabric.portName(d.port)},
+                           {"guid", hex(port.guid, 16)},
+                           {"port", port.number},
+                           {"port_number", port.number},
+                           {"table", d.table},
+                           {"expected", tableJson(d.expected)},
+                           {"found", d.found ? tableJson(*d.found) : Json(nullptr)}};
+        if (!d.found) difference["error"] = d.error;
+        differences.push_back(std::move(difference));
+        v.text += tableDifferenceLine(fabric.portName(d.port), d.table, "expected",
+                                      tableText(d.expected), "found", d.foundText());
+    }
+    v.report = {{"ports_checked", tables.ports.size()},
+                {"queries", live.queries()},
+                {"differences", std::move(differences)}};
+    v.text += std::to_string(tables.ports.size()) + " ports checked (" +
+              std::to_string(live.queries()) + " queries), " + std::to_string(drift.size()) +
+              (drift.size() == 1 ? " difference\n" : " differences\n");
+    return v;
+}
+
+namespace {
+
 int verify(const VerifyOptions& o) {
     bool json = o.json;
     Inputs inputs;
@@ -43,42 +79,17 @@ int verify(const VerifyOptions& o) {
     if (diagnostics.hasErrors()) return emitDiagnostics(diagnostics, inputs, json);
 
     auto live = discoverFabric(o.hca, o.port, o.sm, o.partitions, inputs, diagnostics);
-    const Fabric& fabric = live->fabric();
-    auto compiled = FabricCompilation::compile(policy, fabric, conf, diagnostics);
-    const FabricTables& tables = compiled->tables();
-    std::vector<Drift> drift = findDrift(*live, tables);
-
+    TableVerification v = verifyLiveTables(policy, conf, *live, diagnostics);
     if (json) {
-        Json differences = Json::array();
-        for (const Drift& d : drift) {
-            const FabricPort& port = fabric.ports[d.port];
-            Json difference = {{"name", fabric.portName(d.port)},
-                               {"guid", hex(port.guid, 16)},
-                               {"port", port.number},
-                               {"port_number", port.number},
-                               {"table", d.table},
-                               {"expected", tableJson(d.expected)},
-                               {"found", d.found ? tableJson(*d.found) : Json(nullptr)}};
-            if (!d.found) difference["error"] = d.error;
-            differences.push_back(std::move(difference));
-        }
         diagnostics.sort();
-        Json out = {{"ports_checked", tables.ports.size()},
-                    {"queries", live->queries()},
-                    {"differences", std::move(differences)},
-                    {"diagnostics", diagnosticsJson(diagnostics.all())}};
-        std::cout << dumpJson(out) << "\n";
+        v.report["diagnostics"] = diagnosticsJson(diagnostics.all());
+        std::cout << dumpJson(v.report) << "\n";
     } else {
         emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
-        for (const Drift& d : drift) {
-            std::cout << tableDifferenceLine(fabric.portName(d.port), d.table, "expected",
-                                             tableText(d.expected), "found", d.foundText());
-        }
-        std::cout << tables.ports.size() << " ports checked (" << live->queries() << " queries), "
-                  << drift.size() << (drift.size() == 1 ? " difference\n" : " differences\n");
+        std::cout << v.text;
     }
     if (diagnostics.hasErrors()) return ExitInputErrors;
-    return drift.empty() ? ExitOk : ExitInputErrors;
+    return v.differences == 0 ? ExitOk : ExitInputErrors;
 }
 
 }  // namespace

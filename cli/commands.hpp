@@ -4,6 +4,8 @@
 
 #include <map>
 #include <memory>
+#include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,7 @@
 #include "compiler/tables.hpp"
 #include "fabric/fabric.hpp"
 #include "fabric/opensm_conf.hpp"
+#include "sa-matcher/policy_diff.hpp"
 
 namespace ibqos::cli {
 
@@ -106,6 +109,18 @@ inline constexpr char ibqosFooter[] =
 inline constexpr char monitorSummary[] =
     "per-VL and per-SL traffic from the performance counters, against the policy's intent";
 
+// What `ibqos diff` found: whether nothing changes, and the regions of requests that do.
+struct DiffOutcome {
+    bool equivalent = true;
+    PolicyDiff diff;
+};
+// Prints what `ibqos diff` prints (text or JSON) for two policies, compiled on one fabric or
+// (nullptr) on none; nullopt when the comparison passed the budget (nothing printed).
+std::optional<DiffOutcome> writeDiff(const Policy& oldPolicy, const Policy& newPolicy,
+                                     const FabricCompilation* oldCompiled,
+                                     const FabricCompilation* newCompiled,
+                                     std::optional<uint64_t> budget, bool json, std::ostream& out);
+
 // The ibqos subcommands.
 void addCheck(Program& program);
 void addCompile(Program& program);
@@ -113,5 +128,7 @@ void addVerify(Program& program);
 void addQuery(Program& program);
 void addDiff(Program& program);
 void addMonitor(Program& program);
+void addStatus(Program& program);
+void addApply(Program& program);
 
 }  // namespace ibqos::cli

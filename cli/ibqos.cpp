@@ -49,6 +49,10 @@ int main(int argc, char** argv) {
 #endif
     addQuery(program);
     addDiff(program);
+    addStatus(program);
+#ifdef IBQOS_HAVE_VERIFY
+    addApply(program);
+#endif
 #ifdef IBQOS_HAVE_MONITOR
     // Its line in this help; the command itself never runs here (above).
     program.command("monitor", monitorSummary, "", [argv] { return runMonitor(argv); });

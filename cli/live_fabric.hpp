@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "common/json.hpp"
 #include "fabric/smp_probe.hpp"
 
 namespace ibqos::cli {
@@ -19,5 +20,17 @@ probe::ProbeOptions localPortOptions(const Value& hca, const Value& port);
 std::unique_ptr<probe::LiveFabric> discoverFabric(const Value& hca, const Value& port,
                                                   const Value& sm, const Value& partitions,
                                                   Inputs& inputs, Diagnostics& diagnostics);
+
+// What `ibqos verify` finds on a live fabric: {"ports_checked", "queries", "differences"} (its
+// --json object without "diagnostics") and its text lines.
+struct TableVerification {
+    Json report;
+    std::string text;
+    size_t differences = 0;
+};
+// Compiles the policy for the fabric found and reads every port's tables back (as `ibqos
+// verify` does).
+TableVerification verifyLiveTables(const Policy& policy, const OpenSmConf& conf,
+                                   probe::LiveFabric& live, Diagnostics& diagnostics);
 
 }  // namespace ibqos::cli

@@ -3,6 +3,7 @@
 #include "osm-plugin/plugin.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -82,6 +83,8 @@ std::optional<PluginOptions> parsePluginOptions(const char* text, std::string& e
             options.policy = value;
         } else if (key == "generated") {
             options.generated = value;
+        } else if (key == "status") {
+            options.status = value;
         } else if (key == "partitions" && (value == "predict" || value == "live")) {
             options.predictPartitions = value == "predict";
         } else if (key == "pathrecord" && (value == "plugin" || value == "opensm")) {
@@ -89,7 +92,7 @@ std::optional<PluginOptions> parsePluginOptions(const char* text, std::string& e
         } else {
             error = "unknown option '" + item +
                     "' in event_plugin_options "
-                    "(policy=PATH[,generated=PATH][,partitions=predict|live]"
+                    "(policy=PATH[,generated=PATH][,status=PATH][,partitions=predict|live]"
                     "[,pathrecord=plugin|opensm])";
             return std::nullopt;
         }
@@ -102,6 +105,13 @@ std::optional<PluginOptions> parsePluginOptions(const char* text, std::string& e
         const char* cache = std::getenv("OSM_CACHE_DIR");
         options.generated =
             std::string(cache && *cache ? cache : "/var/cache/opensm") + "/ibqos-policy.conf";
+    }
+    if (options.status.empty()) {
+        // Beside the plain policy the plugin writes.
+        size_t slash = options.generated.rfind('/');
+        options.status =
+            (slash == std::string::npos ? std::string() : options.generated.substr(0, slash + 1)) +
+            DefaultStatusName;
     }
     return options;
 }
@@ -116,9 +126,23 @@ Plugin::Plugin(osm_opensm_t* osm, PluginOptions options)
       }) {
     opt_ = &osm_->subn.opt;
     original_ = confFromOptions(*opt_);
+    status_.policy = options_.policy;
+    status_.generated = options_.generated;
+    status_.opensmConf = opt_->config_file ? opt_->config_file : "";
+    status_.partitions = opt_->partition_config_file ? opt_->partition_config_file
+                                                     : OSM_DEFAULT_PARTITION_CONFIG_FILE;
+    status_.opensmPid = static_cast<long>(getpid());
+    // A few heartbeats make a sweep interval (OpenSM's light sweeps report no event).
+    status_.intervalSeconds = opt_->sweep_interval ? std::min(opt_->sweep_interval, 10u) : 10;
+    publisher_ = std::make_unique<StatusPublisher>(
+        options_.status,
+        [this](const std::string& message, bool error) {
+            log(error ? OSM_LOG_ERROR : OSM_LOG_INFO, error ? "0024" : "0025", message);
+        },
+        nullptr);
     log(OSM_LOG_INFO, "0001",
         "ibqos plugin loaded: policy " + options_.policy + ", plain policy for OpenSM's SA " +
-            options_.generated);
+            options_.generated + ", status " + options_.status);
     if (!opt_->qos) {
         opt_->qos = TRUE;
         log(OSM_LOG_INFO, "0002",
@@ -148,9 +172,11 @@ Plugin::Plugin(osm_opensm_t* osm, PluginOptions options)
             "PathRecord requests are answered by OpenSM's own handler, from the plain policy "
             "(pathrecord=opensm)");
     }
+    publishStatus();
 }
 
 Plugin::~Plugin() {
+    if (publisher_) publisher_->stop();
     hooks_.install(false, false, 0);
     log(OSM_LOG_INFO, "0003", "ibqos plugin unloaded");
 }
@@ -308,6 +334,7 @@ void Plugin::reloadPolicy() {
     uint64_t hash = fnv1a(*text);
     if (hash == lastSeenHash_) return;
     lastSeenHash_ = hash;
+    status_.seen = hash;
 
     auto source = std::make_unique<SourceFile>(options_.policy, std::move(*text));
     Diagnostics diagnostics;
@@ -320,6 +347,7 @@ void Plugin::reloadPolicy() {
             options_.policy + " is rejected, as stock OpenSM would drop it (" +
                 std::to_string(diagnostics.errorCount()) + " errors): " + lastGoodState());
         logDiagnostics(diagnostics, *source);
+        noteRefusal(hash, diagnostics, source.get());
         candidate_ = {};
         return;
     }
@@ -397,8 +425,11 @@ void Plugin::heavySweepDone() {
         workMs_ =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                 .count();
+        publishStatus();
     };
     ++sweeps_;
+    status_.sweep = sweeps_;
+    status_.sweepTime = unixNow();
     compiledThisSweep_ = false;
     reloadPolicy();
 
@@ -434,7 +465,7 @@ void Plugin::heavySweepDone() {
         Diagnostics diagnostics;
         std::string failure;
         try {
-            IBQOS_FAILPOINT("candidate-compile");
+            IBQOS_FAILPOINT_FOR("candidate-compile", candidate_.source->text());
             trial = CompiledSweep::compile(candidate_.policy, fabric, original_, diagnostics);
         } catch (const std::exception& e) {
             failure = e.what();
@@ -447,6 +478,8 @@ void Plugin::heavySweepDone() {
                 "internal error compiling " + options_.policy + " (version " +
                     std::to_string(candidate_.version) + "): " + failure +
                     "; it is dropped until the file changes, " + lastGoodState());
+            noteRefusal(candidate_.hash, diagnostics, candidate_.source.get(),
+                        "internal error compiling the policy: " + failure);
             candidate_ = {};
         }
         diagnostics.sort();
@@ -461,6 +494,7 @@ void Plugin::heavySweepDone() {
                         std::to_string(diagnostics.errorCount()) + " errors): " + lastGoodState() +
                         "; it is judged again at every heavy sweep");
                 logDiagnostics(diagnostics, *candidate_.source);
+                noteRefusal(candidate_.hash, diagnostics, candidate_.source.get());
             }
         } else if (trial) {
             if (!candidate_.diagnosticsLogged) {
@@ -493,6 +527,7 @@ void Plugin::heavySweepDone() {
     // One version for everything: the tables, the hooks, the plain policy OpenSM's handler
     // parses and the responder's answers change together, or not at all.
     bool newText = false;
+    bool textChanged = false;  // a new version in force: its copy beside the status
     if (sweep) {
         compiledThisSweep_ = true;
         newText = !generatedIsOurs_ || sweep->policyText() != lastGeneratedText_;
@@ -514,14 +549,24 @@ void Plugin::heavySweepDone() {
             log(OSM_LOG_INFO, "0010",
                 "policy " + options_.policy + " version " + std::to_string(good_.version) + " (" +
                     hex(good_.hash, 16) + ") in force");
+            if (!status_.inForce || status_.hash != good_.hash) status_.since = unixNow();
+            status_.inForce = true;
+            status_.hash = good_.hash;
+            status_.version = good_.version;
+            textChanged = true;
             if (previous.policy) logChange(previous, *sweep);
         }
     }
 
+    if (textChanged) {
+        const std::string text(good_.source->text());
+        publishStatus(&text);
+    }
     std::unique_ptr<CompiledSweep> replaced;  // freed once OpenSM's lock is released
     {
         OpenSmLock lock(*osm_, OpenSmLock::Mode::Exclusive);
-        IBQOS_FAILPOINT("sweep-apply");
+        IBQOS_FAILPOINT_FOR("sweep-apply",
+                            good_.source ? good_.source->text() : std::string_view());
         const CompiledSweep& now = sweep ? *sweep : *sweep_;
         // OpenSM's nodes are this sweep's: a sweep kept from another fabric is not counted.
         size_t mads = sweep || sameSubnet
@@ -593,6 +638,7 @@ void Plugin::routingDone() {
         responder_.openSmHasSweep();
     }
     osm_routing_engine_t* engine = osm_->routing_engine_used;
+    status_.pathSlEngine = engine && engine->path_sl && engine->name ? engine->name : "";
     if (engine && engine->path_sl) {
         std::string name = engine->name ? engine->name : "?";
         if (name != lastEngineWarned_) {
@@ -628,6 +674,8 @@ void Plugin::routingDone() {
 
 void Plugin::subnetUp() {
     if (responding_) logResponderCounts();
+    status_.sweepDone = sweeps_;
+    publishStatus();
     if (!sweep_) return;
     double sweepMs =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sweepStart_)
@@ -646,6 +694,12 @@ void Plugin::subnetUp() {
 
 void Plugin::logResponderCounts() {
     ResponderCounts c = responder_.takeCounts();
+    status_.answered += c.answered;
+    status_.records += c.records;
+    for (size_t i = 0; i < DelegatedKinds; ++i) {
+        if (c.delegated[i])
+            status_.delegated[delegatedName(static_cast<Delegated>(i))] += c.delegated[i];
+    }
     std::string left;
     uint64_t delegated = 0;
     for (size_t i = 0; i < DelegatedKinds; ++i) {
@@ -659,6 +713,25 @@ void Plugin::logResponderCounts() {
             " PathRecord requests answered by ibqos (" + std::to_string(c.records) + " records), " +
             std::to_string(delegated) + " left to OpenSM's handler" +
             (left.empty() ? "" : left + ")"));
+}
+
+void Plugin::publishStatus(const std::string* textInForce) {
+    if (publisher_) publisher_->publish(status_, textInForce);
+}
+
+void Plugin::noteRefusal(uint64_t hash, const Diagnostics& diagnostics, const SourceFile* source,
+                         const std::string& why) {
+    PluginStatus::Refusal refusal;
+    refusal.hash = hash;
+    refusal.at = unixNow();
+    if (!why.empty()) refusal.diagnostics.push_back(why);
+    for (const Diagnostic& d : diagnostics.all()) {
+        if (d.severity != Severity::Error) continue;
+        std::string line = renderText(d, source);
+        refusal.diagnostics.push_back(line.substr(0, line.find('\n')));
+    }
+    status_.refused = std::move(refusal);
+    publishStatus();
 }
 
 }  // namespace ibqos::osm

@@ -16,16 +16,19 @@
 #include "fabric/opensm_subnet.hpp"
 #include "fabric/osm.hpp"
 #include "osm-plugin/path_responder.hpp"
+#include "osm-plugin/plugin_status.hpp"
 #include "osm-plugin/routing_hooks.hpp"
 #include "osm-plugin/sweep.hpp"
 
 namespace ibqos::osm {
 
 // event_plugin_options
-// "policy=PATH[,generated=PATH][,partitions=predict|live][,pathrecord=plugin|opensm]".
+// "policy=PATH[,generated=PATH][,status=PATH][,partitions=predict|live]
+// [,pathrecord=plugin|opensm]".
 struct PluginOptions {
     std::string policy;
     std::string generated;  // the plain policy OpenSM's SA loads (qos_policy_file)
+    std::string status;     // the status file `ibqos status` reads
     // Who answers PathRecord requests: the plugin's responder (the requests it leaves go to
     // OpenSM's handler), or OpenSM's handler alone, from the plain policy.
     bool answerPathRecords = true;
@@ -82,6 +85,11 @@ class Plugin {
     void applyClassOptions(const CompiledSweep& sweep);
     // IBQOS-0101: what the PathRecord responder answered and left to OpenSM since the last one.
     void logResponderCounts();
+    // Writes the status file (and, with a text, the copy of the text in force).
+    void publishStatus(const std::string* textInForce = nullptr);
+    // Records a refused version and its findings for the status.
+    void noteRefusal(uint64_t hash, const Diagnostics& diagnostics, const SourceFile* source,
+                     const std::string& why = "");
 
     osm_opensm_t* osm_;
     PluginOptions options_;
@@ -117,6 +125,8 @@ class Plugin {
     std::chrono::steady_clock::time_point sweepStart_;
     double workMs_ = 0;
     size_t expectedMads_ = 0;
+    PluginStatus status_;
+    std::unique_ptr<StatusPublisher> publisher_;  // stopped before the responder goes
 };
 
 }  // namespace ibqos::osm

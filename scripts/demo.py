@@ -69,6 +69,11 @@ def main():
         show("\n".join(line.split(" -> ", 1)[-1] if " -> " in line else line
                        for line in osm.log().splitlines() if "IBQOS-" in line))
 
+        say(f"which policy is in force (ibqos status, on the SM's host {SM_HOST})")
+        cache = os.path.join(os.path.dirname(osm.log_path), "cache")  # OpenSM's $OSM_CACHE_DIR
+        show(fabric.tool([ibqos, "status", "--policy", POLICY], SM_HOST, check=False,
+                         extra_env={"OSM_CACHE_DIR": cache}).stdout)
+
         say("what each port got, read back from the fabric (ibqos verify, from Hca2)")
         p = fabric.tool([ibqos, "verify", POLICY, "--json"], CLIENT, check=False, timeout=120)
         report = json.loads(p.stdout)
