@@ -9,6 +9,7 @@
 
 #include "common/source.hpp"
 #include "common/text.hpp"
+#include "fabric/plugin_options.hpp"
 
 namespace ibqos::cli {
 
@@ -43,8 +44,7 @@ double unixTime() {
 }
 
 std::string defaultStatusPath() {
-    const char* cache = std::getenv("OSM_CACHE_DIR");
-    return std::string(cache && *cache ? cache : "/var/cache/opensm") + "/ibqos-status.json";
+    return openSmCacheDir() + "/" + DefaultStatusName;
 }
 
 std::optional<SmStatus> readSmStatus(const std::string& path, std::string& error) {

@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: MIT
 // readOpenSmConf: "key value" lines, '#' comments, OpenSM's option names and value checks.
 #include "fabric/opensm_conf.hpp"
-#include "common/text.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string_view>
+#include <vector>
+
+#include "common/text.hpp"
+#include "fabric/plugin_options.hpp"
 
 namespace ibqos {
 
@@ -20,6 +26,75 @@ std::string cleanValue(std::string_view v) {
         v = v.substr(1, v.size() - 2);
     }
     return std::string(v);
+}
+
+// Where the dynamic loader finds lib<name>.so for OpenSM's dlopen: LD_LIBRARY_PATH, the
+// directories of /etc/ld.so.conf (and the files it includes), and the default ones.
+std::vector<std::string> loaderDirectories() {
+    std::vector<std::string> dirs;
+    if (const char* path = std::getenv("LD_LIBRARY_PATH")) {
+        std::string_view rest = path;
+        while (!rest.empty()) {
+            size_t colon = rest.find(':');
+            if (colon) dirs.emplace_back(rest.substr(0, colon));
+            rest = colon == std::string_view::npos ? "" : rest.substr(colon + 1);
+        }
+    }
+    std::vector<std::filesystem::path> files{"/etc/ld.so.conf"};
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/etc/ld.so.conf.d", ec)) {
+        if (entry.path().extension() == ".conf") files.push_back(entry.path());
+    }
+    for (const auto& file : files) {
+        std::ifstream in(file);
+        for (std::string line; std::getline(in, line);) {
+            std::string_view l = trim(line);
+            if (!l.empty() && l[0] == '/') dirs.emplace_back(l);
+        }
+    }
+    for (const char* d : {"/lib", "/usr/lib", "/lib64", "/usr/lib64"}) dirs.emplace_back(d);
+    return dirs;
+}
+
+// The event plugin lines, as far as ibqos can tell here: each plugin's library on the loader's
+// path, and the ibqos plugin's options readable, with a policy file that exists.
+void checkPluginLines(const OpenSmConf& conf, Diagnostics& diagnostics) {
+    if (!conf.eventPluginName) return;
+    std::vector<std::string> names;
+    for (std::string_view rest = trim(*conf.eventPluginName); !rest.empty();) {
+        size_t blank = rest.find_first_of(" \t");
+        names.emplace_back(rest.substr(0, blank));
+        rest = blank == std::string_view::npos ? "" : trim(rest.substr(blank));
+    }
+    const std::vector<std::string> dirs = loaderDirectories();
+    std::error_code ec;
+    for (const std::string& name : names) {
+        const std::string library = "lib" + name + ".so";
+        bool found = false;
+        for (const std::string& d : dirs) found = found || std::filesystem::exists(d + "/" + library, ec);
+        if (!found) {
+            diagnostics.warning("plugin-options", conf.file, conf.eventPluginNameAt,
+                                "OpenSM loads the plugin '" + name + "' as " + library +
+                                    ", which is in no directory the dynamic loader searches "
+                                    "here (LD_LIBRARY_PATH, /etc/ld.so.conf, /lib, /usr/lib)");
+        }
+    }
+    if (std::find(names.begin(), names.end(), "ibqos_osm") == names.end()) return;
+    const SourceLocation at =
+        conf.eventPluginOptions ? conf.eventPluginOptionsAt : conf.eventPluginNameAt;
+    std::string error;
+    auto options = parsePluginOptions(conf.eventPluginOptions.value_or(""), error);
+    if (!options) {
+        diagnostics.error("plugin-options", conf.file, at,
+                          error + " (the plugin would log IBQOS-0006 and do nothing: no policy)");
+        return;
+    }
+    if (!std::filesystem::exists(options->policy, ec)) {
+        diagnostics.warning("plugin-options", conf.file, at,
+                            "policy=" + options->policy +
+                                ": no such file here; the plugin puts no policy in force until "
+                                "it can read it");
+    }
 }
 
 }  // namespace
@@ -77,6 +152,12 @@ OpenSmConf readOpenSmConf(const SourceFile& source, Diagnostics& diagnostics) {
 
         if (key == "qos") {
             conf.qos = value == "TRUE";
+            continue;
+        }
+        if (key == "event_plugin_name" || key == "event_plugin_options") {
+            const bool name = key == "event_plugin_name";
+            (name ? conf.eventPluginName : conf.eventPluginOptions) = value;
+            (name ? conf.eventPluginNameAt : conf.eventPluginOptionsAt) = at;
             continue;
         }
         if (key == "max_op_vls") {
@@ -139,6 +220,7 @@ OpenSmConf readOpenSmConf(const SourceFile& source, Diagnostics& diagnostics) {
             }
         }
     }
+    checkPluginLines(conf, diagnostics);
     return conf;
 }
 

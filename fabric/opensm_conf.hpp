@@ -31,12 +31,17 @@ struct OpenSmConf {
     uint8_t maxOpVls = 5;  // OperVLs code limit (5 = VL0-14)
     QosOptionSet all;      // qos_*
     QosOptionSet ca, router, switchPort0, switchExternal;
+    // The event plugins OpenSM loads (names separated by blanks) and their options.
+    std::optional<std::string> eventPluginName, eventPluginOptions;
+    SourceLocation eventPluginNameAt, eventPluginOptionsAt;
 
     const QosOptionSet& forClass(PortClass c) const;
 };
 
-// Reads the QoS options and max_op_vls of an opensm.conf; everything else is ignored. Values
-// OpenSM would reject or silently replace are warnings located in the file.
+// Reads the QoS options, max_op_vls and the event plugin lines of an opensm.conf; everything
+// else is ignored. Values OpenSM would reject or silently replace are warnings located in the
+// file. Where the ibqos plugin is named: options it cannot read are an error (it would do
+// nothing); a policy file or a plugin library not found on this machine, a warning.
 OpenSmConf readOpenSmConf(const SourceFile& source, Diagnostics& diagnostics);
 
 }  // namespace ibqos

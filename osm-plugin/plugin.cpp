@@ -64,58 +64,6 @@ constexpr PortClass AllClasses[] = {PortClass::Ca, PortClass::Router, PortClass:
 
 }  // namespace
 
-std::optional<PluginOptions> parsePluginOptions(const char* text, std::string& error) {
-    PluginOptions options;
-    std::string all = text ? text : "";
-    size_t start = 0;
-    while (start <= all.size()) {
-        size_t comma = all.find(',', start);
-        std::string item =
-            all.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        start = comma == std::string::npos ? all.size() + 1 : comma + 1;
-        while (!item.empty() && item.front() == ' ') item.erase(item.begin());
-        while (!item.empty() && item.back() == ' ') item.pop_back();
-        if (item.empty()) continue;
-        size_t eq = item.find('=');
-        std::string key = item.substr(0, eq),
-                    value = eq == std::string::npos ? "" : item.substr(eq + 1);
-        if (key == "policy") {
-            options.policy = value;
-        } else if (key == "generated") {
-            options.generated = value;
-        } else if (key == "status") {
-            options.status = value;
-        } else if (key == "partitions" && (value == "predict" || value == "live")) {
-            options.predictPartitions = value == "predict";
-        } else if (key == "pathrecord" && (value == "plugin" || value == "opensm")) {
-            options.answerPathRecords = value == "plugin";
-        } else {
-            error = "unknown option '" + item +
-                    "' in event_plugin_options "
-                    "(policy=PATH[,generated=PATH][,status=PATH][,partitions=predict|live]"
-                    "[,pathrecord=plugin|opensm])";
-            return std::nullopt;
-        }
-    }
-    if (options.policy.empty()) {
-        error = "event_plugin_options needs policy=PATH";
-        return std::nullopt;
-    }
-    if (options.generated.empty()) {
-        const char* cache = std::getenv("OSM_CACHE_DIR");
-        options.generated =
-            std::string(cache && *cache ? cache : "/var/cache/opensm") + "/ibqos-policy.conf";
-    }
-    if (options.status.empty()) {
-        // Beside the plain policy the plugin writes.
-        size_t slash = options.generated.rfind('/');
-        options.status =
-            (slash == std::string::npos ? std::string() : options.generated.substr(0, slash + 1)) +
-            DefaultStatusName;
-    }
-    return options;
-}
-
 Plugin::Plugin(osm_opensm_t* osm, PluginOptions options)
     : osm_(osm),
       options_(std::move(options)),
@@ -742,7 +690,8 @@ extern "C" void* ibqos_osm_create(osm_opensm_t* osm) {
     using namespace ibqos::osm;
     try {
         std::string error;
-        auto options = parsePluginOptions(osm->subn.opt.event_plugin_options, error);
+        auto options = ibqos::parsePluginOptions(
+            osm->subn.opt.event_plugin_options ? osm->subn.opt.event_plugin_options : "", error);
         if (!options) {
             osm_log(&osm->log, OSM_LOG_ERROR, "IBQOS-0006: %s; the plugin does nothing\n",
                     error.c_str());

@@ -14,6 +14,7 @@
 #include "common/source.hpp"
 #include "compiler/policy.hpp"
 #include "fabric/opensm_subnet.hpp"
+#include "fabric/plugin_options.hpp"
 #include "fabric/osm.hpp"
 #include "osm-plugin/path_responder.hpp"
 #include "osm-plugin/plugin_status.hpp"
@@ -25,21 +26,6 @@ namespace ibqos::osm {
 // event_plugin_options
 // "policy=PATH[,generated=PATH][,status=PATH][,partitions=predict|live]
 // [,pathrecord=plugin|opensm]".
-struct PluginOptions {
-    std::string policy;
-    std::string generated;  // the plain policy OpenSM's SA loads (qos_policy_file)
-    std::string status;     // the status file `ibqos status` reads
-    // Who answers PathRecord requests: the plugin's responder (the requests it leaves go to
-    // OpenSM's handler), or OpenSM's handler alone, from the plain policy.
-    bool answerPathRecords = true;
-    // predict: judge a policy against the partitions this sweep's PKey setup will make, read
-    // from OpenSM's partition configuration; live: against those the last sweep made (a change
-    // then costs one more heavy sweep).
-    bool predictPartitions = true;
-};
-// Parses the options; on failure returns nullopt and sets error.
-std::optional<PluginOptions> parsePluginOptions(const char* text, std::string& error);
-
 class Plugin {
   public:
     Plugin(osm_opensm_t* osm, PluginOptions options);

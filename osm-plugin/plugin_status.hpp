@@ -15,9 +15,6 @@
 
 namespace ibqos::osm {
 
-// The status file's name beside the plain policy, when event_plugin_options gives no status=.
-inline constexpr char DefaultStatusName[] = "ibqos-status.json";
-
 // The plugin's state, as the status file holds it.
 struct PluginStatus {
     std::string policy;      // the policy file the plugin reads

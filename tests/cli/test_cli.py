@@ -145,6 +145,48 @@ class FabricOptions(unittest.TestCase):
                 self.assertIn(option.encode() + b" requires --topology", p.stderr)
 
 
+class PluginLines(unittest.TestCase):
+    """`--opensm-conf` checks the lines that load the ibqos plugin: what the plugin cannot read,
+    a policy file or a plugin library not found on this machine."""
+
+    def check(self, conf_text, library_dir):
+        with tempfile.TemporaryDirectory() as scratch:
+            conf = os.path.join(scratch, "opensm.conf")
+            with open(conf, "w") as f:
+                f.write(conf_text.replace("SCRATCH", scratch))
+            with open(os.path.join(scratch, "qos-policy.conf"), "w") as f:
+                f.write("qos-ulps\n    default : 0\nend-qos-ulps\n")
+            env = dict(os.environ, LD_LIBRARY_PATH=library_dir)
+            p = subprocess.run([ARGS.ibqos, "check", LAB_POLICY, *LAB, "--opensm-conf", conf, "--json"],
+                               capture_output=True, timeout=120, env=env)
+            found = [d for d in json.loads(p.stdout) if d["code"] == "plugin-options"]
+            return p.returncode, found
+
+    def test_a_misspelt_key_is_an_error_at_its_line_naming_the_key_meant(self):
+        with tempfile.TemporaryDirectory() as libs:
+            open(os.path.join(libs, "libibqos_osm.so"), "w").close()
+            code, found = self.check("qos TRUE\nevent_plugin_name ibqos_osm\n"
+                                     "event_plugin_options polcy=SCRATCH/qos-policy.conf\n", libs)
+        self.assertEqual(code, 1)
+        self.assertEqual([(d["severity"], d["line"]) for d in found], [("error", 3)])
+        self.assertIn("did you mean 'policy'?", found[0]["message"])
+
+    def test_a_missing_policy_file_or_plugin_library_is_a_warning(self):
+        with tempfile.TemporaryDirectory() as libs:
+            code, found = self.check("event_plugin_name ibqos_osm\n"
+                                     "event_plugin_options policy=SCRATCH/nonexistent.conf\n", libs)
+            self.assertEqual(code, 0)
+            self.assertEqual([(d["severity"], d["line"]) for d in found], [("warning", 1), ("warning", 2)])
+            self.assertIn("libibqos_osm.so, which is in no directory", found[0]["message"])
+            self.assertIn("nonexistent.conf: no such file here", found[1]["message"])
+            # With the library on the loader's path and the policy there: nothing to say.
+            open(os.path.join(libs, "libibqos_osm.so"), "w").close()
+            code, found = self.check("event_plugin_name ibqos_osm\n"
+                                     "event_plugin_options policy=SCRATCH/qos-policy.conf,pathrecord=opensm\n",
+                                     libs)
+            self.assertEqual((code, found), (0, []))
+
+
 class Inputs(unittest.TestCase):
     @staticmethod
     def commands(path):
