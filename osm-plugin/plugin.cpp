@@ -56,8 +56,13 @@ bool sameQosOptions(const OpenSmConf& a, const OpenSmConf& b) {
 }
 
 // The plain policy while no policy is in force: no default level, so OpenSM serves without a
-// policy, as stock OpenSM does with a policy it drops (its ERR AC10).
-constexpr const char* NoPolicyText = "# ibqos: no policy is in force yet\n";
+// policy, as stock OpenSM does with a policy it drops (its ERR AC10 and AC04). No valid policy
+// means that: OpenSM requires an SL in every qos-level, and a default level with an SL changes
+// the answers to requests that name an SL or a partition with one.
+constexpr const char* NoPolicyText =
+    "# ibqos: no policy is in force yet. This file has no default qos-level on purpose: OpenSM\n"
+    "# logs ERR AC10 and AC04 for it and answers PathRecords as with no policy, until the ibqos\n"
+    "# plugin puts its policy in force here (IBQOS-0010).\n";
 
 constexpr PortClass AllClasses[] = {PortClass::Ca, PortClass::Router, PortClass::SwitchPort0,
                                     PortClass::SwitchExternal};
@@ -468,7 +473,13 @@ void Plugin::heavySweepDone() {
         }
     }
     if (!sweep && !sweep_) {
-        // No policy in force yet: the file says so (again, if the first write failed).
+        // No policy in force yet: the file says so (again, if the first write failed), and
+        // OpenSM's errors about it, which follow, are announced.
+        log(OSM_LOG_INFO, "0026",
+            "no policy is in force yet, so the plain policy OpenSM reads (" +
+                options_.generated +
+                ") has no default qos-level: OpenSM's ERR AC10 and AC04 for it are expected, "
+                "and it answers PathRecords as with no policy");
         writeGeneratedPolicy(NoPolicyText);
         return finish();
     }

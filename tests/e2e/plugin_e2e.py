@@ -254,6 +254,9 @@ def ipoib_from_the_first_sweep(work):
                 log = osm.log()
                 check(log.find("IBQOS-0011") < log.find("IBQOS-0015") < log.find("IBQOS-0010"),
                       "live partitions: refused at the first sweep, a corrective sweep, then in force")
+                # While no policy is in force, OpenSM's errors about the placeholder are announced.
+                check(-1 < log.find("IBQOS-0026") < log.find("ERR AC10") < log.find("IBQOS-0010"),
+                      "no policy in force yet: IBQOS-0026 says OpenSM's ERR AC10 that follows is expected")
                 osm.wait_for("SUBNET UP", 2, 30)
             check(path_sl(fabric, host, a, b, pkey=0x7fff) == 3, f"{mode}: IPoIB on the Default partition gets SL 3")
             check(path_sl(fabric, host, a, b, pkey=0x0010) == 4, f"{mode}: IPoIB on partition gpu gets SL 4")
