@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // ibqos compile: every table every port will receive, the VL shares, or a plain OpenSM setup.
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -68,6 +69,9 @@ int compile(const CompileOptions& o) {
     } else if (!failed && emit == "opensm") {
         OpenSmFiles files = emitOpenSm(compiled->bound(), compiled->tables(), diagnostics);
         if (output) {
+            std::error_code error;
+            std::filesystem::create_directories(*output, error);
+            if (error) throw IoError{"cannot create '" + *output + "': " + error.message()};
             writeFileAtomically(*output + "/qos-policy.conf", files.policy);
             writeFileAtomically(*output + "/opensm-qos.conf", files.options);
         } else {

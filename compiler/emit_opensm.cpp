@@ -131,6 +131,11 @@ OpenSmFiles emitOpenSm(const BoundPolicy& bound, const FabricTables& tables,
     p += "# Every port group is an explicit GUID list, qos-ulps lines are match rules in their "
          "place,\n";
     p += "# and qos-setup is in the opensm.conf lines written with this file.\n";
+    p += "# Frozen from that fabric: which ports a port-name, node-type (SELF and SWITCH too),\n"
+         "# partition or pkey selects is the GUID list below, and per-port tables are per port\n"
+         "# class. Make both files again (ibqos compile --emit opensm -o DIR) whenever a port\n"
+         "# is added, removed or replaced, or partitions.conf changes; the ibqos plugin does\n"
+         "# that at every heavy sweep.\n";
 
     // Groups: every group a rule uses, written or generated, as the GUIDs it binds to.
     std::vector<std::string> groupName(policy.groups.size());

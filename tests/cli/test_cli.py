@@ -281,6 +281,21 @@ class Output(unittest.TestCase):
                 self.assertIn(f"cannot write '{target}': No such file or directory".encode(), p.stderr)
                 self.assertNotIn(b".tmp.", p.stderr)
 
+    def test_emit_opensm_creates_its_directory_and_says_what_it_froze(self):
+        with tempfile.TemporaryDirectory() as scratch:
+            target = os.path.join(scratch, "new", "opensm")
+            p = ibqos("compile", LAB_POLICY, *LAB, "--emit", "opensm", "-o", target)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(sorted(os.listdir(target)), ["opensm-qos.conf", "qos-policy.conf"])
+            header = content(os.path.join(target, "qos-policy.conf")).decode()
+            self.assertIn("Make both files again", header)
+            self.assertIn("whenever a port\n# is added, removed or replaced", header)
+            blocked = os.path.join(scratch, "file")
+            open(blocked, "w").close()
+            p = ibqos("compile", LAB_POLICY, *LAB, "--emit", "opensm", "-o", os.path.join(blocked, "dir"))
+            self.assertEqual(p.returncode, 2)
+            self.assertIn(f"cannot create '{blocked}/dir': Not a directory".encode(), p.stderr)
+
 
 class JsonTypes(unittest.TestCase):
     def test_query_gives_mtu_and_rate_limits_with_readable_companions(self):
