@@ -57,7 +57,10 @@ int compile(const CompileOptions& o) {
             std::cout << text;
         }
     };
-    if (emit == "json") {
+    if (emit == "json" && failed) {
+        // No tables for a policy with errors: they are not what would be programmed.
+        return emitErrorObject(diagnostics, inputs, "\"ports\":[],");
+    } else if (emit == "json") {
         diagnostics.sort();
         deliver(emitTablesJson(compiled->bound(), compiled->tables(), diagnostics.all()));
     } else if (!failed && emit == "tables") {

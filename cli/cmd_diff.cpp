@@ -367,8 +367,9 @@ int diff(const DiffOptions& o) {
     Policy oldPolicy = loadPolicy(inputs.load(o.before), diagnostics);
     Policy newPolicy = loadPolicy(inputs.load(o.after), diagnostics);
     if (diagnostics.hasErrors()) {
-        emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
-        return ExitUsage;
+        if (o.json) emitErrorObject(diagnostics, inputs);
+        else emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
+        return ExitUsage;  // diff(1)'s convention: 1 means "they differ"
     }
     const std::optional<uint64_t> budget = analysisBudgetOption(o.analysisBudget);
     std::vector<std::unique_ptr<FabricCompilation>> compiled;
@@ -379,8 +380,9 @@ int diff(const DiffOptions& o) {
         throw IoError{e.message};  // diff(1)'s convention: 1 means "they differ"
     }
     if (diagnostics.hasErrors()) {
-        emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
-        return ExitUsage;
+        if (o.json) emitErrorObject(diagnostics, inputs);
+        else emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
+        return ExitUsage;  // diff(1)'s convention: 1 means "they differ"
     }
     const std::optional<DiffOutcome> outcome =
         writeDiff(oldPolicy, newPolicy, compiled.empty() ? nullptr : compiled[0].get(),

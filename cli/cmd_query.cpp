@@ -272,7 +272,8 @@ int query(const QueryOptions& o) {
     Diagnostics diagnostics;
     Policy policy = loadPolicy(inputs.load(o.policy), diagnostics);
     auto compiled = compileForFabric(policy, o.fabric, inputs, diagnostics, CompileStage::Bind);
-    // Warnings and errors go to standard error, whatever the output form.
+    // Warnings and errors go to standard error, whatever the output form; --json says too.
+    if (diagnostics.hasErrors() && (o.json || o.batch)) return emitErrorObject(diagnostics, inputs);
     if (emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts) != ExitOk)
         return ExitInputErrors;
     const Fabric& fabric = compiled->fabric();

@@ -76,19 +76,28 @@ int verify(const VerifyOptions& o) {
     Diagnostics diagnostics;
     Policy policy = loadPolicy(inputs.load(o.policy), diagnostics);
     OpenSmConf conf = loadOpenSmConf(o.opensmConf, inputs, diagnostics);
-    if (diagnostics.hasErrors()) return emitDiagnostics(diagnostics, inputs, json);
+    if (diagnostics.hasErrors()) {
+        if (json) return emitErrorObject(diagnostics, inputs);
+        return emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
+    }
 
     auto live = discoverFabric(o.hca, o.port, o.sm, o.partitions, inputs, diagnostics);
     TableVerification v = verifyLiveTables(policy, conf, *live, diagnostics);
+    // A policy with errors on this fabric is reported, and nothing compared: its tables are
+    // not what a stock OpenSM or the plugin would program from it.
+    if (diagnostics.hasErrors()) {
+        if (json) return emitErrorObject(diagnostics, inputs);
+        return emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
+    }
     if (json) {
         diagnostics.sort();
+        v.report["status"] = v.differences == 0 ? "ok" : "differences";
         v.report["diagnostics"] = diagnosticsJson(diagnostics.all());
         std::cout << dumpJson(v.report) << "\n";
     } else {
         emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
         std::cout << v.text;
     }
-    if (diagnostics.hasErrors()) return ExitInputErrors;
     return v.differences == 0 ? ExitOk : ExitInputErrors;
 }
 

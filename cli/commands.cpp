@@ -200,4 +200,13 @@ int emitDiagnostics(Diagnostics& diagnostics, const Inputs& inputs, bool json, S
     return diagnostics.hasErrors() ? ExitInputErrors : ExitOk;
 }
 
+int emitErrorObject(Diagnostics& diagnostics, const Inputs& inputs, const std::string& extra) {
+    diagnostics.sort();
+    std::string list = renderJson(diagnostics.all());
+    list.pop_back();  // its newline
+    std::cout << "{\"status\":\"error\"," << extra << "\"diagnostics\":" << list << "}\n";
+    emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
+    return ExitInputErrors;
+}
+
 }  // namespace ibqos::cli

@@ -48,6 +48,9 @@ enum class Shown : uint8_t { All, ErrorsAndCounts };
 // stdout. Returns the exit code they imply.
 int emitDiagnostics(Diagnostics& diagnostics, const Inputs& inputs, bool json,
                     Shown shown = Shown::All);
+// What a --json command prints when its input has errors: {"status": "error", "diagnostics":
+// [...]} (and `extra`'s members) on stdout, the errors as text on stderr; returns 1.
+int emitErrorObject(Diagnostics& diagnostics, const Inputs& inputs, const std::string& extra = "");
 
 // The options that name a fabric offline: --topology, --partitions, --sm, --vls, --port-caps,
 // --opensm-conf.

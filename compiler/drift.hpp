@@ -26,8 +26,9 @@ struct Drift {
     }
 };
 
-// Reads every port that receives tables and compares with the compiled tables. Ports that
-// cannot be read are reported as drift without a found table.
+// Reads every port that receives tables and compares with the compiled tables: SL2VL tables
+// entry by entry, VLArb tables by what they arbitrate (entries of weight 0, which the arbiter
+// skips, left out). Ports that cannot be read are reported as drift without a found table.
 std::vector<Drift> findDrift(TableReader& live, const FabricTables& tables);
 
 }  // namespace ibqos

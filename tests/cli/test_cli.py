@@ -317,6 +317,23 @@ class JsonTypes(unittest.TestCase):
         self.assertEqual(p.returncode, 1, p.stderr)
         return json.loads(p.stdout)
 
+    def test_a_json_command_whose_input_has_errors_prints_an_error_object(self):
+        with tempfile.TemporaryDirectory() as scratch:
+            bad = os.path.join(scratch, "bad.conf")
+            with open(bad, "w") as f:
+                f.write(BAD_POLICY)
+            for args, code in ((["query", bad, *LAB, "--src", "0x100003", "--dst", "0x100004", "--json"], 1),
+                               (["diff", bad, LAB_POLICY, "--json"], 2),
+                               (["compile", bad, *LAB, "--emit", "json"], 1)):
+                p = ibqos(*args)
+                self.assertEqual(p.returncode, code, args)
+                out = json.loads(p.stdout)
+                self.assertEqual(out["status"], "error", args)
+                self.assertEqual([d["code"] for d in out["diagnostics"] if d["severity"] == "error"],
+                                 ["value-range"], args)
+                self.assertEqual(out.get("ports", []), [], "no tables for a policy with errors")
+                self.assertIn(b"error: [value-range]", p.stderr)
+
     def test_diff_gives_64_bit_service_ids_exactly_as_hex_strings_too(self):
         def policy(sl):
             return ("qos-levels\n qos-level\n  name: default\n  sl: 0\n end-qos-level\n"

@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "compiler/drift.hpp"
 #include "compiler/fabric_compilation.hpp"
 #include "compiler/tables.hpp"
 #include "compiler/vlarb_sim.hpp"
@@ -363,4 +364,58 @@ TEST_CASE("an IPoIB partition whose broadcast SL differs from its PathRecord SL 
     REQUIRE(d.all().size() == 1);
     CHECK(d.all()[0].code == "ipoib-sl");
     CHECK(d.all()[0].location.line == 3);
+}
+
+namespace {
+
+// The fabric's tables as compiled, except what `low` replaces (a port's low VLArb table).
+class ReadBack : public TableReader {
+  public:
+    ReadBack(const Fabric& fabric, const FabricTables& tables) : fabric_(fabric), tables_(tables) {}
+    std::optional<std::vector<VlArbEntry>> low;
+
+    const Fabric& fabric() const override { return fabric_; }
+    std::optional<Sl2VlTable> readSl2Vl(uint32_t port, unsigned in, std::string&) override {
+        return tables_.sl2vls[of(port).sl2vlFor(in)];
+    }
+    std::optional<std::vector<VlArbEntry>> readVlArb(uint32_t port, bool high, unsigned cap,
+                                                     std::string&) override {
+        if (!high && low) return low;
+        const VlArbTable& t = tables_.vlarbs[high ? of(port).vlArbHigh : of(port).vlArbLow];
+        return std::vector<VlArbEntry>(t.begin(), t.begin() + cap);
+    }
+
+  private:
+    const PortTables& of(uint32_t port) const {
+        for (const PortTables& t : tables_.ports) {
+            if (t.port == port) return t;
+        }
+        throw std::logic_error("no such port");
+    }
+    const Fabric& fabric_;
+    const FabricTables& tables_;
+};
+
+}  // namespace
+
+TEST_CASE("verify compares VLArb tables by what they arbitrate", "[compiler][drift]") {
+    OnFabric f("qos-ulps\n default : 0\nend-qos-ulps\n", "qos_vlarb_low 1:64,2:32\n");
+    ReadBack same(f.onFabric->fabric(), f.tables());
+    CHECK(findDrift(same, f.tables()).empty());
+    // Entries of weight 0 are skipped by the arbiter: where they stand changes nothing.
+    ReadBack zeros = same;
+    zeros.low = std::vector<VlArbEntry>(8, VlArbEntry{0, 0});
+    (*zeros.low)[3] = {1, 64};
+    (*zeros.low)[6] = {2, 32};
+    CHECK(findDrift(zeros, f.tables()).empty());
+    // Another order or weight arbitrates differently: a difference on every port read so.
+    ReadBack swapped = same;
+    swapped.low = std::vector<VlArbEntry>{{2, 32}, {1, 64}};
+    swapped.low->resize(8);
+    const auto drift = findDrift(swapped, f.tables());
+    const auto arbitrating = std::count_if(f.tables().ports.begin(), f.tables().ports.end(),
+                                           [](const PortTables& t) { return t.hasVlArb; });
+    CHECK(arbitrating > 0);
+    CHECK(drift.size() == static_cast<size_t>(arbitrating));
+    CHECK(drift.front().table == "vlarb low");
 }

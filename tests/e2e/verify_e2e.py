@@ -32,14 +32,26 @@ def main():
         p = fabric.tool([ibqos, "verify", policy, "--json"], "compute1 HCA-1", check=False)
         report = json.loads(p.stdout)
         print(f"with the plugin: exit {p.returncode}, {report['ports_checked']} ports, {len(report['differences'])} differences")
-        if p.returncode != 0 or report["differences"] or report["ports_checked"] != 19:
+        if p.returncode != 0 or report["differences"] or report["ports_checked"] != 19 or report["status"] != "ok":
             failures.append("with the plugin the fabric should hold every table of the policy")
+        # A policy with errors is reported first, and nothing is compared.
+        bad = os.path.join(fabric.workdir, "bad-policy.conf")
+        with open(bad, "w") as f:
+            f.write("qos-levels\n qos-level\n  name: default\n  sl: 16\n end-qos-level\nend-qos-levels\n")
+        p = fabric.tool([ibqos, "verify", bad, "--json"], "compute1 HCA-1", check=False)
+        report = json.loads(p.stdout)
+        print(f"a policy with errors: exit {p.returncode}, status {report.get('status')}")
+        if p.returncode != 1 or report.get("status") != "error" or "differences" in report \
+                or [d["code"] for d in report["diagnostics"] if d["severity"] == "error"] != ["value-range"]:
+            failures.append(f"a policy with errors is reported, and nothing compared: {report}")
         osm.stop()
 
         fabric.start_opensm({"qos": "TRUE"}, "0x10000a", "sm HCA-1", name="stock")
         p = fabric.tool([ibqos, "verify", policy, "--json"], "compute1 HCA-1", check=False)
         report = json.loads(p.stdout)
         differing = sorted({d["name"] for d in report["differences"]})
+        if report.get("status") != "differences":
+            failures.append(f"--json says the tables differ: status {report.get('status')}")
         print(f"stock OpenSM: exit {p.returncode}, {len(report['differences'])} differences on {len(differing)} ports")
         # qos-setup gives storage1's ports and the leaf ports facing it their own VLArb tables,
         # and the leaves' traffic from the spine its own SL2VL: all of it must show.
