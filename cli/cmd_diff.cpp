@@ -2,8 +2,11 @@
 // ibqos diff: what changes when NEW replaces OLD: the requests whose SA answer changes, and the
 // ports whose tables change (with a topology) or the qos-setup scopes that may change them.
 #include <algorithm>
+#include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <tuple>
 
 #include "cli/answer_json.hpp"
 #include "cli/commands.hpp"
@@ -11,6 +14,7 @@
 #include "common/text.hpp"
 #include "compiler/compile_policy.hpp"
 #include "compiler/emit.hpp"
+#include "compiler/vlarb_sim.hpp"
 #include "policy-grammar/keywords.hpp"
 #include "sa-matcher/policy_diff.hpp"
 
@@ -57,6 +61,7 @@ the comparison did not finish within --analysis-budget.)";
 struct DiffOptions {
     std::string before, after;
     FabricOptions fabric;
+    Value oldOpensmConf, newOpensmConf;
     bool json = false;
     std::string analysisBudget;
 };
@@ -210,6 +215,60 @@ std::string scopeLine(const Policy& policy, const ScopeChange& c, bool before) {
 
 }  // namespace
 
+namespace {
+
+// The long-run share of each VL one VLArb table gives, alone, with full-size packets: "VL1 25%,
+// VL2 75%".
+std::string sharesText(const std::vector<VlArbEntry>& entries) {
+    const auto shares = simulateArbitration(nullptr, 0, entries.data(), entries.size(), 0);
+    std::string out;
+    for (size_t vl = 0; vl < shares.size(); ++vl) {
+        if (shares[vl] <= 0) continue;
+        char share[32];
+        std::snprintf(share, sizeof share, "%.3g%%", 100 * shares[vl]);
+        out += (out.empty() ? "VL" : ", VL") + std::to_string(vl) + " " + share;
+    }
+    return out.empty() ? "none" : out;
+}
+
+// Ports whose tables change the same way, once: the table, how it changes (for a VLArb table,
+// the shares it gives before and after), and the ports, the first few named.
+void writeTableChanges(std::ostream& out, const Fabric& fabric, const FabricTables& before,
+                       const std::vector<TableChange>& ports) {
+    struct Change {
+        const TableDifference* difference;
+        std::vector<std::string> ports;
+    };
+    std::vector<Change> changes;
+    std::map<std::tuple<std::string, std::string, std::string>, size_t> index;
+    for (const TableChange& c : ports) {
+        const std::string name = fabric.portName(before.ports[c.before].port);
+        for (const TableDifference& t : c.differences) {
+            auto key = std::make_tuple(t.table, tableText(t.before), tableText(t.after));
+            auto [it, fresh] = index.emplace(std::move(key), changes.size());
+            if (fresh) changes.push_back({&t, {}});
+            changes[it->second].ports.push_back(name);
+        }
+    }
+    constexpr size_t Named = 4;
+    for (const Change& c : changes) {
+        const TableDifference& t = *c.difference;
+        const size_t n = c.ports.size();
+        out << "\n" << t.table << " on " << n << (n == 1 ? " port" : " ports") << " (";
+        for (size_t i = 0; i < n && i < Named; ++i) out << (i ? ", " : "") << c.ports[i];
+        if (n > Named) out << " and " << n - Named << " more";
+        out << ")\n  old " << tableText(t.before) << "\n  new " << tableText(t.after) << "\n";
+        const auto* old = std::get_if<std::vector<VlArbEntry>>(&t.before);
+        const auto* now = std::get_if<std::vector<VlArbEntry>>(&t.after);
+        if (old && now) {
+            out << "  VL shares of this table alone (full-size packets): " << sharesText(*old)
+                << " -> " << sharesText(*now) << "\n";
+        }
+    }
+}
+
+}  // namespace
+
 std::optional<DiffOutcome> writeDiff(const Policy& oldPolicy, const Policy& newPolicy,
                                      const FabricCompilation* oldCompiled,
                                      const FabricCompilation* newCompiled,
@@ -316,6 +375,34 @@ std::optional<DiffOutcome> writeDiff(const Policy& oldPolicy, const Policy& newP
                 << (d.scopes.size() == 1 ? " qos-setup scope changes" : " qos-setup scopes change")
                 << " (the tables of the ports they select may change).\n";
         }
+        // How answers change, once per change: the regions it covers, then each region.
+        if (d.regions.size() > 1) {
+            std::map<std::pair<std::string, std::string>, std::pair<size_t, uint64_t>> byChange;
+            std::vector<std::pair<std::string, std::string>> order;
+            for (const DiffRegion& r : d.regions) {
+                // The PKey answered is named only where it changes.
+                const bool pkeyChanges = r.pkeyKnown && (r.before.ok() != r.after.ok() ||
+                                                         r.before.pkey != r.after.pkey);
+                auto text = [&](const Policy& policy, const PathAnswer& answer) {
+                    std::string s = describeAnswer(policy, answer, pkeyChanges);
+                    const std::string any = ", PKey as requested or the fabric's";
+                    if (size_t at = s.find(any); at != std::string::npos) s.erase(at, any.size());
+                    return s;
+                };
+                auto key = std::make_pair(text(oldPolicy, r.before), text(newPolicy, r.after));
+                auto [it, fresh] = byChange.emplace(key, std::make_pair(size_t{0}, uint64_t{0}));
+                if (fresh) order.push_back(key);
+                ++it->second.first;
+                it->second.second += r.portPairs;
+            }
+            out << "\nHow answers change:\n";
+            for (const auto& key : order) {
+                const auto& [regions, pairs] = byChange[key];
+                out << "  " << regions << (regions == 1 ? " region" : " regions");
+                if (fabric) out << " (" << pairs << " port pairs)";
+                out << ": " << key.first << "  ->  " << key.second << "\n";
+            }
+        }
         for (size_t i = 0; i < d.regions.size(); ++i) {
             const DiffRegion& r = d.regions[i];
             out << "\nRegion " << i + 1 << ": from "
@@ -332,14 +419,7 @@ std::optional<DiffOutcome> writeDiff(const Policy& oldPolicy, const Policy& newP
                 << "  new: " << describeAnswer(newPolicy, r.after, r.pkeyKnown) << "\n"
                 << "       decided by " << ruleNames(newPolicy, r.afterRules) << "\n";
         }
-        if (!ports.empty()) out << "\n";
-        for (const TableChange& c : ports) {
-            const std::string name = fabric->portName(oldCompiled->tables().ports[c.before].port);
-            for (const TableDifference& t : c.differences) {
-                out << tableDifferenceLine(name, t.table, "old", tableText(t.before), "new",
-                                           tableText(t.after));
-            }
-        }
+        if (fabric) writeTableChanges(out, *fabric, oldCompiled->tables(), ports);
         for (const ScopeChange& c : d.scopes) {
             out << "\n"
                 << (scopeKeyword(c.kind)) << " (old " << scopeLine(oldPolicy, c, true) << ", new "
@@ -372,10 +452,30 @@ int diff(const DiffOptions& o) {
         return ExitUsage;  // diff(1)'s convention: 1 means "they differ"
     }
     const std::optional<uint64_t> budget = analysisBudgetOption(o.analysisBudget);
+    if ((o.oldOpensmConf || o.newOpensmConf) && !o.fabric.topology)
+        throw UsageError{std::string(o.oldOpensmConf ? "--old-opensm-conf" : "--new-opensm-conf") +
+                         " requires --topology"};
     std::vector<std::unique_ptr<FabricCompilation>> compiled;
     try {
-        compiled = compileForFabric({&oldPolicy, &newPolicy}, o.fabric, inputs, diagnostics,
-                                    CompileStage::Tables);
+        if (o.oldOpensmConf || o.newOpensmConf) {
+            // Each side its own opensm.conf (its max_op_vls negotiated on its copy of the
+            // fabric); --opensm-conf for a side not given one.
+            if (std::optional<Fabric> fabric = loadFabric(o.fabric, inputs, diagnostics)) {
+                for (const auto& [policy, own] : {std::pair{&oldPolicy, &o.oldOpensmConf},
+                                                  std::pair{&newPolicy, &o.newOpensmConf}}) {
+                    OpenSmConf conf = loadOpenSmConf(*own ? *own : o.fabric.opensmConf, inputs,
+                                                     diagnostics);
+                    Fabric side = *fabric;
+                    negotiateOperVls(side, conf.maxOpVls);
+                    compiled.push_back(FabricCompilation::compile(
+                        *policy, std::move(side), std::move(conf), diagnostics,
+                        CompileStage::Tables));
+                }
+            }
+        } else {
+            compiled = compileForFabric({&oldPolicy, &newPolicy}, o.fabric, inputs, diagnostics,
+                                        CompileStage::Tables);
+        }
     } catch (const InputError& e) {
         throw IoError{e.message};  // diff(1)'s convention: 1 means "they differ"
     }
@@ -408,6 +508,13 @@ void addDiff(Program& program) {
     c.add_option("OLD", o->before, "the policy in force")->required()->type_name("");
     c.add_option("NEW", o->after, "the policy that would replace it")->required()->type_name("");
     o->fabric.add(c, false);
+    c.add_option("--old-opensm-conf", o->oldOpensmConf,
+                 "OLD's opensm.conf (its qos_* options and max_op_vls), instead of --opensm-conf")
+        ->type_name("FILE");
+    c.add_option("--new-opensm-conf", o->newOpensmConf,
+                 "NEW's opensm.conf, instead of --opensm-conf: previews an edit of the qos_* "
+                 "options")
+        ->type_name("FILE");
     c.add_flag("--json", o->json, "print the changes as one JSON object (below)");
     addAnalysisBudget(c, o->analysisBudget,
                       "work the comparison may do, in decision-diagram steps (default: "

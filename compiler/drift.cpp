@@ -6,20 +6,6 @@
 
 namespace ibqos {
 
-namespace {
-
-// What an arbiter makes of a VLArb table: its entries in order, without those of weight 0
-// (which it skips), so that tables that arbitrate alike compare equal.
-std::vector<VlArbEntry> arbitrated(const std::vector<VlArbEntry>& entries) {
-    std::vector<VlArbEntry> out;
-    for (const VlArbEntry& e : entries) {
-        if (e.weight) out.push_back(e);
-    }
-    return out;
-}
-
-}  // namespace
-
 std::vector<Drift> findDrift(TableReader& live, const FabricTables& tables) {
     std::vector<Drift> drift;
     const Fabric& fabric = live.fabric();

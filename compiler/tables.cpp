@@ -555,6 +555,14 @@ FabricTables computeTables(const BoundPolicy& bound, const OpenSmConf& conf,
     return TableBuilder(bound, conf, diagnostics, withheld).build();
 }
 
+std::vector<VlArbEntry> arbitrated(const std::vector<VlArbEntry>& entries) {
+    std::vector<VlArbEntry> out;
+    for (const VlArbEntry& e : entries) {
+        if (e.weight) out.push_back(e);
+    }
+    return out;
+}
+
 std::string sl2vlText(const Sl2VlTable& t) {
     std::string s;
     for (size_t i = 0; i < t.size(); ++i) s += (i ? "," : "") + std::to_string(t[i]);
@@ -604,7 +612,7 @@ std::vector<TableChange> changedTables(const Fabric& fabric, const FabricTables&
         }
         for (bool high : {true, false}) {
             auto x = sent(before, a, high), y = sent(after, b, high);
-            if (x == y) continue;
+            if (arbitrated(x) == arbitrated(y)) continue;  // the same arbitration
             change.vlarb = true;
             change.differences.push_back({high ? "vlarb high" : "vlarb low", x, y});
         }

@@ -119,6 +119,10 @@ void negotiateOperVls(Fabric& fabric, uint8_t maxOpVls);
 FabricTables computeTables(const BoundPolicy& bound, const OpenSmConf& conf,
                            Diagnostics& diagnostics, const WithheldScopes& withheld = {});
 
+// What an arbiter makes of VLArb entries: them in order, without those of weight 0 (which it
+// skips), so that tables that arbitrate alike compare equal.
+std::vector<VlArbEntry> arbitrated(const std::vector<VlArbEntry>& entries);
+
 // Tables as people read them: an SL2VL table "0,1,2,...,7", VLArb entries "1:128,2:64".
 std::string sl2vlText(const Sl2VlTable& table);
 std::string vlarbText(const std::vector<VlArbEntry>& entries);
