@@ -190,6 +190,14 @@ class Batch(unittest.TestCase):
             self.assertTrue(a[2 * i]["message"])
             self.assertEqual(a[2 * i + 1]["status"], "ok")
 
+    def test_an_unknown_port_gets_the_whole_reason_and_a_long_field_is_cut(self):
+        p = lab("qos-lab-fields.conf", "--batch", "-",
+                stdin=b"nosuchport 12 - - - -\n" + b"y" * 5000 + b" 12 - - - -\n")
+        first, second = lines(p)
+        self.assertTrue(first["message"].endswith("a LID, or NodeDescription/P<n>"), first["message"])
+        self.assertLess(len(second["message"]), 120)
+        self.assertIn("is not a port of the fabric", second["message"])
+
     def test_random_bytes_give_one_valid_json_line_per_line(self):
         import random
         rng = random.Random(7)
