@@ -182,7 +182,7 @@ PartitionsKey livePartitionsKey(const osm_subn_t& subnet) {
 
 OpenSmConf confFromOptions(const osm_subn_opt_t& options) {
     OpenSmConf conf;
-    conf.file = "opensm.conf";
+    conf.file = options.config_file ? options.config_file : "opensm.conf";
     conf.qos = options.qos;
     conf.maxOpVls = options.max_op_vls;
     auto copy = [](const osm_qos_options_t& from, QosOptionSet& to) {
@@ -197,6 +197,24 @@ OpenSmConf confFromOptions(const osm_subn_opt_t& options) {
     copy(options.qos_rtr_options, conf.router);
     copy(options.qos_sw0_options, conf.switchPort0);
     copy(options.qos_swe_options, conf.switchExternal);
+    // Where each option is written, for what is said of it: the file's line where it holds the
+    // value OpenSM uses (OpenSM may also take options from its command line).
+    std::string error;
+    if (auto source = SourceFile::load(conf.file, error)) {
+        Diagnostics unused;
+        const OpenSmConf written = readOpenSmConf(*source, unused);
+        auto place = [](const QosOptionSet& from, QosOptionSet& to) {
+            if (from.highLimit == to.highLimit) to.highLimitAt = from.highLimitAt;
+            if (from.vlarbHigh == to.vlarbHigh) to.vlarbHighAt = from.vlarbHighAt;
+            if (from.vlarbLow == to.vlarbLow) to.vlarbLowAt = from.vlarbLowAt;
+            if (from.sl2vl == to.sl2vl) to.sl2vlAt = from.sl2vlAt;
+        };
+        place(written.all, conf.all);
+        place(written.ca, conf.ca);
+        place(written.router, conf.router);
+        place(written.switchPort0, conf.switchPort0);
+        place(written.switchExternal, conf.switchExternal);
+    }
     return conf;
 }
 

@@ -8,6 +8,7 @@
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -97,7 +98,9 @@ def main():
         policy = os.path.join(scratch, "qos-policy.conf")
         with open(policy, "w") as f:
             f.write(POLICY)
-        osm = fabric.start_opensm({"qos": "TRUE", "qos_policy_file": policy}, SM_GUID, SM_HOST, name="stock")
+        # An unbounded high limit: warned about at its opensm.conf line, also in the plugin's log.
+        osm = fabric.start_opensm({"qos": "TRUE", "qos_high_limit": "255", "qos_policy_file": policy},
+                                  SM_GUID, SM_HOST, name="stock")
         topology = os.path.join(scratch, "fabric.topo")
         with open(topology, "w") as f:
             f.write(fabric.tool(["ibnetdiscover"], SM_HOST).stdout)
@@ -124,7 +127,7 @@ def main():
         stock = read_tables(fabric, ports)
         osm.stop()
 
-        osm = fabric.start_opensm({"qos": "TRUE", "event_plugin_name": "ibqos_osm",
+        osm = fabric.start_opensm({"qos": "TRUE", "qos_high_limit": "255", "event_plugin_name": "ibqos_osm",
                                    "event_plugin_options": "policy=" + policy},
                                   SM_GUID, SM_HOST, name="plugin", plugin_dir=os.path.abspath(args.plugin_dir))
         osm.wait_for("IBQOS-0010", 1, 30)
@@ -132,6 +135,7 @@ def main():
         osm.wait_for("SUBNET UP", 1, 30)
         plugin = read_tables(fabric, ports)
         log = open(osm.log_path, errors="replace").read()
+        conf_lines = open(osm.conf_path).read().splitlines()
         osm.stop()
 
     hosts = [k for k, v in stock.items() if v[0] == "CA"]
@@ -151,6 +155,10 @@ def main():
     check(named and "not applied" in named[0] and "ports get" in named[0],
           "the plugin's log names the scope (file and line), the reason and the ports: "
           + (named[0] if named else "no such line"))
+    at = re.search(r"(\S*opensm\.conf):(\d+):\d+: warning: \[high-limit-unbounded\]", log)
+    check(at is not None and conf_lines[int(at.group(2)) - 1].startswith("qos_high_limit"),
+          "the plugin's log names the opensm.conf line of an option it warns about: "
+          + (at.group(0) if at else "no such line"))
     return 1 if failures else 0
 
 
