@@ -6,6 +6,8 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
+#include <sstream>
 #include <tuple>
 
 #include "cli/answer_json.hpp"
@@ -484,9 +486,14 @@ int diff(const DiffOptions& o) {
         else emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
         return ExitUsage;  // diff(1)'s convention: 1 means "they differ"
     }
+    std::optional<ElapsedNotice> notice;
+    notice.emplace("ibqos diff: comparing the two policies' answers and tables");
+    std::ostringstream text;
     const std::optional<DiffOutcome> outcome =
         writeDiff(oldPolicy, newPolicy, compiled.empty() ? nullptr : compiled[0].get(),
-                  compiled.empty() ? nullptr : compiled[1].get(), budget, o.json, std::cout);
+                  compiled.empty() ? nullptr : compiled[1].get(), budget, o.json, text);
+    notice.reset();  // its line cleared before the output goes out
+    std::cout << text.str();
     if (!outcome) {
         emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
         std::cerr << "ibqos diff: the comparison did not finish within the analysis budget of "

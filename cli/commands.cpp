@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -198,6 +199,35 @@ int emitDiagnostics(Diagnostics& diagnostics, const Inputs& inputs, bool json, S
     }
     std::cerr << out;
     return diagnostics.hasErrors() ? ExitInputErrors : ExitOk;
+}
+
+ElapsedNotice::ElapsedNotice(std::string what) : what_(std::move(what)) {
+    if (!::isatty(STDERR_FILENO)) return;
+    thread_ = std::thread([this] {
+        const auto start = std::chrono::steady_clock::now();
+        std::unique_lock<std::mutex> lock(mutex_);
+        auto wait = std::chrono::seconds(2);
+        while (!done_.wait_for(lock, wait, [this] { return finished_; })) {
+            const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(
+                                     std::chrono::steady_clock::now() - start)
+                                     .count();
+            std::fprintf(stderr, "\r%s: %lld s", what_.c_str(), static_cast<long long>(seconds));
+            std::fflush(stderr);
+            shown_ = true;
+            wait = std::chrono::seconds(1);
+        }
+    });
+}
+
+ElapsedNotice::~ElapsedNotice() {
+    if (!thread_.joinable()) return;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        finished_ = true;
+    }
+    done_.notify_one();
+    thread_.join();
+    if (shown_) std::fprintf(stderr, "\r\033[K");  // the notice's line, cleared
 }
 
 int emitErrorObject(Diagnostics& diagnostics, const Inputs& inputs, const std::string& extra) {

@@ -2,11 +2,14 @@
 // The ibqos subcommands and what they share: loading inputs, printing diagnostics, exit codes.
 #pragma once
 
+#include <condition_variable>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/command_line.hpp"
@@ -48,6 +51,24 @@ enum class Shown : uint8_t { All, ErrorsAndCounts };
 // stdout. Returns the exit code they imply.
 int emitDiagnostics(Diagnostics& diagnostics, const Inputs& inputs, bool json,
                     Shown shown = Shown::All);
+// On a terminal, for work that runs past two seconds: "WHAT: N s" on standard error, once a
+// second, the line cleared when the object goes. Nothing anywhere else.
+class ElapsedNotice {
+  public:
+    explicit ElapsedNotice(std::string what);
+    ~ElapsedNotice();
+    ElapsedNotice(const ElapsedNotice&) = delete;
+    ElapsedNotice& operator=(const ElapsedNotice&) = delete;
+
+  private:
+    std::string what_;
+    std::mutex mutex_;
+    std::condition_variable done_;
+    bool finished_ = false;
+    bool shown_ = false;
+    std::thread thread_;
+};
+
 // What a --json command prints when its input has errors: {"status": "error", "diagnostics":
 // [...]} (and `extra`'s members) on stdout, the errors as text on stderr; returns 1.
 int emitErrorObject(Diagnostics& diagnostics, const Inputs& inputs, const std::string& extra = "");
