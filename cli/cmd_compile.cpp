@@ -59,7 +59,7 @@ int compile(const CompileOptions& o) {
     };
     if (emit == "json" && failed) {
         // No tables for a policy with errors: they are not what would be programmed.
-        return emitErrorObject(diagnostics, inputs, "\"ports\":[],");
+        return emitErrorObject(diagnostics, inputs, true);
     } else if (emit == "json") {
         diagnostics.sort();
         deliver(emitTablesJson(compiled->bound(), compiled->tables(), diagnostics.all()));

@@ -2,6 +2,7 @@
 // What the ibqos subcommands share.
 #include "cli/commands.hpp"
 
+#include "common/json.hpp"
 #include "common/text.hpp"
 #include "fabric/partitions.hpp"
 #include "fabric/port_caps.hpp"
@@ -230,11 +231,12 @@ ElapsedNotice::~ElapsedNotice() {
     if (shown_) std::fprintf(stderr, "\r\033[K");  // the notice's line, cleared
 }
 
-int emitErrorObject(Diagnostics& diagnostics, const Inputs& inputs, const std::string& extra) {
+int emitErrorObject(Diagnostics& diagnostics, const Inputs& inputs, bool emptyPorts) {
     diagnostics.sort();
-    std::string list = renderJson(diagnostics.all());
-    list.pop_back();  // its newline
-    std::cout << "{\"status\":\"error\"," << extra << "\"diagnostics\":" << list << "}\n";
+    Json out = {{"status", "error"}};
+    if (emptyPorts) out["ports"] = Json::array();
+    out["diagnostics"] = diagnosticsJson(diagnostics.all());
+    std::cout << dumpJson(out) << "\n";
     emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
     return ExitInputErrors;
 }

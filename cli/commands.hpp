@@ -70,8 +70,9 @@ class ElapsedNotice {
 };
 
 // What a --json command prints when its input has errors: {"status": "error", "diagnostics":
-// [...]} (and `extra`'s members) on stdout, the errors as text on stderr; returns 1.
-int emitErrorObject(Diagnostics& diagnostics, const Inputs& inputs, const std::string& extra = "");
+// [...]} (with `"ports": []` for a command whose output has them) on stdout, the errors as text
+// on stderr; returns 1.
+int emitErrorObject(Diagnostics& diagnostics, const Inputs& inputs, bool emptyPorts = false);
 
 // The options that name a fabric offline: --topology, --partitions, --sm, --vls, --port-caps,
 // --opensm-conf.
