@@ -592,9 +592,7 @@ void addApply(Program& program) {
     c.add_option("NEW", o->policy, "the policy to put in force ('-': standard input)")
         ->required()
         ->type_name("");
-    addValue(c, "--status", o->status, "FILE",
-             "the plugin's status file (default: ibqos-status.json in $OSM_CACHE_DIR, else "
-             "/var/cache/opensm)");
+    addStatusOption(c, o->status);
     addValue(c, "--timeout", o->timeout, "SECONDS",
              "how long to wait for each reload to be in force (default 60)");
     c.add_flag("--dry-run", o->dryRun, "check and show the diff, change nothing");

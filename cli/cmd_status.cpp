@@ -129,9 +129,7 @@ void addStatus(Program& program) {
                                   "which policy the OpenSM plugin has in force (and whether a "
                                   "file is that policy)",
                                   statusFooter, [o] { return status(*o); });
-    addValue(c, "--status", o->status, "FILE",
-             "the plugin's status file (default: ibqos-status.json in $OSM_CACHE_DIR, else "
-             "/var/cache/opensm)");
+    addStatusOption(c, o->status);
     addValue(c, "--policy", o->policy, "FILE",
              "a policy file to compare with the version in force");
     c.add_flag("--json", o->json, "print the status as one JSON object (below)");

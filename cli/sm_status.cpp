@@ -47,6 +47,12 @@ std::string defaultStatusPath() {
     return openSmCacheDir() + "/" + DefaultStatusName;
 }
 
+void addStatusOption(CLI::App& command, Value& status) {
+    addValue(command, "--status", status, "FILE",
+             "the plugin's status file (default: ibqos-status.json in $OSM_CACHE_DIR, else "
+             "/var/cache/opensm)");
+}
+
 std::optional<SmStatus> readSmStatus(const std::string& path, std::string& error) {
     std::optional<std::string> text = SourceFile::readText(path, error);
     if (!text) return std::nullopt;

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "cli/command_line.hpp"
 #include "common/json.hpp"
 
 namespace ibqos::cli {
@@ -33,6 +34,9 @@ struct SmStatus {
 // The status file when --status is not given: ibqos-status.json beside the plain policy the
 // plugin writes ($OSM_CACHE_DIR, else /var/cache/opensm).
 std::string defaultStatusPath();
+
+// --status FILE, for the commands that read the status file.
+void addStatusOption(CLI::App& command, Value& status);
 
 // Reads a status file; nullopt, with the reason, when there is none or it is no status.
 std::optional<SmStatus> readSmStatus(const std::string& path, std::string& error);

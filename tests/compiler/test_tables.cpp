@@ -231,7 +231,8 @@ TEST_CASE("bandwidth shares become whole-packet weights that achieve them", "[co
 
 TEST_CASE("a level's SL that a port drops or starves is an error at the level, or at the scope",
           "[compiler][realizability]") {
-    std::string policy = std::string(groups) + R"(
+    // SL 4 for QoS class 1, and the spine's tables.
+    const std::string gold = std::string(groups) + R"(
 qos-levels
     qos-level
         name: gold
@@ -244,7 +245,8 @@ qos-match-rules
         qos-level-name: gold
     end-qos-match-rule
 end-qos-match-rules
-qos-setup
+)";
+    std::string policy = gold + R"(qos-setup
     sl2vl-tables
         sl2vl-scope
             group: spine
@@ -271,20 +273,7 @@ end-qos-setup
 
     // Leaving a scope out keeps the others: the vlarb-scope that takes VL 4's weight from the
     // spine goes, the sl2vl-scope before it that is harmless alone stays.
-    OnFabric chained(std::string(groups) + R"(
-qos-levels
-    qos-level
-        name: gold
-        sl: 4
-    end-qos-level
-end-qos-levels
-qos-match-rules
-    qos-match-rule
-        qos-class: 1
-        qos-level-name: gold
-    end-qos-match-rule
-end-qos-match-rules
-qos-setup
+    OnFabric chained(gold + R"(qos-setup
     vlarb-tables
         vlarb-scope
             group: spine
