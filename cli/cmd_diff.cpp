@@ -383,8 +383,8 @@ std::optional<DiffOutcome> writeDiff(const Policy& oldPolicy, const Policy& newP
             std::vector<std::pair<std::string, std::string>> order;
             for (const DiffRegion& r : d.regions) {
                 // The PKey answered is named only where it changes.
-                const bool pkeyChanges = r.pkeyKnown && (r.before.ok() != r.after.ok() ||
-                                                         r.before.pkey != r.after.pkey);
+                const bool pkeyChanges =
+                    r.pkeyKnown && (r.before.ok() != r.after.ok() || r.before.pkey != r.after.pkey);
                 auto text = [&](const Policy& policy, const PathAnswer& answer) {
                     std::string s = describeAnswer(policy, answer, pkeyChanges);
                     const std::string any = ", PKey as requested or the fabric's";
@@ -449,8 +449,10 @@ int diff(const DiffOptions& o) {
     Policy oldPolicy = loadPolicy(inputs.load(o.before), diagnostics);
     Policy newPolicy = loadPolicy(inputs.load(o.after), diagnostics);
     if (diagnostics.hasErrors()) {
-        if (o.json) emitErrorObject(diagnostics, inputs);
-        else emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
+        if (o.json)
+            emitErrorObject(diagnostics, inputs);
+        else
+            emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
         return ExitUsage;  // diff(1)'s convention: 1 means "they differ"
     }
     const std::optional<uint64_t> budget = analysisBudgetOption(o.analysisBudget);
@@ -465,13 +467,13 @@ int diff(const DiffOptions& o) {
             if (std::optional<Fabric> fabric = loadFabric(o.fabric, inputs, diagnostics)) {
                 for (const auto& [policy, own] : {std::pair{&oldPolicy, &o.oldOpensmConf},
                                                   std::pair{&newPolicy, &o.newOpensmConf}}) {
-                    OpenSmConf conf = loadOpenSmConf(*own ? *own : o.fabric.opensmConf, inputs,
-                                                     diagnostics);
+                    OpenSmConf conf =
+                        loadOpenSmConf(*own ? *own : o.fabric.opensmConf, inputs, diagnostics);
                     Fabric side = *fabric;
                     negotiateOperVls(side, conf.maxOpVls);
-                    compiled.push_back(FabricCompilation::compile(
-                        *policy, std::move(side), std::move(conf), diagnostics,
-                        CompileStage::Tables));
+                    compiled.push_back(FabricCompilation::compile(*policy, std::move(side),
+                                                                  std::move(conf), diagnostics,
+                                                                  CompileStage::Tables));
                 }
             }
         } else {
@@ -482,8 +484,10 @@ int diff(const DiffOptions& o) {
         throw IoError{e.message};  // diff(1)'s convention: 1 means "they differ"
     }
     if (diagnostics.hasErrors()) {
-        if (o.json) emitErrorObject(diagnostics, inputs);
-        else emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
+        if (o.json)
+            emitErrorObject(diagnostics, inputs);
+        else
+            emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
         return ExitUsage;  // diff(1)'s convention: 1 means "they differ"
     }
     std::optional<ElapsedNotice> notice;

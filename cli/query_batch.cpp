@@ -38,8 +38,9 @@ std::optional<PathQuery> parseBatchLine(const Fabric& fabric, const std::string&
         uint32_t port = fabric.findEndpoint(f[i], why);
         if (port == NoPort) {
             // The whole reason, unless the field itself is too long to repeat.
-            error = std::string(names[i]) + ": " +
-                    (f[i].size() <= 60 ? why : "'" + excerpt(f[i]) + "' is not a port of the fabric");
+            error =
+                std::string(names[i]) + ": " +
+                (f[i].size() <= 60 ? why : "'" + excerpt(f[i]) + "' is not a port of the fabric");
             return std::nullopt;
         }
         (i == 0 ? q.source : q.destination) = port;

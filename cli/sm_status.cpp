@@ -43,9 +43,7 @@ double unixTime() {
         .count();
 }
 
-std::string defaultStatusPath() {
-    return openSmCacheDir() + "/" + DefaultStatusName;
-}
+std::string defaultStatusPath() { return openSmCacheDir() + "/" + DefaultStatusName; }
 
 void addStatusOption(CLI::App& command, Value& status) {
     addValue(command, "--status", status, "FILE",

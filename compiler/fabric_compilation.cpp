@@ -37,16 +37,15 @@ FabricTables tablesNeverWorseThanStock(const BoundPolicy& bound, const OpenSmCon
             (h.vlarb ? withheld.vlarb : withheld.sl2vl)[h.scope] = true;
             const SourceLocation at = h.vlarb ? policy.vlarbScopes[h.scope].location
                                               : policy.sl2vlScopes[h.scope].location;
-            const size_t ports = h.vlarb ? tables.vlarbScopeUse[h.scope]
-                                         : tables.sl2vlScopeUse[h.scope];
+            const size_t ports =
+                h.vlarb ? tables.vlarbScopeUse[h.scope] : tables.sl2vlScopeUse[h.scope];
             diagnostics.stricterError(
                 h.dropped ? "sl-dropped" : "sl-starved", policy.file, at,
                 "with this " +
                     std::string(ast::wordsOf(h.vlarb ? ast::BlockKind::VlArbScope
                                                      : ast::BlockKind::Sl2VlScope)
                                     .open) +
-                    ", " +
-                    h.message +
+                    ", " + h.message +
                     (h.dropped ? ": requests matched to it would get no path there"
                                : ": its packets would never be sent") +
                     ". The scope is not applied: its " + std::to_string(ports) +

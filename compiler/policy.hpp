@@ -83,9 +83,9 @@ struct QosLevel {
     std::string openSmName;  // OpenSM's reading of the name, which references resolve by
     std::string use;
     SourceLocation location;
-    bool generated = false;             // one of OpenSM's implicit levels behind qos-ulps lines
-    bool unused = false;  // no rule that can match names it, on any fabric (the policy pass)
-    uint8_t sl = 0;                     // 0..15; OpenSM's reading of a larger one: answeredSl()
+    bool generated = false;  // one of OpenSM's implicit levels behind qos-ulps lines
+    bool unused = false;     // no rule that can match names it, on any fabric (the policy pass)
+    uint8_t sl = 0;          // 0..15; OpenSM's reading of a larger one: answeredSl()
     std::optional<uint8_t> mtuLimit;    // IB MTU enum 1..5
     std::optional<uint8_t> rateLimit;   // IB rate enum 2..22
     std::optional<uint8_t> packetLife;  // 0..63; OpenSM answers the low six bits of more

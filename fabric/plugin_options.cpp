@@ -28,9 +28,8 @@ std::optional<PluginOptions> parsePluginOptions(std::string_view all, std::strin
     size_t start = 0;
     while (start <= all.size()) {
         size_t comma = all.find(',', start);
-        std::string_view item = trim(all.substr(start, comma == std::string_view::npos
-                                                           ? std::string_view::npos
-                                                           : comma - start));
+        std::string_view item = trim(all.substr(
+            start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
         start = comma == std::string_view::npos ? all.size() + 1 : comma + 1;
         if (item.empty()) continue;
         size_t eq = item.find('=');
@@ -50,7 +49,7 @@ std::optional<PluginOptions> parsePluginOptions(std::string_view all, std::strin
             std::string_view guess = closest(key, Keys);
             bool known = std::find(Keys.begin(), Keys.end(), key) != Keys.end();
             error = "unknown option '" + std::string(item) + "' in event_plugin_options" +
-                    (known ? " (a value it does not take)"
+                    (known           ? " (a value it does not take)"
                      : guess.empty() ? ""
                                      : " (did you mean '" + std::string(guess) + "'?)") +
                     "; it takes " + Form;

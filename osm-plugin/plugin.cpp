@@ -476,8 +476,7 @@ void Plugin::heavySweepDone() {
         // No policy in force yet: the file says so (again, if the first write failed), and
         // OpenSM's errors about it, which follow, are announced.
         log(OSM_LOG_INFO, "0026",
-            "no policy is in force yet, so the plain policy OpenSM reads (" +
-                options_.generated +
+            "no policy is in force yet, so the plain policy OpenSM reads (" + options_.generated +
                 ") has no default qos-level: OpenSM's ERR AC10 and AC04 for it are expected, "
                 "and it answers PathRecords as with no policy");
         writeGeneratedPolicy(NoPolicyText);

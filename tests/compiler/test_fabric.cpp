@@ -405,8 +405,8 @@ end-qos-ulps
 )");
     // Both unquoted names lose their blank, as in OpenSM: a warning gives the quoted form.
     CHECK(c.codes().empty());
-    CHECK(c.codes(Severity::Warning) == std::vector<std::string>{"unused-group", "name-blanks",
-                                                                 "unused-group", "name-blanks"});
+    CHECK(c.codes(Severity::Warning) ==
+          std::vector<std::string>{"unused-group", "name-blanks", "unused-group", "name-blanks"});
     Diagnostics d;
     BoundPolicy b = bindPolicy(c.policy, f, d);
     d.sort();

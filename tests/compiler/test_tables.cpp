@@ -334,7 +334,8 @@ end-qos-setup
     };
     for (const Diagnostic& d : f.diagnostics.all()) {
         INFO(d.code);
-        if (d.code == "weight-not-mtu-multiple") CHECK(d.location.line == lineOf("vlarb-low: 1:100"));
+        if (d.code == "weight-not-mtu-multiple")
+            CHECK(d.location.line == lineOf("vlarb-low: 1:100"));
         if (d.code == "high-limit-unbounded")
             CHECK(d.location.line == lineOf("vl-high-limit: 255"));
     }
