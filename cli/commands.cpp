@@ -103,7 +103,10 @@ uint32_t portOption(const Fabric& fabric, const std::string& option, const std::
 }
 
 OpenSmConf loadOpenSmConf(const Value& path, Inputs& inputs, Diagnostics& diagnostics) {
-    return path ? readOpenSmConf(inputs.load(*path), diagnostics) : OpenSmConf{};
+    if (!path) return OpenSmConf{};
+    OpenSmConf conf = readOpenSmConf(inputs.load(*path), diagnostics);
+    checkPluginLines(conf, diagnostics);
+    return conf;
 }
 
 std::vector<std::unique_ptr<FabricCompilation>> compileForFabric(

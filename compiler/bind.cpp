@@ -44,16 +44,17 @@ class Binder {
         diagnostics_.error(code, policy_.file, at, std::move(message));
     }
 
-    // OpenSM drops the policy when a port-name, as it reads it, names a node of the fabric and a
-    // port that node does not have. Returns whether it does (reported).
-    bool judgePortName(const PortNameRef& n) {
+    // OpenSM drops the policy when a port-name, as it reads it, names a node of the fabric (one
+    // of `nodes`, those its description names) and a port that node does not have. Returns
+    // whether it does (reported).
+    bool judgePortName(const PortNameRef& n, const std::vector<uint32_t>& nodes) {
         if (n.openSmPort == 0) return false;
-        for (uint32_t node : fabric_.nodesByDescription(n.nodeDescription)) {
+        for (uint32_t node : nodes) {
             if (n.openSmPort > 254 ||
                 fabric_.portOf(node, static_cast<unsigned>(n.openSmPort)) == NoPort) {
                 error("port-name", n.location,
-                      "'" + n.nodeDescription + "' has no port " +
-                          std::to_string(n.openSmPort) + " (OpenSM rejects the policy)");
+                      "'" + n.nodeDescription + "' has no port " + std::to_string(n.openSmPort) +
+                          " (OpenSM rejects the policy)");
                 return true;
             }
         }
@@ -89,8 +90,8 @@ class Binder {
             }
         }
         for (const PortNameRef& n : g.portNames) {
-            if (judgePortName(n) || n.port == 0) continue;
-            auto nodes = fabric_.nodesByDescription(n.nodeDescription);
+            const auto nodes = fabric_.nodesByDescription(n.nodeDescription);
+            if (judgePortName(n, nodes) || n.port == 0) continue;
             if (nodes.empty()) {
                 std::string hint;
                 if (!n.written.empty() && !fabric_.nodesByDescription(n.written).empty()) {

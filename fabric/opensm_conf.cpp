@@ -56,47 +56,6 @@ std::vector<std::string> loaderDirectories() {
     return dirs;
 }
 
-// The event plugin lines, as far as ibqos can tell here: each plugin's library on the loader's
-// path, and the ibqos plugin's options readable, with a policy file that exists.
-void checkPluginLines(const OpenSmConf& conf, Diagnostics& diagnostics) {
-    if (!conf.eventPluginName) return;
-    std::vector<std::string> names;
-    for (std::string_view rest = trim(*conf.eventPluginName); !rest.empty();) {
-        size_t blank = rest.find_first_of(" \t");
-        names.emplace_back(rest.substr(0, blank));
-        rest = blank == std::string_view::npos ? "" : trim(rest.substr(blank));
-    }
-    const std::vector<std::string> dirs = loaderDirectories();
-    std::error_code ec;
-    for (const std::string& name : names) {
-        const std::string library = "lib" + name + ".so";
-        bool found = false;
-        for (const std::string& d : dirs) found = found || std::filesystem::exists(d + "/" + library, ec);
-        if (!found) {
-            diagnostics.warning("plugin-options", conf.file, conf.eventPluginNameAt,
-                                "OpenSM loads the plugin '" + name + "' as " + library +
-                                    ", which is in no directory the dynamic loader searches "
-                                    "here (LD_LIBRARY_PATH, /etc/ld.so.conf, /lib, /usr/lib)");
-        }
-    }
-    if (std::find(names.begin(), names.end(), "ibqos_osm") == names.end()) return;
-    const SourceLocation at =
-        conf.eventPluginOptions ? conf.eventPluginOptionsAt : conf.eventPluginNameAt;
-    std::string error;
-    auto options = parsePluginOptions(conf.eventPluginOptions.value_or(""), error);
-    if (!options) {
-        diagnostics.error("plugin-options", conf.file, at,
-                          error + " (the plugin would log IBQOS-0006 and do nothing: no policy)");
-        return;
-    }
-    if (!std::filesystem::exists(options->policy, ec)) {
-        diagnostics.warning("plugin-options", conf.file, at,
-                            "policy=" + options->policy +
-                                ": no such file here; the plugin puts no policy in force until "
-                                "it can read it");
-    }
-}
-
 }  // namespace
 
 const char* portClassPrefix(PortClass c) {
@@ -220,8 +179,47 @@ OpenSmConf readOpenSmConf(const SourceFile& source, Diagnostics& diagnostics) {
             }
         }
     }
-    checkPluginLines(conf, diagnostics);
     return conf;
+}
+
+void checkPluginLines(const OpenSmConf& conf, Diagnostics& diagnostics) {
+    if (!conf.eventPluginName) return;
+    std::vector<std::string> names;
+    for (std::string_view rest = trim(*conf.eventPluginName); !rest.empty();) {
+        size_t blank = rest.find_first_of(" \t");
+        names.emplace_back(rest.substr(0, blank));
+        rest = blank == std::string_view::npos ? "" : trim(rest.substr(blank));
+    }
+    const std::vector<std::string> dirs = loaderDirectories();
+    std::error_code ec;
+    for (const std::string& name : names) {
+        const std::string library = "lib" + name + ".so";
+        bool found = false;
+        for (const std::string& d : dirs)
+            found = found || std::filesystem::exists(d + "/" + library, ec);
+        if (!found) {
+            diagnostics.warning("plugin-options", conf.file, conf.eventPluginNameAt,
+                                "OpenSM loads the plugin '" + name + "' as " + library +
+                                    ", which is in no directory the dynamic loader searches "
+                                    "here (LD_LIBRARY_PATH, /etc/ld.so.conf, /lib, /usr/lib)");
+        }
+    }
+    if (std::find(names.begin(), names.end(), "ibqos_osm") == names.end()) return;
+    const SourceLocation at =
+        conf.eventPluginOptions ? conf.eventPluginOptionsAt : conf.eventPluginNameAt;
+    std::string error;
+    auto options = parsePluginOptions(conf.eventPluginOptions.value_or(""), error);
+    if (!options) {
+        diagnostics.error("plugin-options", conf.file, at,
+                          error + " (the plugin would log IBQOS-0006 and do nothing: no policy)");
+        return;
+    }
+    if (!std::filesystem::exists(options->policy, ec)) {
+        diagnostics.warning("plugin-options", conf.file, at,
+                            "policy=" + options->policy +
+                                ": no such file here; the plugin puts no policy in force until "
+                                "it can read it");
+    }
 }
 
 }  // namespace ibqos

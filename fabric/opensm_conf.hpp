@@ -40,8 +40,12 @@ struct OpenSmConf {
 
 // Reads the QoS options, max_op_vls and the event plugin lines of an opensm.conf; everything
 // else is ignored. Values OpenSM would reject or silently replace are warnings located in the
-// file. Where the ibqos plugin is named: options it cannot read are an error (it would do
-// nothing); a policy file or a plugin library not found on this machine, a warning.
+// file.
 OpenSmConf readOpenSmConf(const SourceFile& source, Diagnostics& diagnostics);
+
+// The event plugin lines, as far as ibqos can tell on this machine: each plugin's library on the
+// dynamic loader's path, and, where the ibqos plugin is named, options it can read (else an
+// error: it would do nothing) with a policy file that exists (else a warning).
+void checkPluginLines(const OpenSmConf& conf, Diagnostics& diagnostics);
 
 }  // namespace ibqos
