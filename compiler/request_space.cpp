@@ -890,7 +890,34 @@ bool RequestSpace::sidesMeet(size_t p, const std::vector<uint32_t>& a, size_t q,
     return false;
 }
 
+const std::vector<uint32_t>& RequestSpace::meetingGroups(size_t p, size_t q, uint32_t g) const {
+    std::lock_guard lock(meetingMutex_);
+    auto [it, added] = meetingGroups_.try_emplace({p, q, g});
+    if (added) {
+        const auto groups = static_cast<uint32_t>(policies_[p]->groups.size());
+        for (uint32_t h = 0; h < groups; ++h) {
+            if (groupsMeet(p, h, q, g)) it->second.push_back(h);
+        }
+    }
+    return it->second;  // (a map's elements stay where they are)
+}
+
 void RequestSpace::indexFields() const {
+    for (const Policy* policy : policies_) {
+        auto& sides = sideIndex_.emplace_back();
+        for (SideIndex& side : sides) side.byGroup.resize(policy->groups.size());
+        for (uint32_t r = 0; r < policy->rules.size(); ++r) {
+            const MatchRule& rule = policy->rules[r];
+            for (int s = 0; s < 2; ++s) {
+                const std::vector<uint32_t>& groups = s == 0 ? rule.sources : rule.destinations;
+                if (groups.empty()) sides[s].any.push_back(r);
+                for (uint32_t g : groups) {
+                    std::vector<uint32_t>& list = sides[s].byGroup[g];
+                    if (list.empty() || list.back() != r) list.push_back(r);
+                }
+            }
+        }
+    }
     for (RequestField f : RequestFields) {
         const auto& fieldRules = ruleFields_[fieldNumber(f)];
         auto& index = fieldIndex_[fieldNumber(f)];
@@ -933,10 +960,26 @@ std::vector<uint32_t> RequestSpace::overlapping(size_t p, uint32_t before, size_
         return static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), before) -
                                    sorted.begin());
     };
-    // The field whose index lists the fewest candidates.
+    // The field or side whose index lists the fewest candidates.
     const std::vector<std::span<const uint32_t>>* best = nullptr;
-    std::vector<std::span<const uint32_t>> lists[3];
+    std::vector<std::span<const uint32_t>> lists[3], sideLists[2];
     size_t bestCount = SIZE_MAX;
+    for (int side = 0; side < 2; ++side) {
+        const std::vector<uint32_t>& groups = side == 0 ? query.sources : query.destinations;
+        if (groups.empty()) continue;
+        const SideIndex& index = sideIndex_[p][side];
+        auto& l = sideLists[side];
+        l = {index.any};
+        for (uint32_t g : groups) {
+            for (uint32_t h : meetingGroups(p, qp, g)) l.push_back(index.byGroup[h]);
+        }
+        size_t count = 0;
+        for (const auto& v : l) count += below(v);
+        if (count < bestCount) {
+            bestCount = count;
+            best = &l;
+        }
+    }
     for (RequestField f : RequestFields) {
         const IndexRanges& set = ruleFields_[fieldNumber(f)][qp][q];
         if (ruleField(query, f).empty()) continue;

@@ -6,12 +6,15 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "compiler/bind.hpp"
@@ -312,6 +315,17 @@ class RequestSpace {
     // [field][policy], built by the first overlapping() (the dead-rule analysis asks none).
     mutable std::vector<FieldIndex> fieldIndex_[3];
     mutable std::once_flag fieldsIndexed_;
+    // [policy][side (sources, destinations)]: the rules naming each group there, and those
+    // naming none, in rule order; built with the field index.
+    struct SideIndex {
+        std::vector<std::vector<uint32_t>> byGroup;
+        std::vector<uint32_t> any;
+    };
+    mutable std::vector<std::array<SideIndex, 2>> sideIndex_;
+    // The groups of policy p that may meet group g of policy q, by (p, q, g), as asked.
+    mutable std::map<std::tuple<size_t, size_t, uint32_t>, std::vector<uint32_t>> meetingGroups_;
+    mutable std::mutex meetingMutex_;
+    const std::vector<uint32_t>& meetingGroups(size_t p, size_t q, uint32_t g) const;
     std::vector<PointIndex> pointIndex_;  // [policy]
     // [policy]: the rules of its first tier of extent (none with fewer than TopIndexRules
     // rules or a single tier), where largestMatch looks first.
