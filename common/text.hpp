@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -58,19 +59,21 @@ inline std::string_view trim(std::string_view s) {
     return s;
 }
 
-// A whole string read as an unsigned number by strtoull (base 0: decimal, 0x hex, 0 octal), or
-// nullopt when it is empty, does not start with a digit of its base (no blank, no sign), has
-// anything after the number (a NUL byte included), or does not fit in 64 bits.
+// A whole string read as an unsigned number as strtoull reads it (base 0: decimal, 0x hex, 0
+// octal; base 16 takes an optional 0x), or nullopt when it is empty, does not start with a digit
+// of its base (no blank, no sign), has anything after the number (a NUL byte included), or does
+// not fit in 64 bits. Read in place: batch lines hold four numbers each.
 inline std::optional<uint64_t> parseNumber(std::string_view text, int base = 0) {
     if (text.empty()) return std::nullopt;
     auto first = static_cast<unsigned char>(text.front());
     if (!(base == 16 ? std::isxdigit(first) : std::isdigit(first))) return std::nullopt;
-    std::string s(text);
-    errno = 0;
-    char* end = nullptr;
-    unsigned long long v = std::strtoull(s.c_str(), &end, base);
-    // (Compared with the string's end, not tested for a NUL: "5\0x" is no number.)
-    if (errno != 0 || end != s.c_str() + s.size()) return std::nullopt;
+    const bool prefixed = text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+    int radix = base;
+    if (base == 0) radix = prefixed ? 16 : text[0] == '0' ? 8 : 10;
+    if (radix == 16 && prefixed) text.remove_prefix(2);
+    uint64_t v = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v, radix);
+    if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
     return v;
 }
 
@@ -129,9 +132,10 @@ std::string_view closest(std::string_view word, const Candidates& candidates) {
 // A line split into fields at blanks (spaces and tabs), a field in double quotes keeping its
 // blanks (no escapes): the form of `ibqos query --batch` lines and --port-caps lines. False,
 // with a reason in error, for an unclosed quote, a quote inside a field, or a quoted field
-// followed by something other than a blank.
-inline bool splitFields(std::string_view line, std::vector<std::string>& fields,
-                        std::string& error) {
+// followed by something other than a blank. Field is std::string, or std::string_view for
+// fields that point into line.
+template <typename Field>
+bool splitFields(std::string_view line, std::vector<Field>& fields, std::string& error) {
     fields.clear();
     size_t i = 0;
     while (true) {

@@ -5,10 +5,15 @@
 // Prometheus text.
 #include <catch2/catch.hpp>
 
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "common/text.hpp"
 #include "monitor/exposition.hpp"
@@ -595,6 +600,51 @@ TEST_CASE("A number is read whole: a NUL byte inside ends no number", "[monitor]
     CHECK(parseNumber("5\0junk"sv) == std::nullopt);
     CHECK(parseNumber("0x0000\0*e0"sv, 16) == std::nullopt);
     CHECK(parseNumber("7\0"sv, 10) == std::nullopt);
+}
+
+// strtoull as parseNumber's contract states it: the whole text, a digit first, 64 bits.
+std::optional<uint64_t> strtoullWhole(const std::string& text, int base) {
+    if (text.empty()) return std::nullopt;
+    auto first = static_cast<unsigned char>(text.front());
+    if (!(base == 16 ? std::isxdigit(first) : std::isdigit(first))) return std::nullopt;
+    errno = 0;
+    char* end = nullptr;
+    unsigned long long v = std::strtoull(text.c_str(), &end, base);
+    if (errno != 0 || end != text.c_str() + text.size()) return std::nullopt;
+    return v;
+}
+
+TEST_CASE("A number reads as strtoull reads it, on every short text of digits, prefixes and signs",
+          "[monitor][common]") {
+    // Every text of up to 4 characters over an alphabet that tries the bases' edges, and long
+    // texts around 2^64: parseNumber reads in place what strtoull reads from a copy.
+    const std::string alphabet = "0178afgxX+- ";
+    std::vector<std::string> texts{"",
+                                   "18446744073709551615",
+                                   "18446744073709551616",
+                                   "0xffffffffffffffff",
+                                   "0x10000000000000000",
+                                   "01777777777777777777777",
+                                   "02000000000000000000000",
+                                   "0x00000000000000000000000001"};
+    std::vector<std::string> level{""};
+    for (int length = 1; length <= 4; ++length) {
+        std::vector<std::string> longer;
+        for (const std::string& t : level)
+            for (char c : alphabet) longer.push_back(t + c);
+        texts.insert(texts.end(), longer.begin(), longer.end());
+        level = std::move(longer);
+    }
+    size_t numbers = 0;
+    for (const std::string& t : texts) {
+        for (int base : {0, 8, 10, 16}) {
+            INFO("'" << t << "' in base " << base);
+            std::optional<uint64_t> expected = strtoullWhole(t, base);
+            REQUIRE(parseNumber(t, base) == expected);
+            numbers += expected.has_value();
+        }
+    }
+    CHECK(numbers > 1000);  // the texts are not all refused
 }
 
 TEST_CASE("A NodeDescription in Latin-1 leaves every output valid UTF-8", "[monitor][exposition]") {
