@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -23,7 +24,7 @@ size_t Partition::fullMembers() const {
 void Fabric::index() {
     endpoints_.clear();
     byGuid_.clear();
-    byLid_.clear();
+    byLid_.assign(size_t{1} << 16, NoPort);
     byDescription_.clear();
     for (uint32_t p = 0; p < ports.size(); ++p) {
         if (!isEndpoint(p)) continue;
@@ -32,7 +33,8 @@ void Fabric::index() {
         if (ports[p].lid != 0) {
             uint32_t count = 1u << ports[p].lmc;
             for (uint32_t i = 0; i < count && ports[p].lid + i < 0xc000; ++i) {
-                byLid_.emplace(static_cast<uint16_t>(ports[p].lid + i), p);
+                uint32_t& slot = byLid_[ports[p].lid + i];
+                if (slot == NoPort) slot = p;
             }
         }
     }
@@ -76,10 +78,7 @@ uint32_t Fabric::endpointByGuid(uint64_t guid) const {
     return it != byGuid_.end() && it->first == guid ? it->second : NoPort;
 }
 
-uint32_t Fabric::endpointByLid(uint16_t lid) const {
-    auto it = byLid_.find(lid);
-    return it == byLid_.end() ? NoPort : it->second;
-}
+uint32_t Fabric::endpointByLid(uint16_t lid) const { return byLid_.empty() ? NoPort : byLid_[lid]; }
 
 uint32_t Fabric::portOf(uint32_t node, unsigned number) const {
     const FabricNode& n = nodes[node];
@@ -117,33 +116,34 @@ const Partition* Fabric::partitionByPkey(uint16_t pkey) const {
 }
 
 uint32_t Fabric::findEndpoint(std::string_view spec, std::string& error) const {
-    std::string s(spec);
-    if (s.empty()) {
+    if (spec.empty()) {
         error = "an empty port name";
         return NoPort;
     }
-    if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-        errno = 0;
-        char* end = nullptr;
-        unsigned long long guid = std::strtoull(s.c_str(), &end, 16);
-        if (errno != 0 || *end != '\0') {
-            error = "'" + s + "' is not a port GUID";
+    // A GUID and a LID are read in place: `query --batch` finds two ports a line.
+    if (spec.size() > 2 && spec[0] == '0' && (spec[1] == 'x' || spec[1] == 'X')) {
+        uint64_t guid = 0;
+        auto [end, ec] = std::from_chars(spec.data() + 2, spec.data() + spec.size(), guid, 16);
+        if (ec != std::errc{} || end != spec.data() + spec.size()) {
+            error = "'" + std::string(spec) + "' is not a port GUID";
             return NoPort;
         }
         uint32_t p = endpointByGuid(guid);
-        if (p == NoPort) error = "no port has GUID " + s;
+        if (p == NoPort) error = "no port has GUID " + std::string(spec);
         return p;
     }
-    if (std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); })) {
-        unsigned long lid = std::strtoul(s.c_str(), nullptr, 10);
-        if (lid == 0 || lid > 0xffff) {
-            error = "'" + s + "' is not a LID (1..65535)";
+    if (std::all_of(spec.begin(), spec.end(), [](unsigned char c) { return std::isdigit(c); })) {
+        uint32_t lid = 0;
+        auto [end, ec] = std::from_chars(spec.data(), spec.data() + spec.size(), lid, 10);
+        if (ec != std::errc{} || lid == 0 || lid > 0xffff) {
+            error = "'" + std::string(spec) + "' is not a LID (1..65535)";
             return NoPort;
         }
         uint32_t p = endpointByLid(static_cast<uint16_t>(lid));
-        if (p == NoPort) error = "no port has LID " + s;
+        if (p == NoPort) error = "no port has LID " + std::string(spec);
         return p;
     }
+    std::string s(spec);
     size_t slash = s.rfind('/');
     if (slash == std::string::npos || slash + 2 > s.size() ||
         (s[slash + 1] != 'P' && s[slash + 1] != 'p')) {

@@ -135,7 +135,7 @@ class Fabric {
   private:
     std::vector<uint32_t> endpoints_;
     std::vector<std::pair<uint64_t, uint32_t>> byGuid_;
-    std::unordered_map<uint16_t, uint32_t> byLid_;
+    std::vector<uint32_t> byLid_;  // [LID]: the endpoint, or NoPort
     std::unordered_multimap<std::string, uint32_t> byDescription_;
 };
 

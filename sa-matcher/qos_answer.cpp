@@ -4,6 +4,7 @@
 #include "sa-matcher/qos_answer.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "ib/qos.hpp"
 
@@ -46,16 +47,20 @@ std::string_view rejectionText(Rejection rejection) {
     return "";
 }
 
-PkeyTables::PkeyTables(const Fabric& fabric) : tables_(fabric.ports.size()) {
+PkeyTables::PkeyTables(const Fabric& fabric) : tableOf_(fabric.ports.size(), 0) {
     // A partition holds a port once (readPartitions keeps the last membership written), so
     // each table has one entry per partition. Base 0 is never a valid PKey.
+    std::vector<std::vector<uint16_t>> ofPort(fabric.ports.size());
     for (const Partition& p : fabric.partitions) {
         if (ib::pkeyBase(p.pkey) == 0) continue;
         for (const PartitionMember& m : p.members) {
-            tables_[m.port].push_back(ib::pkeyOf(p.pkey, m.full));
+            ofPort[m.port].push_back(ib::pkeyOf(p.pkey, m.full));
         }
     }
-    for (auto& t : tables_) {
+    std::map<std::vector<uint16_t>, uint32_t> ids{{{}, 0}};
+    tables_.emplace_back();
+    for (size_t port = 0; port < ofPort.size(); ++port) {
+        auto& t = ofPort[port];
         std::stable_sort(t.begin(), t.end(), byMapKey);
         // Two partitions with one PKey are one map entry, and the full membership takes
         // precedence, as in osm_pkey_tbl_set().
@@ -67,12 +72,14 @@ PkeyTables::PkeyTables(const Fabric& fabric) : tables_(fabric.ports.size()) {
                 merged.push_back(p);
             }
         }
-        t = std::move(merged);
+        auto [it, added] = ids.emplace(merged, static_cast<uint32_t>(tables_.size()));
+        if (added) tables_.push_back(std::move(merged));
+        tableOf_[port] = it->second;
     }
 }
 
 const uint16_t* PkeyTables::find(uint32_t endpoint, uint16_t pkey) const {
-    const auto& t = tables_[endpoint];
+    const auto& t = table(endpoint);
     auto it = std::lower_bound(t.begin(), t.end(), pkey, byMapKey);
     return it != t.end() && ib::pkeyBase(*it) == ib::pkeyBase(pkey) ? &*it : nullptr;
 }
@@ -85,8 +92,8 @@ bool PkeyTables::share(uint32_t a, uint32_t b, uint16_t pkey) const {
 
 uint16_t PkeyTables::common(uint32_t a, uint32_t b) const {
     // Both tables in map order, the lower key advanced, as osm_physp_find_common_pkey() does.
-    const auto& x = tables_[a];
-    const auto& y = tables_[b];
+    const auto& x = table(a);
+    const auto& y = table(b);
     size_t i = 0, j = 0;
     while (i < x.size() && j < y.size()) {
         if (ib::pkeyBase(x[i]) == ib::pkeyBase(y[j]) && ((x[i] | y[j]) & ib::PkeyFullMember))
@@ -104,7 +111,7 @@ uint16_t PkeyTables::common(uint32_t a, uint32_t b) const {
 }
 
 bool PkeyTables::sharePartition(uint32_t a, uint32_t b) const {
-    if (a == b || tables_[a].empty() || tables_[b].empty()) return true;
+    if (a == b || tableOf_[a] == 0 || tableOf_[b] == 0) return true;
     return common(a, b) != 0;
 }
 

@@ -65,10 +65,18 @@ class PkeyTables {
     uint16_t common(uint32_t a, uint32_t b) const;
     // osm_physp_share_pkey: the same port, a port without PKeys, or a common PKey.
     bool sharePartition(uint32_t a, uint32_t b) const;
-    const std::vector<uint16_t>& table(uint32_t endpoint) const { return tables_[endpoint]; }
+    const std::vector<uint16_t>& table(uint32_t endpoint) const {
+        return tables_[tableOf_[endpoint]];
+    }
+    // Ports with equal tables share a number, counted from 0 (the empty table's).
+    uint32_t tableId(uint32_t endpoint) const { return tableOf_[endpoint]; }
+    size_t tableCount() const { return tables_.size(); }
 
   private:
-    std::vector<std::vector<uint16_t>> tables_;  // per Fabric::ports index
+    // Each distinct table once: a fabric's ports have few, and an answer looks at two ports'
+    // tables, which then stay in the cache.
+    std::vector<uint32_t> tableOf_;              // per Fabric::ports index
+    std::vector<std::vector<uint16_t>> tables_;  // by tableId
     const uint16_t* find(uint32_t endpoint, uint16_t base) const;
 };
 
