@@ -5,7 +5,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <stdexcept>
+
+#include <unistd.h>
+
+#include <ext/stdio_filebuf.h>
 
 #include "cli/answer_json.hpp"
 #include "cli/commands.hpp"
@@ -60,16 +65,15 @@ struct QueryOptions {
 class Answerer {
   public:
     Answerer(const Policy& policy, const Fabric& fabric, const BoundPolicy& bound)
-        : policy_(policy), fabric_(fabric), bound_(bound), classifier_(bound), pkeys_(fabric) {}
+        : policy_(policy), fabric_(fabric), bound_(bound), requests_(policy, fabric, bound) {}
 
-    PathAnswer answer(const PathQuery& q) const {
-        return answerPath(policy_, pkeys_, q, classifier_.match(q));
-    }
+    const RequestAnswerer& requests() const { return requests_; }
+    PathAnswer answer(const PathQuery& q) const { return requests_.answer(q); }
 
     // The answer as the one-line JSON object the contract gives.
     std::string json(const PathAnswer& a) const {
         std::string out;
-        json_.write(out, a);
+        requests_.write(out, a);
         return out;
     }
 
@@ -128,9 +132,7 @@ class Answerer {
     const Policy& policy_;
     const Fabric& fabric_;
     const BoundPolicy& bound_;
-    Classifier classifier_;
-    PkeyTables pkeys_;
-    AnswerWriter json_{policy_};
+    RequestAnswerer requests_;
 
     static std::string gbps(uint8_t rate) {
         char buf[32];
@@ -236,31 +238,22 @@ class Answerer {
 
 Json errorJson(const std::string& message) { return {{"status", "error"}, {"message", message}}; }
 
-int runBatch(const Answerer& answerer, const Fabric& fabric, const std::string& path) {
+int runBatch(const RequestAnswerer& answerer, const Fabric& fabric, const std::string& path) {
     std::ifstream file;
-    std::istream* in = &std::cin;
-    if (path != "-") {
+    // Standard input through a buffer of its own descriptor: read as it comes, in pieces.
+    std::unique_ptr<__gnu_cxx::stdio_filebuf<char>> standardInput;
+    std::streambuf* in = nullptr;
+    if (path == "-") {
+        standardInput = std::make_unique<__gnu_cxx::stdio_filebuf<char>>(dup(0), std::ios::in);
+        in = standardInput.get();
+    } else {
         if (std::string error; !SourceFile::open(path, file, error)) throw IoError{error};
-        in = &file;
+        in = file.rdbuf();
     }
-    LineReader reader(*in);
-    std::string line;
-    bool tooLong = false, errors = false;
-    while (reader.next(line, tooLong)) {
-        std::string error;
-        std::optional<PathQuery> q;
-        if (tooLong) {
-            error = "the line is longer than " + std::to_string(LineReader::MaxLine) + " bytes";
-        } else {
-            q = parseBatchLine(fabric, line, error);
-        }
-        if (!q) errors = true;
-        std::cout << (q ? answerer.json(answerer.answer(*q)) : dumpJson(errorJson(error))) << '\n';
-        if (in == &std::cin) std::cout.flush();
-    }
-    if (in->bad()) throw IoError{"reading '" + path + "' failed"};
-    std::cout.flush();
-    return errors ? ExitInputErrors : ExitOk;
+    bool readFailed = false;
+    bool answeredAll = answerBatch(answerer, fabric, *in, std::cout, readFailed);
+    if (readFailed) throw IoError{"reading '" + path + "' failed"};
+    return answeredAll ? ExitOk : ExitInputErrors;
 }
 
 int query(const QueryOptions& o) {
@@ -281,7 +274,7 @@ int query(const QueryOptions& o) {
     if (o.batch && *o.batch == "-" && inputs.readStdin())
         throw UsageError{"standard input ('-') can be read only once"};
     Answerer answerer(policy, fabric, compiled->bound());
-    if (o.batch) return runBatch(answerer, fabric, *o.batch);
+    if (o.batch) return runBatch(answerer.requests(), fabric, *o.batch);
 
     for (const auto& [end, name] : {std::pair{&o.src, "src"}, std::pair{&o.dst, "dst"}}) {
         std::string error;

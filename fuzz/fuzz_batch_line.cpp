@@ -38,9 +38,9 @@ std::string field(const std::optional<T>& value) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const Fabric& fabric = fuzz::sampleFabric();
-    std::istringstream input(std::string(reinterpret_cast<const char*>(data), size));
+    std::stringbuf input(std::string(reinterpret_cast<const char*>(data), size));
     cli::LineReader reader(input);
-    std::string line;
+    std::string_view line;
     bool tooLong = false;
     while (reader.next(line, tooLong)) {
         CHECK_OR_ABORT(line.size() <= cli::LineReader::MaxLine);
