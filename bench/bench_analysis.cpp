@@ -14,11 +14,7 @@
 //                        [--benchmark_...]
 //   ibqos-bench-analysis --generate --write DIR [--sizes ...] [--family F]   (the policies only:
 //                        FAMILY[-ulps]-RULES.conf, as `check` measures them; bench/opensm_parse.py)
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,8 +39,6 @@
 #include "fabric/topology.hpp"
 #include "sa-matcher/policy_diff.hpp"
 #include "tests/policy_families.hpp"
-
-extern char** environ;
 
 using namespace ibqos;
 
@@ -157,66 +151,6 @@ int measureDiff(const std::string& before, const std::string& after, const std::
     return 0;
 }
 
-// The ibqos command run once: its CPU time and peak resident memory, as /usr/bin/time -v
-// reports them (wait4's rusage).
-struct CliRun {
-    double cpu = 0, wall = 0, peakBytes = 0;
-    int status = -1;
-};
-
-// The child runs ibqos (argv: its arguments) and writes its figures on standard error. A child
-// of its own: Linux counts the spawning process's peak resident size into the spawned one's
-// (the address space it leaves at exec), and this benchmark grows to hundreds of megabytes.
-int measureCli(char** args) {
-    std::vector<char*> argv{const_cast<char*>(IBQOS_CLI)};
-    for (; *args; ++args) argv.push_back(*args);
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-    CliRun out;
-    timespec start{}, end{};
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    pid_t pid = 0;
-    if (posix_spawn(&pid, IBQOS_CLI, &actions, nullptr, argv.data(), environ) == 0) {
-        int status = 0;
-        rusage usage{};
-        wait4(pid, &status, 0, &usage);
-        clock_gettime(CLOCK_MONOTONIC, &end);
-        out.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        out.cpu = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-                  static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
-        out.wall = static_cast<double>(end.tv_sec - start.tv_sec) +
-                   static_cast<double>(end.tv_nsec - start.tv_nsec) * 1e-9;
-        out.peakBytes = static_cast<double>(usage.ru_maxrss) * 1024;
-    }
-    posix_spawn_file_actions_destroy(&actions);
-    std::fprintf(stderr, "cpu=%.9f wall=%.9f peak_bytes=%.0f status=%d\n", out.cpu, out.wall,
-                 out.peakBytes, out.status);
-    return 0;
-}
-
-// The ibqos command run `runs` times, each in a fresh measuring child: the median CPU and wall
-// time (one run of a one-shot command moves by half on this host), the largest peak.
-CliRun runCli(const char* self, const std::vector<std::string>& args, unsigned runs) {
-    std::vector<std::string> measure{"--measure-cli"};
-    measure.insert(measure.end(), args.begin(), args.end());
-    std::vector<double> cpu, wall;
-    CliRun out;
-    for (unsigned i = 0; i < runs; ++i) {
-        std::map<std::string, double> figures = bench::runMeasuringChild(self, measure, {});
-        cpu.push_back(figures["cpu"]);
-        wall.push_back(figures["wall"]);
-        out.peakBytes = std::max(out.peakBytes, figures["peak_bytes"]);
-        const int status = figures.count("status") ? static_cast<int>(figures["status"]) : -1;
-        if (i == 0 || status != 0) out.status = status;
-    }
-    out.cpu = bench::median(std::move(cpu));
-    out.wall = bench::median(std::move(wall));
-    return out;
-}
-
 // Each measuring child (its arguments) run `runs` times, in turn with the others, each figure
 // the median of its runs: the same measurement in two fresh processes can differ by half on a
 // shared machine (where the heap lands, whether it gets huge pages), and a size's growth is a
@@ -325,7 +259,7 @@ void registerSeries(const Setup& setup, What what, test::Family family, bool ulp
         benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
             std::map<std::string, double> figures, before;
             std::vector<std::string> measure;
-            CliRun cli;
+            bench::CommandRun cli;
             const bool topology = what == What::DiffTopology;
             const std::string stem =
                 policyStem(family, ulps, rules) + (topology ? "-fat-tree" : "");
@@ -339,7 +273,7 @@ void registerSeries(const Setup& setup, What what, test::Family family, bool ulp
                                unlimited ? "unlimited" : "default"};
                     std::vector<std::string> args{"check", policy};
                     if (unlimited) args.insert(args.end(), {"--analysis-budget", "unlimited"});
-                    cli = runCli(setup.self, args, setup.processes);
+                    cli = bench::runCommand(setup.self, args, setup.processes);
                 } else {
                     const std::string after =
                         write(setup.dir, stem + "-level-sl.conf",
@@ -351,7 +285,7 @@ void registerSeries(const Setup& setup, What what, test::Family family, bool ulp
                         measure.push_back(setup.topology);
                         args.insert(args.end(), {"--topology", setup.topology});
                     }
-                    cli = runCli(setup.self, args, setup.processes);
+                    cli = bench::runCommand(setup.self, args, setup.processes);
                 }
                 auto medians =
                     mediansInTurn(setup.self, {previous->second, measure}, setup.processes);
@@ -409,7 +343,8 @@ void registerSeries(const Setup& setup, What what, test::Family family, bool ulp
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc > 1 && std::string_view(argv[1]) == "--measure-cli") return measureCli(argv + 2);
+    if (argc > 1 && std::string_view(argv[1]) == "--measure-cli")
+        return bench::measureCommand(IBQOS_CLI, argv + 2);
     // The measuring children run as the ibqos command does.
     if (argc > 1 && std::string_view(argv[1]).starts_with("--measure-")) heapInHugePages();
     std::string measureCheckPath, budget, writeDir;

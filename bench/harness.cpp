@@ -3,8 +3,12 @@
 // reporter over the library's results.
 #include "bench/harness.hpp"
 
+#include <fcntl.h>
 #include <sched.h>
+#include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +20,8 @@
 #include <sstream>
 #include <string_view>
 #include <utility>
+
+extern char** environ;
 
 namespace ibqos::bench {
 
@@ -221,6 +227,57 @@ std::map<std::string, double> runMeasuringChild(const char* self,
     }
     if (values.empty()) std::fprintf(stderr, "a measuring child failed:\n%s", text.c_str());
     return values;
+}
+
+int measureCommand(const char* exe, char** args) {
+    std::vector<char*> argv{const_cast<char*>(exe)};
+    for (; *args; ++args) argv.push_back(*args);
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    CommandRun out;
+    timespec start{}, end{};
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    pid_t pid = 0;
+    if (posix_spawn(&pid, exe, &actions, nullptr, argv.data(), environ) == 0) {
+        int status = 0;
+        rusage usage{};
+        wait4(pid, &status, 0, &usage);
+        clock_gettime(CLOCK_MONOTONIC, &end);
+        out.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        out.cpu = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                  static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
+        out.wall = static_cast<double>(end.tv_sec - start.tv_sec) +
+                   static_cast<double>(end.tv_nsec - start.tv_nsec) * 1e-9;
+        out.peakBytes = static_cast<double>(usage.ru_maxrss) * 1024;
+    }
+    posix_spawn_file_actions_destroy(&actions);
+    std::fprintf(stderr, "cpu=%.9f wall=%.9f peak_bytes=%.0f status=%d\n", out.cpu, out.wall,
+                 out.peakBytes, out.status);
+    return 0;
+}
+
+CommandRun runCommand(const char* self, const std::vector<std::string>& args, unsigned runs) {
+    std::vector<std::string> measure{"--measure-cli"};
+    measure.insert(measure.end(), args.begin(), args.end());
+    std::vector<double> cpu, wall;
+    CommandRun out;
+    for (unsigned i = 0; i < runs; ++i) {
+        std::map<std::string, double> figures = runMeasuringChild(self, measure, {});
+        cpu.push_back(figures["cpu"]);
+        wall.push_back(figures["wall"]);
+        out.peakBytes = std::max(out.peakBytes, figures["peak_bytes"]);
+        const int status = figures.count("status") ? static_cast<int>(figures["status"]) : -1;
+        if (i == 0 || status != 0) out.status = status;
+    }
+    if (cpu.empty()) return out;
+    std::sort(cpu.begin(), cpu.end());
+    std::sort(wall.begin(), wall.end());
+    out.cpu = cpu[cpu.size() / 2];
+    out.wall = wall[wall.size() / 2];
+    return out;
 }
 
 }  // namespace ibqos::bench

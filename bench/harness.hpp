@@ -41,6 +41,24 @@ std::map<std::string, double> runMeasuringChild(const char* self,
                                                 const std::vector<std::string>& args,
                                                 const std::map<std::string, std::string>& env);
 
+// A command run once, as /usr/bin/time -v reports it (wait4's rusage): CPU and wall seconds,
+// peak resident memory, exit status.
+struct CommandRun {
+    double cpu = 0, wall = 0, peakBytes = 0;
+    int status = -1;
+};
+
+// What a measuring child does: runs exe with args (standard output and error to /dev/null) and
+// writes its figures on standard error. A child of its own: Linux counts the spawning process's
+// peak resident size into the spawned one's (the address space it leaves at exec), and a
+// benchmark grows to hundreds of megabytes. Returns 0.
+int measureCommand(const char* exe, char** args);
+
+// A command run `runs` times, each from a fresh measuring child (this program, self, run with
+// "--measure-cli" and args, calls measureCommand): the median CPU and wall time (one run of a
+// one-shot command moves by half on this host), the largest peak, the first failing status.
+CommandRun runCommand(const char* self, const std::vector<std::string>& args, unsigned runs);
+
 class Program {
   public:
     Program(const std::string& name, const std::string& description);
