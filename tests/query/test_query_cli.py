@@ -5,6 +5,7 @@ codes (the command-line contract), on the sample fabric qos-lab and its partitio
 import argparse
 import json
 import os
+import select
 import subprocess
 import sys
 import tempfile
@@ -217,6 +218,27 @@ class Batch(unittest.TestCase):
         a = lines(p)
         self.assertEqual(len(a), 2)
         self.assertEqual(a[1]["packet_life"], 0)  # a loopback path
+
+    def test_a_co_process_gets_each_answer_before_it_writes_the_next_request(self):
+        # A program that asks one request at a time over a pipe must not wait on a buffer.
+        p = subprocess.Popen([ARGS.ibqos, "query", samples("policies", "qos-lab-fields.conf"),
+                              "--topology", samples("fabrics", "qos-lab.ibnetdiscover"),
+                              "--partitions", samples("fabrics", "qos-lab.partitions.conf"),
+                              "--batch", "-"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            for request in (b"6 12 0x1000 - - -\n", b"6 6 - - - -\n", b"not a request\n"):
+                p.stdin.write(request)
+                p.stdin.flush()
+                ready, _, _ = select.select([p.stdout], [], [], 10)
+                self.assertTrue(ready, f"no answer to {request!r} within 10 s")
+                self.assertIn(json.loads(p.stdout.readline())["status"], ("ok", "rejected", "error"))
+            p.stdin.close()
+            self.assertEqual(p.wait(timeout=10), 1)  # the unreadable line
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
 
     def test_a_missing_batch_file_is_an_io_error(self):
         p = lab("qos-lab-fields.conf", "--batch", "/nonexistent/batch")
