@@ -761,6 +761,93 @@ class Differ {
         throw std::logic_error("Differ: no such dimension");
     }
 
+    // How the paths of a pair of PKey tables change at one PKey value: the key of the paths
+    // between two ports (Loopback::Both when loopback paths change the same way, or there are
+    // none), of the loopback paths apart, and `uniform`, the key when every path of the pair
+    // changes one way.
+    struct PairChange {
+        std::optional<uint32_t> between, loop, uniform;
+    };
+
+    // A path between two different ports of these classes, if there is one.
+    std::optional<std::pair<uint32_t, uint32_t>> pathBetween(const std::vector<uint32_t>& ss,
+                                                             const std::vector<uint32_t>& ds) {
+        const auto& classes = space_.classes();
+        const uint32_t s = classes[ss.front()].front();
+        for (uint32_t c : ds) {
+            for (uint32_t d : classes[c]) {
+                if (d != s) return std::make_pair(s, d);
+            }
+        }
+        // Else every destination is s itself: another source to s.
+        for (uint32_t c : ss) {
+            for (uint32_t p : classes[c]) {
+                if (p != s) return std::make_pair(p, s);
+            }
+        }
+        return std::nullopt;
+    }
+
+    std::optional<PairChange> pairChange(std::optional<std::pair<uint32_t, uint32_t>> path,
+                                         std::optional<uint32_t> loopPort,
+                                         std::optional<uint16_t> pkey, QosMatch before,
+                                         QosMatch after) {
+        PathQuery query;
+        query.pkey = pkey;
+        auto answer = [&](uint32_t s, uint32_t d) {
+            query.source = s;
+            query.destination = d;
+            return std::make_pair(answerPath(policy(0), *pkeys_, query, before),
+                                  answerPath(policy(1), *pkeys_, query, after));
+        };
+        auto keyFor = [&](const std::pair<PathAnswer, PathAnswer>& a, Loopback lb) {
+            return answersKey(asNonLoopback(policy(0), a.first), asNonLoopback(policy(1), a.second),
+                              lb);
+        };
+        auto changes = [&](const std::pair<PathAnswer, PathAnswer>& a) {
+            return answersDiffer(policy(0), a.first, policy(1), a.second);
+        };
+        std::optional<std::pair<PathAnswer, PathAnswer>> between, loop;
+        if (path) between = answer(path->first, path->second);
+        if (loopPort) loop = answer(*loopPort, *loopPort);
+        const bool betweenChanges = between && changes(*between);
+        const bool loopChanges = loop && changes(*loop);
+        if (!betweenChanges && !loopChanges) return std::nullopt;
+        PairChange c;
+        // Loopback paths that change as the others do join their region.
+        const std::optional<uint32_t> betweenKey =
+            betweenChanges ? std::optional(keyFor(*between, Loopback::Both)) : std::nullopt;
+        const std::optional<uint32_t> loopKey =
+            loopChanges ? std::optional(keyFor(*loop, Loopback::Both)) : std::nullopt;
+        const bool sameWay = betweenKey && loopKey && *betweenKey == *loopKey;
+        if (betweenChanges) {
+            c.between = sameWay || !loop ? *betweenKey : keyFor(*between, Loopback::Excluded);
+        }
+        if (loopChanges && !sameWay) c.loop = keyFor(*loop, Loopback::Only);
+        // Uniform: whatever paths there are change, and the same way.
+        if ((sameWay || (betweenKey && !loop) || (loopKey && !between))) {
+            c.uniform = betweenKey ? betweenKey : loopKey;
+        }
+        return c;
+    }
+
+    static std::vector<uint32_t> flatten(
+        const std::map<std::vector<uint16_t>, std::vector<uint32_t>>& byTable) {
+        std::vector<uint32_t> all;
+        for (const auto& [table, list] : byTable) all.insert(all.end(), list.begin(), list.end());
+        std::sort(all.begin(), all.end());
+        return all;
+    }
+
+    // The key of a change on a fabric. A PKey answered alike before and after is not part of
+    // the change: requests that differ only in it (each partition's PKey) make one region,
+    // which shows the PKey as the request's or the fabric's.
+    uint32_t answersKey(PathAnswer before, PathAnswer after, Loopback loopback) {
+        const bool pkeyKept = before.ok() && after.ok() && before.pkey == after.pkey;
+        if (pkeyKept) before.pkey = after.pkey = 0;
+        return parts_.answersOf(before, after, loopback, !pkeyKept);
+    }
+
     // The regions of one product of requests decided by `before` and `after`: on a fabric a
     // product of every dimension; on every fabric of the fields, with the pairs of ends below
     // it.
@@ -812,71 +899,54 @@ class Differ {
             };
             const auto sources = byTable(cube.dims[classDims_[0]]);
             const auto destinations = byTable(cube.dims[classDims_[1]]);
+            // Each pair of tables: its classes, and how its paths change at each PKey value.
+            struct TablePair {
+                uint32_t sources, destinations, common;          // parts_.lists
+                std::vector<std::optional<PairChange>> changes;  // by pkeyIndices position
+            };
+            std::vector<TablePair> pairs;
             for (const auto& [st, ss] : sources) {
                 for (const auto& [dt, ds] : destinations) {
                     std::vector<uint32_t> common;
                     std::set_intersection(ss.begin(), ss.end(), ds.begin(), ds.end(),
                                           std::back_inserter(common));
-                    const uint32_t ssId = parts_.lists.id(ss), dsId = parts_.lists.id(ds);
-                    const uint32_t commonId = parts_.lists.id(common);
-                    // A path between two different ports of these classes, if there is one.
-                    std::optional<std::pair<uint32_t, uint32_t>> path;
-                    const uint32_t s = classes[ss.front()].front();
-                    for (uint32_t c : ds) {
-                        for (uint32_t d : classes[c]) {
-                            if (d != s) {
-                                path = std::make_pair(s, d);
-                                break;
-                            }
-                        }
-                        if (path) break;
+                    TablePair& pair = pairs.emplace_back();
+                    pair.sources = parts_.lists.id(ss);
+                    pair.destinations = parts_.lists.id(ds);
+                    pair.common = parts_.lists.id(common);
+                    const std::optional<std::pair<uint32_t, uint32_t>> path = pathBetween(ss, ds);
+                    const std::optional<uint32_t> loopPort =
+                        common.empty() ? std::nullopt : std::optional(classes[common[0]].front());
+                    for (uint64_t index : pkeyIndices)
+                        pair.changes.push_back(
+                            pairChange(path, loopPort, pkeyValue(index), before, after));
+                }
+            }
+            // Every path of the product changing one way makes one region; else each pair of
+            // tables its own.
+            const uint32_t allSources = parts_.lists.id(flatten(sources));
+            const uint32_t allDestinations = parts_.lists.id(flatten(destinations));
+            for (size_t i = 0; i < pkeyIndices.size(); ++i) {
+                std::optional<uint32_t> uniform = pairs.empty() ? std::nullopt
+                                                  : pairs[0].changes[i]
+                                                      ? pairs[0].changes[i]->uniform
+                                                      : std::nullopt;
+                for (const TablePair& pair : pairs) {
+                    if (!uniform || !pair.changes[i] || pair.changes[i]->uniform != uniform) {
+                        uniform.reset();
+                        break;
                     }
-                    // (Else every destination is s itself: another source to s.)
-                    for (size_t i = 0; !path && i < ss.size(); ++i) {
-                        for (uint32_t p : classes[ss[i]]) {
-                            if (p != s) {
-                                path = std::make_pair(p, s);
-                                break;
-                            }
-                        }
-                    }
-                    for (uint64_t index : pkeyIndices) {
-                        PathQuery query;
-                        query.pkey = pkeyValue(index);
-                        auto answer = [&](uint32_t s, uint32_t d) {
-                            query.source = s;
-                            query.destination = d;
-                            return std::make_pair(answerPath(policy(0), *pkeys_, query, before),
-                                                  answerPath(policy(1), *pkeys_, query, after));
-                        };
-                        std::optional<std::pair<PathAnswer, PathAnswer>> between, loop;
-                        if (path) between = answer(path->first, path->second);
-                        if (!common.empty()) {
-                            const uint32_t port = classes[common[0]].front();
-                            loop = answer(port, port);
-                        }
-                        const bool betweenChanges =
-                            between &&
-                            answersDiffer(policy(0), between->first, policy(1), between->second);
-                        const bool loopChanges =
-                            loop && answersDiffer(policy(0), loop->first, policy(1), loop->second);
-                        auto keyFor = [&](const std::pair<PathAnswer, PathAnswer>& a, Loopback lb) {
-                            return parts_.answersOf(asNonLoopback(policy(0), a.first),
-                                                    asNonLoopback(policy(1), a.second), lb, true);
-                        };
-                        const bool sameWay = betweenChanges && loopChanges &&
-                                             keyOf(asNonLoopback(policy(0), between->first)) ==
-                                                 keyOf(asNonLoopback(policy(0), loop->first)) &&
-                                             keyOf(asNonLoopback(policy(1), between->second)) ==
-                                                 keyOf(asNonLoopback(policy(1), loop->second));
-                        if (betweenChanges) {
-                            add(keyFor(*between, sameWay || common.empty() ? Loopback::Both
-                                                                           : Loopback::Excluded),
-                                ssId, dsId, index);
-                        }
-                        if (loopChanges && !sameWay)
-                            add(keyFor(*loop, Loopback::Only), commonId, commonId, index);
-                    }
+                }
+                if (uniform) {
+                    add(*uniform, allSources, allDestinations, pkeyIndices[i]);
+                    continue;
+                }
+                for (const TablePair& pair : pairs) {
+                    const std::optional<PairChange>& c = pair.changes[i];
+                    if (!c) continue;
+                    if (c->between)
+                        add(*c->between, pair.sources, pair.destinations, pkeyIndices[i]);
+                    if (c->loop) add(*c->loop, pair.common, pair.common, pkeyIndices[i]);
                 }
             }
         } else {

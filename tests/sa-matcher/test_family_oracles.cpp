@@ -825,12 +825,15 @@ Findings checkRegions(const BoundPolicy& before, const BoundPolicy& after, const
             auto same = [&, loop = loop, fresh = fresh](const PathAnswer& want,
                                                         const PathAnswer& got) {
                 return want.ok() == got.ok() &&
-                       (!want.ok() || (want.sl == got.sl && want.mtuLimit == got.mtuLimit &&
-                                       want.rateLimit == got.rateLimit &&
-                                       (loop || want.packetLife == got.packetLife) &&
-                                       (!pkeyKnown || !fresh || want.pkey == got.pkey)));
+                       (!want.ok() ||
+                        (want.sl == got.sl && want.mtuLimit == got.mtuLimit &&
+                         want.rateLimit == got.rateLimit &&
+                         (loop || want.packetLife == got.packetLife) &&
+                         (!pkeyKnown || !shown.pkeyKnown || !fresh || want.pkey == got.pkey)));
             };
-            if (!same(x, shown.before) || !same(y, shown.after))
+            // A region that shows no PKey holds only requests whose PKey stays.
+            if (!same(x, shown.before) || !same(y, shown.after) ||
+                (pkeyKnown && !shown.pkeyKnown && (!x.ok() || !y.ok() || x.pkey != y.pkey)))
                 found.add("a region shows other answers than its requests get",
                           describeQuery(answers, q) + ": " + describeAnswer(a, x) + " -> " +
                               describeAnswer(b, y) + "; region " + std::to_string(r) + ": " +
