@@ -43,7 +43,11 @@ Without --topology the comparison covers every fabric the policies could meet: a
 changes when its answer differs on some fabric, ports are described by kind (GUID range, node
 type, SM port, port name, partition and PKey memberships), and the answers shown are those on
 a fabric where both ends share every partition (the PKey answered is then the requested one or
-the fabric's: null).
+the fabric's: null). On a fabric too, a region whose requests keep their PKey shows it so.
+
+--old-partitions/--new-partitions and --old-opensm-conf/--new-opensm-conf give one side its
+own partitions.conf or opensm.conf (the other side keeps --partitions, --opensm-conf): an edit
+of the partitions or of the qos_* options is previewed with the same policy as OLD and NEW.
 
 --json prints {"equivalent": bool, "regions": [{"sources", "destinations", "service_ids",
 "service_ids_hex", "qos_classes", "pkeys", "port_pairs", "old", "new"}], "ports": [{"guid",
@@ -63,7 +67,7 @@ the comparison did not finish within --analysis-budget.)";
 struct DiffOptions {
     std::string before, after;
     FabricOptions fabric;
-    Value oldOpensmConf, newOpensmConf;
+    Value oldOpensmConf, newOpensmConf, oldPartitions, newPartitions;
     bool json = false;
     std::string analysisBudget;
 };
@@ -443,6 +447,36 @@ std::optional<DiffOutcome> writeDiff(const Policy& oldPolicy, const Policy& newP
 
 namespace {
 
+// Each side on the topology with its own partitions.conf and opensm.conf (its max_op_vls
+// negotiated on its copy of the fabric); a file both sides share is read once.
+std::vector<std::unique_ptr<FabricCompilation>> compileSides(const Policy& oldPolicy,
+                                                             const Policy& newPolicy,
+                                                             const DiffOptions& o, Inputs& inputs,
+                                                             Diagnostics& diagnostics) {
+    const Value partitions[] = {o.oldPartitions ? o.oldPartitions : o.fabric.partitions,
+                                o.newPartitions ? o.newPartitions : o.fabric.partitions};
+    const Value confs[] = {o.oldOpensmConf ? o.oldOpensmConf : o.fabric.opensmConf,
+                           o.newOpensmConf ? o.newOpensmConf : o.fabric.opensmConf};
+    std::optional<Fabric> fabric = loadTopology(o.fabric, inputs, diagnostics);
+    if (!fabric) return {};
+    const bool samePartitions = partitions[0] == partitions[1];
+    if (samePartitions) loadPartitions(partitions[0], inputs, *fabric, diagnostics);
+    std::optional<OpenSmConf> sharedConf;
+    if (confs[0] == confs[1]) sharedConf = loadOpenSmConf(confs[0], inputs, diagnostics);
+    std::vector<std::unique_ptr<FabricCompilation>> out;
+    for (size_t side = 0; side < 2; ++side) {
+        Fabric own = *fabric;
+        if (!samePartitions) loadPartitions(partitions[side], inputs, own, diagnostics);
+        OpenSmConf conf =
+            sharedConf ? *sharedConf : loadOpenSmConf(confs[side], inputs, diagnostics);
+        negotiateOperVls(own, conf.maxOpVls);
+        out.push_back(FabricCompilation::compile(side == 0 ? oldPolicy : newPolicy, std::move(own),
+                                                 std::move(conf), diagnostics,
+                                                 CompileStage::Tables));
+    }
+    return out;
+}
+
 int diff(const DiffOptions& o) {
     Inputs inputs;
     Diagnostics diagnostics;
@@ -456,26 +490,18 @@ int diff(const DiffOptions& o) {
         return ExitUsage;  // diff(1)'s convention: 1 means "they differ"
     }
     const std::optional<uint64_t> budget = analysisBudgetOption(o.analysisBudget);
-    if ((o.oldOpensmConf || o.newOpensmConf) && !o.fabric.topology)
-        throw UsageError{std::string(o.oldOpensmConf ? "--old-opensm-conf" : "--new-opensm-conf") +
-                         " requires --topology"};
+    const std::pair<const char*, const Value*> perSide[] = {{"--old-opensm-conf", &o.oldOpensmConf},
+                                                            {"--new-opensm-conf", &o.newOpensmConf},
+                                                            {"--old-partitions", &o.oldPartitions},
+                                                            {"--new-partitions", &o.newPartitions}};
+    const auto given = std::find_if(std::begin(perSide), std::end(perSide),
+                                    [](const auto& option) { return bool(*option.second); });
+    if (given != std::end(perSide) && !o.fabric.topology)
+        throw UsageError{std::string(given->first) + " requires --topology"};
     std::vector<std::unique_ptr<FabricCompilation>> compiled;
     try {
-        if (o.oldOpensmConf || o.newOpensmConf) {
-            // Each side its own opensm.conf (its max_op_vls negotiated on its copy of the
-            // fabric); --opensm-conf for a side not given one.
-            if (std::optional<Fabric> fabric = loadFabric(o.fabric, inputs, diagnostics)) {
-                for (const auto& [policy, own] : {std::pair{&oldPolicy, &o.oldOpensmConf},
-                                                  std::pair{&newPolicy, &o.newOpensmConf}}) {
-                    OpenSmConf conf =
-                        loadOpenSmConf(*own ? *own : o.fabric.opensmConf, inputs, diagnostics);
-                    Fabric side = *fabric;
-                    negotiateOperVls(side, conf.maxOpVls);
-                    compiled.push_back(FabricCompilation::compile(*policy, std::move(side),
-                                                                  std::move(conf), diagnostics,
-                                                                  CompileStage::Tables));
-                }
-            }
+        if (given != std::end(perSide)) {
+            compiled = compileSides(oldPolicy, newPolicy, o, inputs, diagnostics);
         } else {
             compiled = compileForFabric({&oldPolicy, &newPolicy}, o.fabric, inputs, diagnostics,
                                         CompileStage::Tables);
@@ -525,6 +551,13 @@ void addDiff(Program& program) {
     c.add_option("--new-opensm-conf", o->newOpensmConf,
                  "NEW's opensm.conf, instead of --opensm-conf: previews an edit of the qos_* "
                  "options")
+        ->type_name("FILE");
+    c.add_option("--old-partitions", o->oldPartitions,
+                 "OLD's partitions.conf, instead of --partitions")
+        ->type_name("FILE");
+    c.add_option("--new-partitions", o->newPartitions,
+                 "NEW's partitions.conf, instead of --partitions: previews an edit of the "
+                 "partitions")
         ->type_name("FILE");
     c.add_flag("--json", o->json, "print the changes as one JSON object (below)");
     addAnalysisBudget(c, o->analysisBudget,

@@ -75,6 +75,17 @@ void FabricOptions::add(CLI::App& command, bool needTopology) {
 
 std::optional<Fabric> loadFabric(const FabricOptions& options, Inputs& inputs,
                                  Diagnostics& diagnostics) {
+    std::optional<Fabric> fabric = loadTopology(options, inputs, diagnostics);
+    if (fabric) loadPartitions(options.partitions, inputs, *fabric, diagnostics);
+    return fabric;
+}
+
+void loadPartitions(const Value& path, Inputs& inputs, Fabric& fabric, Diagnostics& diagnostics) {
+    readPartitions(path ? &inputs.load(*path) : nullptr, fabric, diagnostics);
+}
+
+std::optional<Fabric> loadTopology(const FabricOptions& options, Inputs& inputs,
+                                   Diagnostics& diagnostics) {
     if (!options.topology) return std::nullopt;
     uint8_t operVls = 4;
     if (options.vls) {
@@ -90,8 +101,6 @@ std::optional<Fabric> loadFabric(const FabricOptions& options, Inputs& inputs,
     if (fabric.nodes.empty() && diagnostics.errorCount() > errorsBefore) return std::nullopt;
     if (options.portCaps) readPortCaps(inputs.load(*options.portCaps), fabric, diagnostics);
     if (options.sm) fabric.smPort = portOption(fabric, "sm", *options.sm);
-    const Value& partitions = options.partitions;
-    readPartitions(partitions ? &inputs.load(*partitions) : nullptr, fabric, diagnostics);
     return fabric;
 }
 

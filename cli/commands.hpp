@@ -88,6 +88,11 @@ struct FabricOptions {
 // diagnostics; an --sm or --vls that makes no sense is a UsageError.
 std::optional<Fabric> loadFabric(const FabricOptions& options, Inputs& inputs,
                                  Diagnostics& diagnostics);
+// loadFabric in two steps: the fabric without partitions (--partitions is not read), then a
+// partitions.conf (none: OpenSM's default partition).
+std::optional<Fabric> loadTopology(const FabricOptions& options, Inputs& inputs,
+                                   Diagnostics& diagnostics);
+void loadPartitions(const Value& path, Inputs& inputs, Fabric& fabric, Diagnostics& diagnostics);
 
 // The port an option names in a fabric (a GUID, a LID or NodeDescription/P<n>). A port the
 // fabric does not have is an InputError ("--sm: no node is described as ...").

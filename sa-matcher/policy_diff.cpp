@@ -27,6 +27,7 @@
 #include <array>
 #include <bit>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <numeric>
 #include <queue>
@@ -404,7 +405,9 @@ std::string selectorKey(const PortGroup& g) {
 
 class Differ {
   public:
-    Differ(RequestSpace& space, const PkeyTables* pkeys, Pairing pairing, RegionParts& parts)
+    // pkeys: on a fabric, the PKey tables before and after (partitions.conf may change too).
+    Differ(RequestSpace& space, std::array<const PkeyTables*, 2> pkeys, Pairing pairing,
+           RegionParts& parts)
         : space_(space),
           dd_(space.diagram()),
           pkeys_(pkeys),
@@ -417,7 +420,11 @@ class Differ {
         qosDim_ = dimOf(DK::Field, RequestField::QosClass);
         sidDim_ = dimOf(DK::Field, RequestField::ServiceId);
         pkeyDim_ = dimOf(DK::Field, RequestField::Pkey);
-        if (pkeys_) {
+        if (pkeys_[0]) {
+            for (const std::vector<uint32_t>& c : space_.classes()) {
+                if (!c.empty() && pkeys_[0]->table(c.front()) != pkeys_[1]->table(c.front()))
+                    pkeysChange_ = true;
+            }
             classDims_[0] = dimOf(DK::Classes, {}, RequestSpace::Ends::Source);
             classDims_[1] = dimOf(DK::Classes, {}, RequestSpace::Ends::Destination);
         }
@@ -467,7 +474,8 @@ class Differ {
     RequestSpace& space_;
     DecisionDiagram& dd_;
     RequestSpace::LookupRoom room_;
-    const PkeyTables* pkeys_;  // on a fabric
+    std::array<const PkeyTables*, 2> pkeys_;  // on a fabric: before, after
+    bool pkeysChange_ = false;                // some port's PKey table differs between them
     Pairing pairing_;
     std::vector<std::optional<Ref>> reach_[2];
     std::vector<std::optional<Ref>> reachInX_[2];
@@ -567,9 +575,11 @@ class Differ {
     }
 
     // Whether the levels of two rules (the default past the last rule) can answer differently.
+    // Whether requests one rule gets before and another after may change answer: their levels
+    // answer differently, or the ports' PKey tables change (partitions.conf is edited too).
     bool differ(uint32_t oldRule, uint32_t newRule) const {
-        return levelKey(policy(0).levels[levelOf(0, oldRule)]) !=
-               levelKey(policy(1).levels[levelOf(1, newRule)]);
+        return pkeysChange_ || levelKey(policy(0).levels[levelOf(0, oldRule)]) !=
+                                   levelKey(policy(1).levels[levelOf(1, newRule)]);
     }
 
     // f without the requests any of `rules` of policy p matches.
@@ -606,7 +616,7 @@ class Differ {
                               oldRule < policy(0).rules.size() ? oldRule : NoRule};
         const QosMatch after{levelOf(1, newRule),
                              newRule < policy(1).rules.size() ? newRule : NoRule};
-        if (pkeys_) {
+        if (pkeys_[0]) {
             space_.cubes(part,
                          [&](const RequestCube& cube) { regionsOf(cube, before, after, nullptr); });
             return;
@@ -797,8 +807,8 @@ class Differ {
         auto answer = [&](uint32_t s, uint32_t d) {
             query.source = s;
             query.destination = d;
-            return std::make_pair(answerPath(policy(0), *pkeys_, query, before),
-                                  answerPath(policy(1), *pkeys_, query, after));
+            return std::make_pair(answerPath(policy(0), *pkeys_[0], query, before),
+                                  answerPath(policy(1), *pkeys_[1], query, after));
         };
         auto keyFor = [&](const std::pair<PathAnswer, PathAnswer>& a, Loopback lb) {
             return answersKey(asNonLoopback(policy(0), a.first), asNonLoopback(policy(1), a.second),
@@ -831,8 +841,13 @@ class Differ {
         return c;
     }
 
+    // A port's PKey tables before and after, as numbers.
+    std::pair<uint32_t, uint32_t> tablesOf(uint32_t port) const {
+        return {pkeys_[0]->tableId(port), pkeys_[1]->tableId(port)};
+    }
+
     static std::vector<uint32_t> flatten(
-        const std::map<std::vector<uint16_t>, std::vector<uint32_t>>& byTable) {
+        const std::map<std::pair<uint32_t, uint32_t>, std::vector<uint32_t>>& byTable) {
         std::vector<uint32_t> all;
         for (const auto& [table, list] : byTable) all.insert(all.end(), list.begin(), list.end());
         std::sort(all.begin(), all.end());
@@ -884,16 +899,16 @@ class Differ {
             groups.push_back({key, sources, destinations, {{index, index}}});
         };
 
-        if (pkeys_) {
+        if (pkeys_[0]) {
             // On a fabric: the ends' classes (each holds ports of one PKey table) by their PKey
             // table, then paths between two ports and loopback paths, each answered as the SA
             // does. Regions name classes here; diffPolicies lists their endpoints at the end.
             const auto& classes = space_.classes();
             auto byTable = [&](const IndexRanges& set) {
-                std::map<std::vector<uint16_t>, std::vector<uint32_t>> out;
+                std::map<std::pair<uint32_t, uint32_t>, std::vector<uint32_t>> out;
                 for (const Range& r : set) {
                     for (uint64_t c = r.lo; c <= r.hi; ++c)
-                        out[pkeys_->table(classes[c].front())].push_back(static_cast<uint32_t>(c));
+                        out[tablesOf(classes[c].front())].push_back(static_cast<uint32_t>(c));
                 }
                 return out;
             };
@@ -1160,14 +1175,15 @@ std::vector<ScopeChange> scopeChanges(const Policy& before, const Policy& after)
 
 // The cuts a diff needs beyond the rules': the levels' PKeys (they decide answers), and on a
 // fabric its partitions' PKeys (a requested PKey no partition has is rejected under both).
-RequestSpace::Cuts diffCuts(const Policy& before, const Policy& after, const Fabric* fabric) {
+RequestSpace::Cuts diffCuts(const Policy& before, const Policy& after,
+                            std::initializer_list<const Fabric*> fabrics) {
     RequestSpace::Cuts cuts;
     for (const Policy* p : {&before, &after}) {
         for (const QosLevel& l : p->levels) {
             for (const Range& r : l.pkeys.ranges()) cuts.pkeys.push_back(r);
         }
     }
-    if (fabric) {
+    for (const Fabric* fabric : fabrics) {
         for (const Partition& p : fabric->partitions) cuts.pkeys.push_back({p.pkey, p.pkey});
     }
     return cuts;
@@ -1261,14 +1277,23 @@ std::optional<PolicyDiff> diffPolicies(const BoundPolicy& before, const BoundPol
                                        uint64_t workBudget) {
     try {
         DecisionDiagram dd(workBudget);
-        // Classes of endpoints with one PKey table each: the answers of a class are one.
-        const PkeyTables pkeys(*before.fabric);
-        std::vector<uint32_t> tableOf(before.fabric->ports.size(), 0);
-        std::map<std::vector<uint16_t>, uint32_t> tables;
-        for (uint32_t e : before.fabric->endpoints())
-            tableOf[e] = tables.emplace(pkeys.table(e), tables.size()).first->second;
+        // The two sides' fabrics are one topology; partitions.conf may differ.
+        const Fabric& fabric = *before.fabric;
+        if (after.fabric->ports.size() != fabric.ports.size())
+            throw std::logic_error("diffPolicies: the two policies are bound to other topologies");
+        // Classes of endpoints with one PKey table each, before and after: the answers of a
+        // class are one.
+        const PkeyTables pkeys[] = {PkeyTables(fabric), PkeyTables(*after.fabric)};
+        std::vector<uint32_t> tableOf(fabric.ports.size(), 0);
+        std::map<std::pair<uint32_t, uint32_t>, uint32_t> tables;
+        for (uint32_t e : fabric.endpoints()) {
+            tableOf[e] =
+                tables.emplace(std::pair(pkeys[0].tableId(e), pkeys[1].tableId(e)), tables.size())
+                    .first->second;
+        }
         RequestSpace space(dd, std::vector<const BoundPolicy*>{&before, &after},
-                           diffCuts(*before.policy, *after.policy, before.fabric), tableOf);
+                           diffCuts(*before.policy, *after.policy, {&fabric, after.fabric}),
+                           tableOf);
         // On a fabric, groups are the same when they hold the same ports: numbered once.
         const BoundPolicy* bound[] = {&before, &after};
         // (Keyed by the groups themselves, compared by what they hold: a large fabric's groups
@@ -1290,10 +1315,11 @@ std::optional<PolicyDiff> diffPolicies(const BoundPolicy& before, const BoundPol
         PolicyDiff diff;
         RegionParts parts;
         const auto classes = std::make_shared<const EndpointSet::Classes>(space.classes());
-        for (const PackedRegion& r : joinRegions(
-                 Differ(space, &pkeys, pairRules(*before.policy, *after.policy, groupKey), parts)
-                     .run(),
-                 parts))
+        for (const PackedRegion& r :
+             joinRegions(Differ(space, {&pkeys[0], &pkeys[1]},
+                                pairRules(*before.policy, *after.policy, groupKey), parts)
+                             .run(),
+                         parts))
             diff.regions.push_back(unpack(r, parts, classes));
         // The port pairs each region holds.
         for (DiffRegion& r : diff.regions) {
@@ -1320,7 +1346,7 @@ std::optional<PolicyDiff> diffPolicies(const Policy& before, const Policy& after
     try {
         DecisionDiagram dd(workBudget);
         RequestSpace space(dd, std::vector<const Policy*>{&before, &after},
-                           diffCuts(before, after, nullptr));
+                           diffCuts(before, after, {}));
         // On every fabric, groups are the same when they select by the same things (their
         // keys written once per group: rules are compared by them).
         std::vector<std::string> selectors[2];
@@ -1330,7 +1356,8 @@ std::optional<PolicyDiff> diffPolicies(const Policy& before, const Policy& after
         PolicyDiff diff;
         RegionParts parts;
         for (const PackedRegion& r : joinRegions(
-                 Differ(space, nullptr, pairRules(before, after, groupKey), parts).run(), parts))
+                 Differ(space, {nullptr, nullptr}, pairRules(before, after, groupKey), parts).run(),
+                 parts))
             diff.regions.push_back(unpack(r, parts, nullptr));
         diff.scopes = scopeChanges(before, after);
         diff.qosSetupApplied[0] = before.hasQosSetup && !before.qosSetupIgnored;

@@ -72,10 +72,10 @@ def requests_for(rng, texts, guids, count):
     return out
 
 
-def batch(policy, requests):
+def batch(policy, requests, fabric_args=FABRIC_ARGS):
     text = "".join(" ".join("-" if v is None else (v if isinstance(v, str) else hex(v)) for v in r) + "\n"
                    for r in requests)
-    p = ibqos("query", policy, *FABRIC_ARGS, "--batch", "-", stdin=text)
+    p = ibqos("query", policy, *fabric_args, "--batch", "-", stdin=text)
     return [json.loads(line) for line in p.stdout.splitlines()]
 
 
@@ -105,8 +105,12 @@ def holds(region, r):
             and in_values(pkey, region["pkeys"], "pkeys" in absent))
 
 
-def compare(name, old_path, new_path, old_text, new_text, rng, guids):
-    d = ibqos("diff", old_path, new_path, *FABRIC_ARGS, "--json")
+def compare(name, old_path, new_path, old_text, new_text, rng, guids, new_partitions=None):
+    """new_partitions: NEW's partitions.conf (--new-partitions), OLD keeping qos-lab's."""
+    new_args = FABRIC_ARGS if new_partitions is None else \
+        ["--topology", TOPOLOGY, "--partitions", new_partitions, "--sm", SM]
+    side = [] if new_partitions is None else ["--new-partitions", new_partitions]
+    d = ibqos("diff", old_path, new_path, *FABRIC_ARGS, *side, "--json")
     if not check(d.returncode in (0, 1), f"{name}: ibqos diff exit {d.returncode}: {d.stderr[-300:]}"):
         return None
     out = json.loads(d.stdout)
@@ -116,7 +120,7 @@ def compare(name, old_path, new_path, old_text, new_text, rng, guids):
     check(out["equivalent"] == (d.returncode == 0), f"{name}: exit status and 'equivalent' disagree")
     check(out["equivalent"] == (not out["regions"] and not out["ports"]), f"{name}: 'equivalent' and the lists disagree")
     requests = requests_for(rng, [old_text, new_text], guids, args.requests)
-    old, new = batch(old_path, requests), batch(new_path, requests)
+    old, new = batch(old_path, requests), batch(new_path, requests, new_args)
     for r, a, b in zip(requests, old, new):
         regions = [g for g in out["regions"] if holds(g, r)]
         check(len(regions) <= 1, f"{name}: {r} lies in {len(regions)} regions")
@@ -133,12 +137,23 @@ def compare(name, old_path, new_path, old_text, new_text, rng, guids):
     return out
 
 
+def edit_partitions(rng, text):
+    """qos-lab's partitions with one membership added, dropped or made full."""
+    edits = [("0x100010, 0x100007 ;", "0x100010, 0x100007, 0x100005 ;"),  # node-02 joins lab
+             ("ALL_SWITCHES, 0x10000e=limited", "ALL_SWITCHES"),  # storage-02 full in compute
+             ("0x100003=full, 0x10000c=full", "0x100003=full"),   # node-04 leaves lab
+             ("0x10000a=full", "0x10000a")]                       # storage-01 P2 limited in storage
+    old, new = rng.choice(edits)
+    assert old in text, old
+    return text.replace(old, new)
+
+
 def main():
     topology = open(TOPOLOGY).read()
     profile = policygen.profile_from_files(topology, open(PARTITIONS).read(), int(SM, 16), "qos-lab")
     guids = sorted({"0x%x" % p["guid"] for p in profile.ports})
     rng = random.Random(7)
-    cases = 0
+    cases = partition_cases = partition_changes = 0
     with tempfile.TemporaryDirectory(prefix="ibqos-diff-") as scratch:
         seed = 5000
         while cases < args.pairs and seed < 6000:
@@ -182,6 +197,16 @@ def main():
                   f"seed {seed}: diff without a topology: exit {d.returncode}: {d.stderr[-300:]}")
             if ibqos("check", other_path, *FABRIC_ARGS).returncode == 0:
                 compare(f"seed {seed} vs {seed + 10000}", old_path, other_path, g.text, other.text, rng, guids)
+            # The same policy with partitions.conf edited (--new-partitions): the answers that
+            # change are those of the ports whose PKey tables change.
+            edited = os.path.join(scratch, f"partitions-{seed}.conf")
+            with open(edited, "w") as f:
+                f.write(edit_partitions(rng, open(PARTITIONS).read()))
+            if ibqos("check", old_path, "--topology", TOPOLOGY, "--partitions", edited).returncode == 0:
+                partition_cases += 1
+                out = compare(f"seed {seed} partitions edited", old_path, old_path, g.text, g.text, rng,
+                              guids, new_partitions=edited)
+                partition_changes += bool(out and out["regions"])
     # Tables: the ports listed are exactly those whose compiled tables differ.
     policies = os.path.join(args.source_root, "samples", "policies")
     old_path, new_path = (os.path.join(policies, n) for n in ("qos-lab-handwritten.conf", "qos-lab-setup.conf"))
@@ -255,8 +280,15 @@ def main():
         check(p.returncode == 2 and "bad.conf:4:" in p.stderr, f"a policy with errors: exit {p.returncode}, {p.stderr[-200:]}")
         p = ibqos("diff", old_path)
         check(p.returncode == 2 and "NEW" in p.stderr, f"a missing NEW: exit {p.returncode}")
+        p = ibqos("diff", old_path, old_path, "--new-partitions", PARTITIONS)
+        check(p.returncode == 2 and "--new-partitions requires --topology" in p.stderr,
+              f"--new-partitions without a topology: exit {p.returncode}, {p.stderr[-200:]}")
     check(cases >= args.pairs // 2, f"only {cases} usable generated policies")
-    print(f"{cases} policies, {len(failures)} failures")
+    # Most partitions edits change some answer: the comparison saw them.
+    check(partition_changes >= partition_cases // 2 > 0,
+          f"partitions edited: {partition_changes} of {partition_cases} diffs found a change")
+    print(f"{cases} policies ({partition_cases} with partitions edited, {partition_changes} of them "
+          f"changing answers), {len(failures)} failures")
     return 1 if failures else 0
 
 
