@@ -80,7 +80,8 @@ Exit status: 0 success, 1 the policy has errors, 2 usage error, or the fabric ca
 
 struct MonitorCommandOptions {
     std::string policy;
-    Value topology, partitions, sm, vls, portCaps, opensmConf, hca, port;
+    FabricOptions fabric;
+    LocalPortOptions local;
     Value interval, listen, textfile, svg, window, margin, timeout, retries, inFlight, madBudget,
         rediscover, resetCounters, webConfig, maxConnections, maxPerClient, idleTimeout;
     bool once = false, json = false, resetAfterRead = false, noTableCheck = false;
@@ -123,18 +124,11 @@ std::optional<Session> openSession(const MonitorCommandOptions& o) {
         emitDiagnostics(diagnostics, inputs, false);
         return std::nullopt;
     }
-    if (o.topology) {
-        FabricOptions fabric;
-        fabric.topology = o.topology;
-        fabric.partitions = o.partitions;
-        fabric.sm = o.sm;
-        fabric.vls = o.vls;
-        fabric.portCaps = o.portCaps;
-        fabric.opensmConf = o.opensmConf;
-        session.compiled = compileForFabric(*session.policy, fabric, inputs, diagnostics);
+    if (o.fabric.topology) {
+        session.compiled = compileForFabric(*session.policy, o.fabric, inputs, diagnostics);
     } else {
-        OpenSmConf conf = loadOpenSmConf(o.opensmConf, inputs, diagnostics);
-        auto live = discoverFabric(o.hca, o.port, o.sm, o.partitions, inputs, diagnostics);
+        OpenSmConf conf = loadOpenSmConf(o.fabric.opensmConf, inputs, diagnostics);
+        auto live = discoverFabric(o.local, o.fabric.sm, o.fabric.partitions, inputs, diagnostics);
         session.compiled =
             FabricCompilation::compile(*session.policy, live->fabric(), conf, diagnostics);
         if (!diagnostics.hasErrors() && !o.noTableCheck)
@@ -239,8 +233,9 @@ monitor::CounterReset resetOption(const MonitorCommandOptions& o) {
 
 int monitorCommand(const MonitorCommandOptions& o) {
     if (o.json && !o.once) throw UsageError{"--json goes with --once"};
-    if (o.vls && !o.topology) throw UsageError{"--vls goes with --topology"};
-    if (o.portCaps && !o.topology) throw UsageError{"--port-caps goes with --topology"};
+    if (o.fabric.vls && !o.fabric.topology) throw UsageError{"--vls goes with --topology"};
+    if (o.fabric.portCaps && !o.fabric.topology)
+        throw UsageError{"--port-caps goes with --topology"};
     if (!o.once && o.policy == "-")
         throw UsageError{"the service reads the policy again at SIGHUP: give a file, not '-'"};
     if (o.once && (o.listen || o.rediscover))
@@ -311,7 +306,7 @@ int monitorCommand(const MonitorCommandOptions& o) {
                                                          std::chrono::seconds(10));
     std::optional<Session> session = openSession(o);
     if (!session) return ExitInputErrors;
-    const probe::ProbeOptions local = localPortOptions(o.hca, o.port);
+    const probe::ProbeOptions local = localPortOptions(o.local);
     auto transport = monitor::UmadPmaTransport::open(
         local.ca, local.port, static_cast<unsigned>(c.timeout.count()), error);
     if (!transport) throw IoError{error};
@@ -439,19 +434,8 @@ void addMonitor(Program& program) {
     CLI::App& c = program.command("monitor", monitorSummary, monitorFooter,
                                   [o] { return monitorCommand(*o); });
     addPolicyArgument(c, o->policy);
-    addValue(c, "--topology", o->topology, "FILE",
-             "the fabric as ibnetdiscover wrote it (with LIDs) instead of discovering it");
-    addValue(c, "--partitions", o->partitions, "FILE",
-             "the partitions.conf the SM uses (default: the Default partition only)");
-    addValue(c, "--sm", o->sm, "PORT",
-             "the SM's port, for node-type SELF (default: the master SM the local port knows)");
-    addValue(c, "--vls", o->vls, "N", "with --topology: data VLs assumed on every port");
-    addValue(c, "--port-caps", o->portCaps, "FILE", "with --topology: per-port capabilities");
-    addValue(c, "--opensm-conf", o->opensmConf, "FILE",
-             "the opensm.conf the SM uses: its qos_* options give the tables qos-setup does not");
-    addValue(c, "--hca", o->hca, "NAME",
-             "the local HCA that discovers the fabric and sends the MADs (default: the first)");
-    addValue(c, "--port", o->port, "N", "its port (default: the first active)");
+    o->fabric.addLive(c, true);
+    o->local.add(c);
     addValue(c, "--interval", o->interval, "SECONDS",
              "time between scrapes (default 10; decimals allowed)");
     c.add_flag("--once", o->once, "two scrapes --interval apart, then the report (below)");
