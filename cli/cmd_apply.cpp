@@ -61,7 +61,8 @@ enum ApplyExit : int { ExitRolledBack = 3, ExitRollbackFailed = 4 };
 
 struct ApplyOptions {
     std::string policy;
-    Value status, timeout, hca, port;
+    Value status, timeout;
+    LocalPortOptions local;
     bool dryRun = false;
     bool json = false;
 };
@@ -469,7 +470,7 @@ int Apply::run() {
         partitions = status.partitions;
     if (!status.opensmConf.empty() && ::access(status.opensmConf.c_str(), R_OK) == 0)
         conf = status.opensmConf;
-    live_ = discoverFabric(o_.hca, o_.port, std::nullopt, partitions, inputs_, diagnostics_);
+    live_ = discoverFabric(o_.local, std::nullopt, partitions, inputs_, diagnostics_);
     conf_ = loadOpenSmConf(conf, inputs_, diagnostics_);
     const Fabric& fabric = live_->fabric();
     Policy newPolicy = loadPolicy(newSource, diagnostics_);
@@ -511,9 +512,7 @@ int Apply::run() {
     // 3. install, reload, wait.
     ApplyLock lock(statusPath_);
     samples_ = saSamples(fabric, diff->diff);
-    transport_ = host::UmadTransport::open(
-        o_.hca.value_or(""),
-        o_.port ? static_cast<int>(parseNumberOption("port", *o_.port, 254)) : 0, error);
+    transport_ = host::UmadTransport::open(o_.local.caName(), o_.local.portNumber(), error);
     if (!transport_) throw IoError{"cannot ask the SA: " + error};
     std::optional<std::string> fileText = SourceFile::readText(policyPath_, error);
     if (fileText) installText(policyPath_ + ".previous", *fileText, policyPath_);
@@ -597,8 +596,7 @@ void addApply(Program& program) {
              "how long to wait for each reload to be in force (default 60)");
     c.add_flag("--dry-run", o->dryRun, "check and show the diff, change nothing");
     c.add_flag("--json", o->json, "print the result as one JSON object (below)");
-    addValue(c, "--hca", o->hca, "NAME", "the local HCA to use (default: the first)");
-    addValue(c, "--port", o->port, "N", "its port (default: the first active)");
+    o->local.add(c);
 }
 
 }  // namespace ibqos::cli

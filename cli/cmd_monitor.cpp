@@ -80,7 +80,8 @@ Exit status: 0 success, 1 the policy has errors, 2 usage error, or the fabric ca
 
 struct MonitorCommandOptions {
     std::string policy;
-    Value topology, partitions, sm, vls, portCaps, opensmConf, hca, port;
+    FabricOptions fabric;
+    LocalPortOptions local;
     Value interval, listen, textfile, svg, window, margin, timeout, retries, inFlight, madBudget,
         rediscover, resetCounters, webConfig, maxConnections, maxPerClient, idleTimeout;
     bool once = false, json = false, resetAfterRead = false, noTableCheck = false;
@@ -123,18 +124,11 @@ std::optional<Session> openSession(const MonitorCommandOptions& o) {
         emitDiagnostics(diagnostics, inputs, false);
         return std::nullopt;
     }
-    if (o.topology) {
-        FabricOptions fabric;
-        fabric.topology = o.topology;
-        fabric.partitions = o.partitions;
-        fabric.sm = o.sm;
-        fabric.vls = o.vls;
-        fabric.portCaps = o.portCaps;
-        fabric.opensmConf = o.opensmConf;
-        session.compiled = compileForFabric(*session.policy, fabric, inputs, diagnostics);
+    if (o.fabric.topology) {
+        session.compiled = compileForFabric(*session.policy, o.fabric, inputs, diagnostics);
     } else {
-        OpenSmConf conf = loadOpenSmConf(o.opensmConf, inputs, diagnostics);
-        auto live = discoverFabric(o.hca, o.port, o.sm, o.partitions, inputs, diagnostics);
+        OpenSmConf conf = loadOpenSmConf(o.fabric.opensmConf, inputs, diagnostics);
+        auto live = discoverFabric(o.local, o.fabric.sm, o.fabric.partitions, inputs, diagnostics);
         session.compiled =
             FabricCompilation::compile(*session.policy, live->fabric(), conf, diagnostics);
         if (!diagnostics.hasErrors() && !o.noTableCheck)
@@ -237,30 +231,19 @@ monitor::CounterReset resetOption(const MonitorCommandOptions& o) {
     throw UsageError{"--reset-counters takes none, lanes or all, not '" + *o.resetCounters + "'"};
 }
 
-int monitorCommand(const MonitorCommandOptions& o) {
-    if (o.json && !o.once) throw UsageError{"--json goes with --once"};
-    if (o.vls && !o.topology) throw UsageError{"--vls goes with --topology"};
-    if (o.portCaps && !o.topology) throw UsageError{"--port-caps goes with --topology"};
-    if (!o.once && o.policy == "-")
-        throw UsageError{"the service reads the policy again at SIGHUP: give a file, not '-'"};
-    if (o.once && (o.listen || o.rediscover))
-        throw UsageError{"--listen and --rediscover are for the service: not with --once"};
+// What the options ask for, read and checked before anything starts.
+struct MonitorSettings {
     monitor::MonitorOptions options;
-    const double interval = decimalOption("interval", o.interval, 10, 0.01, 86400);
-    options.window = decimalOption("window", o.window, 600, 1, 7 * 86400);
-    options.margin = decimalOption("margin", o.margin, 5, 0, 100) / 100;
-    const double rediscover = decimalOption("rediscover", o.rediscover, 0, 0, 7 * 86400);
-    monitor::CollectorOptions& c = options.collector;
-    c.timeout = std::chrono::milliseconds(numberOption("timeout", o.timeout, 500, 60000));
-    c.retries = static_cast<unsigned>(numberOption("retries", o.retries, 1, 10));
-    c.inFlight = static_cast<unsigned>(numberOption("in-flight", o.inFlight, 128, 4096));
-    c.madBudget = numberOption("mad-budget", o.madBudget, 0, UINT32_MAX);
-    c.reset = resetOption(o);
-    if (c.timeout.count() == 0 || c.inFlight == 0)
-        throw UsageError{"--timeout and --in-flight must be at least 1"};
+    double interval = 10, rediscover = 0;
+    monitor::ServerLimits limits;
+    std::optional<monitor::WebConfig> web;
+};
+
+// The web server's options: limits, and --web-config-file (read here: its errors are usage).
+void readServerOptions(const MonitorCommandOptions& o, MonitorSettings& s) {
     if (o.once && (o.webConfig || o.maxConnections || o.maxPerClient || o.idleTimeout))
         throw UsageError{"the web server's options go with --listen, not with --once"};
-    monitor::ServerLimits limits;
+    monitor::ServerLimits& limits = s.limits;
     limits.connections = static_cast<unsigned>(
         numberOption("max-connections", o.maxConnections, limits.connections, 1000000));
     limits.connectionsPerClient = static_cast<unsigned>(numberOption(
@@ -271,13 +254,215 @@ int monitorCommand(const MonitorCommandOptions& o) {
         throw UsageError{
             "--max-connections, --max-connections-per-client and --idle-timeout "
             "must be at least 1"};
-    std::optional<monitor::WebConfig> web;
     if (o.webConfig) {
         if (!o.listen) throw UsageError{"--web-config-file goes with --listen"};
         std::string error;
-        web = monitor::loadWebConfig(*o.webConfig, error);
-        if (!web) throw IoError{error};
+        s.web = monitor::loadWebConfig(*o.webConfig, error);
+        if (!s.web) throw IoError{error};
     }
+}
+
+MonitorSettings readSettings(const MonitorCommandOptions& o) {
+    if (o.json && !o.once) throw UsageError{"--json goes with --once"};
+    if (o.fabric.vls && !o.fabric.topology) throw UsageError{"--vls goes with --topology"};
+    if (o.fabric.portCaps && !o.fabric.topology)
+        throw UsageError{"--port-caps goes with --topology"};
+    if (!o.once && o.policy == "-")
+        throw UsageError{"the service reads the policy again at SIGHUP: give a file, not '-'"};
+    if (o.once && (o.listen || o.rediscover))
+        throw UsageError{"--listen and --rediscover are for the service: not with --once"};
+    MonitorSettings s;
+    monitor::MonitorOptions& options = s.options;
+    s.interval = decimalOption("interval", o.interval, 10, 0.01, 86400);
+    options.window = decimalOption("window", o.window, 600, 1, 7 * 86400);
+    options.margin = decimalOption("margin", o.margin, 5, 0, 100) / 100;
+    s.rediscover = decimalOption("rediscover", o.rediscover, 0, 0, 7 * 86400);
+    monitor::CollectorOptions& c = options.collector;
+    c.timeout = std::chrono::milliseconds(numberOption("timeout", o.timeout, 500, 60000));
+    c.retries = static_cast<unsigned>(numberOption("retries", o.retries, 1, 10));
+    c.inFlight = static_cast<unsigned>(numberOption("in-flight", o.inFlight, 128, 4096));
+    c.madBudget = numberOption("mad-budget", o.madBudget, 0, UINT32_MAX);
+    c.reset = resetOption(o);
+    if (c.timeout.count() == 0 || c.inFlight == 0)
+        throw UsageError{"--timeout and --in-flight must be at least 1"};
+    readServerOptions(o, s);
+    return s;
+}
+
+// The server, answering from the start (503 until the first scrape is published); null without
+// --listen.
+std::unique_ptr<monitor::MetricsServer> startServer(const MonitorCommandOptions& o,
+                                                    MonitorSettings& s) {
+    if (!o.listen) return nullptr;
+    const bool tls = s.web && s.web->tls();
+    std::string error;
+    auto server = monitor::MetricsServer::start(*o.listen, s.limits, std::move(s.web), error);
+    if (!server) throw IoError{error};
+    monitor::addPages(*server);
+    log("serving http" + std::string(tls ? "s" : "") + "://" + *o.listen + "/metrics (port " +
+        std::to_string(server->port()) + ")");
+    return server;
+}
+
+// --once: two scrapes an interval apart, the report printed.
+int reportOnce(const MonitorCommandOptions& o, monitor::Monitor& m, double interval,
+               const Outputs& outputs) {
+    const monitor::Report& first = m.scrape();
+    double left = interval - first.stats.seconds;
+    if (left > 0) std::this_thread::sleep_for(std::chrono::duration<double>(left));
+    m.scrape();
+    publish(m, outputs);
+    if (o.json) {
+        std::cout << dumpJson(monitor::reportJson(m)) << "\n";
+    } else {
+        std::cout << monitor::reportText(m);
+    }
+    return ExitOk;
+}
+
+// The service: a loop over a signal descriptor and timers (scrape, rediscovery, watchdog), the
+// only thread that touches the monitor (the server reads the pages published from it).
+class MonitorService {
+  public:
+    MonitorService(const MonitorCommandOptions& o, const MonitorSettings& s,
+                   monitor::UmadPmaTransport& transport, std::unique_ptr<monitor::Monitor> m,
+                   Session& session, const Outputs& outputs)
+        : o_(o),
+          s_(s),
+          transport_(transport),
+          m_(std::move(m)),
+          session_(session),
+          outputs_(outputs) {
+        watchdog_ = sd_watchdog_enabled(0, &watchdogUs_) > 0 && watchdogUs_ > 0;
+    }
+
+    // Runs until SIGTERM or SIGINT. `starting` tells systemd to wait until the first scrape.
+    int run(const sigset_t& signals, std::unique_ptr<Keepalive> starting);
+
+  private:
+    // While the loop scrapes or rediscovers, the watchdog is told from another thread.
+    std::unique_ptr<Keepalive> busy() const {
+        return watchdog_ ? std::make_unique<Keepalive>(
+                               "WATCHDOG=1", std::chrono::milliseconds(watchdogUs_ / 2000))
+                         : nullptr;
+    }
+    std::string scrapeAndPublish() {
+        const monitor::Report& r = m_->scrape();
+        try {
+            publish(*m_, outputs_);
+        } catch (const IoError& e) {
+            log(e.message);
+        }
+        return summary(r);
+    }
+    void renew(bool relearn);
+    void scrapeTick();
+    // Handles a signal; false to stop.
+    bool onSignal(int signalFd);
+
+    const MonitorCommandOptions& o_;
+    const MonitorSettings& s_;
+    monitor::UmadPmaTransport& transport_;
+    std::unique_ptr<monitor::Monitor> m_;
+    Session& session_;
+    const Outputs& outputs_;
+    bool watchdog_ = false;
+    uint64_t watchdogUs_ = 0;
+    std::string last_;
+    size_t findings_ = 0;
+};
+
+// A new session (SIGHUP, or the rediscovery timer) replaces the monitor; a policy with errors
+// or a fabric that cannot be read leaves the current one in place.
+void MonitorService::renew(bool relearn) {
+    auto keepalive = busy();
+    try {
+        std::optional<Session> fresh = openSession(o_);
+        if (!fresh) {
+            log("the policy has errors: the current one is kept");
+            return;
+        }
+        monitor::SupportTable learnt =
+            relearn ? monitor::SupportTable{} : m_->collector().support();
+        m_ = std::make_unique<monitor::Monitor>(transport_, std::move(fresh->compiled), s_.options,
+                                                std::move(fresh->drift), std::move(learnt));
+        session_.policy = std::move(fresh->policy);
+        log(std::string(relearn ? "SIGHUP: " : "") + "policy and fabric read again: " +
+            std::to_string(m_->collector().targets().size()) + " nodes");
+    } catch (const IoError& e) {
+        log(e.message + ": the current fabric is kept");
+    } catch (const UsageError& e) {
+        log(e.message + ": the current fabric is kept");
+    } catch (const InputError& e) {
+        log(e.message + ": the current fabric is kept");
+    }
+}
+
+void MonitorService::scrapeTick() {
+    {
+        auto keepalive = busy();
+        last_ = scrapeAndPublish();
+    }
+    if (m_->last().findings.size() != findings_) log(last_);
+    findings_ = m_->last().findings.size();
+    sd_notify(0, ("STATUS=" + last_).c_str());
+}
+
+bool MonitorService::onSignal(int signalFd) {
+    signalfd_siginfo info{};
+    if (read(signalFd, &info, sizeof info) != sizeof info) return true;
+    if (info.ssi_signo == SIGHUP) {
+        sd_notify(0, "RELOADING=1");
+        renew(true);
+        sd_notify(0, "READY=1");
+        return true;
+    }
+    log(std::string("stopping on ") + (info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM"));
+    sd_notify(0, "STOPPING=1");
+    return false;
+}
+
+int MonitorService::run(const sigset_t& signals, std::unique_ptr<Keepalive> starting) {
+    int signalFd = signalfd(-1, &signals, SFD_CLOEXEC);
+    if (signalFd < 0) throw IoError{"signalfd failed"};
+    int scrapeTimer = timerFd(s_.interval);
+    int rediscoverTimer = s_.rediscover > 0 ? timerFd(s_.rediscover) : -1;
+    int watchdogTimer = watchdog_ ? timerFd(static_cast<double>(watchdogUs_) / 2e6) : -1;
+
+    last_ = scrapeAndPublish();
+    starting.reset();
+    log(last_);
+    sd_notify(0, ("READY=1\nSTATUS=" + last_).c_str());
+
+    std::vector<pollfd> fds = {{signalFd, POLLIN, 0}, {scrapeTimer, POLLIN, 0}};
+    if (rediscoverTimer >= 0) fds.push_back({rediscoverTimer, POLLIN, 0});
+    if (watchdogTimer >= 0) fds.push_back({watchdogTimer, POLLIN, 0});
+    findings_ = m_->last().findings.size();
+    for (bool running = true; running;) {
+        if (poll(fds.data(), fds.size(), -1) < 0) {
+            if (errno == EINTR) continue;
+            throw IoError{"poll failed"};
+        }
+        for (const pollfd& p : fds) {
+            if (!(p.revents & POLLIN)) continue;
+            if (p.fd == watchdogTimer) {
+                if (expired(watchdogTimer)) sd_notify(0, "WATCHDOG=1");
+            } else if (p.fd == scrapeTimer) {
+                if (expired(scrapeTimer)) scrapeTick();
+            } else if (p.fd == rediscoverTimer) {
+                if (expired(rediscoverTimer)) renew(false);
+            } else if (p.fd == signalFd) {
+                running = onSignal(signalFd) && running;
+            }
+        }
+    }
+    for (int fd : {signalFd, scrapeTimer, rediscoverTimer, watchdogTimer})
+        if (fd >= 0) close(fd);
+    return ExitOk;
+}
+
+int monitorCommand(const MonitorCommandOptions& o) {
+    MonitorSettings settings = readSettings(o);
 
     // A service's signals arrive through a file descriptor its loop polls. They are blocked
     // before any thread starts (the simulator's, the HTTP server's), so that every thread
@@ -292,17 +477,7 @@ int monitorCommand(const MonitorCommandOptions& o) {
         signal(SIGPIPE, SIG_IGN);
     }
 
-    std::string error;
-    std::unique_ptr<monitor::MetricsServer> server;
-    if (o.listen) {
-        // The server answers from the start (503 until the first scrape is published).
-        const bool tls = web && web->tls();
-        server = monitor::MetricsServer::start(*o.listen, limits, std::move(web), error);
-        if (!server) throw IoError{error};
-        monitor::addPages(*server);
-        log("serving http" + std::string(tls ? "s" : "") + "://" + *o.listen + "/metrics (port " +
-            std::to_string(server->port()) + ")");
-    }
+    std::unique_ptr<monitor::MetricsServer> server = startServer(o, settings);
     Outputs outputs{o.textfile, o.svg, server.get()};
     // Under systemd, discovery and the first scrape of a large fabric may outlast the start
     // timeout: each EXTEND_TIMEOUT_USEC gives 30 s more, sent every 10 s until READY=1.
@@ -311,125 +486,17 @@ int monitorCommand(const MonitorCommandOptions& o) {
                                                          std::chrono::seconds(10));
     std::optional<Session> session = openSession(o);
     if (!session) return ExitInputErrors;
-    const probe::ProbeOptions local = localPortOptions(o.hca, o.port);
+    const probe::ProbeOptions local = localPortOptions(o.local);
+    const monitor::CollectorOptions& c = settings.options.collector;
+    std::string error;
     auto transport = monitor::UmadPmaTransport::open(
         local.ca, local.port, static_cast<unsigned>(c.timeout.count()), error);
     if (!transport) throw IoError{error};
-    auto m = std::make_unique<monitor::Monitor>(*transport, std::move(session->compiled), options,
-                                                std::move(session->drift));
-
-    if (o.once) {
-        const monitor::Report& first = m->scrape();
-        double left = interval - first.stats.seconds;
-        if (left > 0) std::this_thread::sleep_for(std::chrono::duration<double>(left));
-        m->scrape();
-        publish(*m, outputs);
-        if (o.json) {
-            std::cout << dumpJson(monitor::reportJson(*m)) << "\n";
-        } else {
-            std::cout << monitor::reportText(*m);
-        }
-        return ExitOk;
-    }
-
-    int signalFd = signalfd(-1, &signals, SFD_CLOEXEC);
-    if (signalFd < 0) throw IoError{"signalfd failed"};
-    int scrapeTimer = timerFd(interval);
-    int rediscoverTimer = rediscover > 0 ? timerFd(rediscover) : -1;
-    uint64_t watchdogUs = 0;
-    const bool watchdog = sd_watchdog_enabled(0, &watchdogUs) > 0 && watchdogUs > 0;
-    int watchdogTimer = watchdog ? timerFd(static_cast<double>(watchdogUs) / 2e6) : -1;
-    // While the loop scrapes or rediscovers, the watchdog is told from another thread.
-    auto busy = [&] {
-        return watchdog ? std::make_unique<Keepalive>("WATCHDOG=1",
-                                                      std::chrono::milliseconds(watchdogUs / 2000))
-                        : nullptr;
-    };
-
-    // Only this thread touches the monitor: the server reads the pages published from it.
-    auto scrapeAndPublish = [&] {
-        const monitor::Report& r = m->scrape();
-        try {
-            publish(*m, outputs);
-        } catch (const IoError& e) {
-            log(e.message);
-        }
-        return summary(r);
-    };
-    std::string last = scrapeAndPublish();
-    starting.reset();
-    log(last);
-    sd_notify(0, ("READY=1\nSTATUS=" + last).c_str());
-
-    // A new session (SIGHUP, or the rediscovery timer) replaces the monitor; a policy with
-    // errors or a fabric that cannot be read leaves the current one in place.
-    auto renew = [&](bool relearn) {
-        auto keepalive = busy();
-        try {
-            std::optional<Session> fresh = openSession(o);
-            if (!fresh) {
-                log("the policy has errors: the current one is kept");
-                return;
-            }
-            monitor::SupportTable learnt =
-                relearn ? monitor::SupportTable{} : m->collector().support();
-            m = std::make_unique<monitor::Monitor>(*transport, std::move(fresh->compiled), options,
-                                                   std::move(fresh->drift), std::move(learnt));
-            session->policy = std::move(fresh->policy);
-            log(std::string(relearn ? "SIGHUP: " : "") + "policy and fabric read again: " +
-                std::to_string(m->collector().targets().size()) + " nodes");
-        } catch (const IoError& e) {
-            log(e.message + ": the current fabric is kept");
-        } catch (const UsageError& e) {
-            log(e.message + ": the current fabric is kept");
-        } catch (const InputError& e) {
-            log(e.message + ": the current fabric is kept");
-        }
-    };
-
-    std::vector<pollfd> fds = {{signalFd, POLLIN, 0}, {scrapeTimer, POLLIN, 0}};
-    if (rediscoverTimer >= 0) fds.push_back({rediscoverTimer, POLLIN, 0});
-    if (watchdogTimer >= 0) fds.push_back({watchdogTimer, POLLIN, 0});
-    size_t findings = m->last().findings.size();
-    for (bool running = true; running;) {
-        if (poll(fds.data(), fds.size(), -1) < 0) {
-            if (errno == EINTR) continue;
-            throw IoError{"poll failed"};
-        }
-        for (const pollfd& p : fds) {
-            if (!(p.revents & POLLIN)) continue;
-            if (p.fd == watchdogTimer) {
-                if (expired(watchdogTimer)) sd_notify(0, "WATCHDOG=1");
-            } else if (p.fd == scrapeTimer) {
-                if (!expired(scrapeTimer)) continue;
-                {
-                    auto keepalive = busy();
-                    last = scrapeAndPublish();
-                }
-                if (m->last().findings.size() != findings) log(last);
-                findings = m->last().findings.size();
-                sd_notify(0, ("STATUS=" + last).c_str());
-            } else if (p.fd == rediscoverTimer) {
-                if (expired(rediscoverTimer)) renew(false);
-            } else if (p.fd == signalFd) {
-                signalfd_siginfo info{};
-                if (read(signalFd, &info, sizeof info) != sizeof info) continue;
-                if (info.ssi_signo == SIGHUP) {
-                    sd_notify(0, "RELOADING=1");
-                    renew(true);
-                    sd_notify(0, "READY=1");
-                } else {
-                    log(std::string("stopping on ") +
-                        (info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM"));
-                    sd_notify(0, "STOPPING=1");
-                    running = false;
-                }
-            }
-        }
-    }
-    for (int fd : {signalFd, scrapeTimer, rediscoverTimer, watchdogTimer})
-        if (fd >= 0) close(fd);
-    return ExitOk;
+    auto m = std::make_unique<monitor::Monitor>(*transport, std::move(session->compiled),
+                                                settings.options, std::move(session->drift));
+    if (o.once) return reportOnce(o, *m, settings.interval, outputs);
+    MonitorService service(o, settings, *transport, std::move(m), *session, outputs);
+    return service.run(signals, std::move(starting));
 }
 
 }  // namespace
@@ -439,19 +506,8 @@ void addMonitor(Program& program) {
     CLI::App& c = program.command("monitor", monitorSummary, monitorFooter,
                                   [o] { return monitorCommand(*o); });
     addPolicyArgument(c, o->policy);
-    addValue(c, "--topology", o->topology, "FILE",
-             "the fabric as ibnetdiscover wrote it (with LIDs) instead of discovering it");
-    addValue(c, "--partitions", o->partitions, "FILE",
-             "the partitions.conf the SM uses (default: the Default partition only)");
-    addValue(c, "--sm", o->sm, "PORT",
-             "the SM's port, for node-type SELF (default: the master SM the local port knows)");
-    addValue(c, "--vls", o->vls, "N", "with --topology: data VLs assumed on every port");
-    addValue(c, "--port-caps", o->portCaps, "FILE", "with --topology: per-port capabilities");
-    addValue(c, "--opensm-conf", o->opensmConf, "FILE",
-             "the opensm.conf the SM uses: its qos_* options give the tables qos-setup does not");
-    addValue(c, "--hca", o->hca, "NAME",
-             "the local HCA that discovers the fabric and sends the MADs (default: the first)");
-    addValue(c, "--port", o->port, "N", "its port (default: the first active)");
+    o->fabric.addLive(c, true);
+    o->local.add(c);
     addValue(c, "--interval", o->interval, "SECONDS",
              "time between scrapes (default 10; decimals allowed)");
     c.add_flag("--once", o->once, "two scrapes --interval apart, then the report (below)");

@@ -30,7 +30,8 @@ errors), 2 usage error or the fabric cannot be reached.)";
 
 struct VerifyOptions {
     std::string policy;
-    Value partitions, sm, opensmConf, hca, port;
+    FabricOptions fabric;
+    LocalPortOptions local;
     bool json = false;
 };
 
@@ -75,13 +76,13 @@ int verify(const VerifyOptions& o) {
     Inputs inputs;
     Diagnostics diagnostics;
     Policy policy = loadPolicy(inputs.load(o.policy), diagnostics);
-    OpenSmConf conf = loadOpenSmConf(o.opensmConf, inputs, diagnostics);
+    OpenSmConf conf = loadOpenSmConf(o.fabric.opensmConf, inputs, diagnostics);
     if (diagnostics.hasErrors()) {
         if (json) return emitErrorObject(diagnostics, inputs);
         return emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
     }
 
-    auto live = discoverFabric(o.hca, o.port, o.sm, o.partitions, inputs, diagnostics);
+    auto live = discoverFabric(o.local, o.fabric.sm, o.fabric.partitions, inputs, diagnostics);
     TableVerification v = verifyLiveTables(policy, conf, *live, diagnostics);
     // A policy with errors on this fabric is reported, and nothing compared: its tables are
     // not what a stock OpenSM or the plugin would program from it.
@@ -109,15 +110,8 @@ void addVerify(Program& program) {
         "verify", "compare every port's tables on the live fabric with what the policy compiles to",
         verifyFooter, [o] { return verify(*o); });
     addPolicyArgument(c, o->policy);
-    addValue(c, "--partitions", o->partitions, "FILE",
-             "the partitions.conf the SM uses (default: the Default partition only)");
-    addValue(c, "--sm", o->sm, "PORT",
-             "the SM's port (default: the master SM the local port knows)");
-    addValue(c, "--opensm-conf", o->opensmConf, "FILE",
-             "the opensm.conf the SM uses: its qos_* options give the tables that qos-setup does "
-             "not (default: OpenSM's built-in defaults)");
-    addValue(c, "--hca", o->hca, "NAME", "the local HCA to use (default: the first)");
-    addValue(c, "--port", o->port, "N", "its port (default: the first active)");
+    o->fabric.addLive(c, false);
+    o->local.add(c);
     c.add_flag("--json", o->json, "print the result as one JSON object (below)");
 }
 

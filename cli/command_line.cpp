@@ -184,14 +184,16 @@ uint64_t numberOption(const std::string& name, const Value& value, uint64_t fall
     return value ? parseNumberOption(name, *value, max) : fallback;
 }
 
-void RequestFieldOptions::add(CLI::App& command) {
+void RequestFieldOptions::add(CLI::App& command, bool withSl) {
     addValue(command, "--service-id", serviceId, "N",
              "the request's ServiceID (0 to 2^64-1); without it the request has none");
     addValue(command, "--qos-class", qosClass, "N",
-             "its QoS class (0 to " + std::to_string(ib::MaxQosClass) + ")");
-    addValue(command, "--pkey", pkey, "N", "its PKey (0 to 0xffff, membership bit included)");
-    addValue(command, "--sl", sl, "N",
-             "the SL it asks for (0 to " + std::to_string(ib::MaxSl) + ")");
+             "its QoS class (0 to " + std::to_string(ib::MaxQosClass) + "); without it none");
+    addValue(command, "--pkey", pkey, "N",
+             "its PKey (0 to 0xffff, membership bit included); without it none");
+    if (withSl)
+        addValue(command, "--sl", sl, "N",
+                 "the SL it asks for (0 to " + std::to_string(ib::MaxSl) + ")");
 }
 
 void RequestFieldOptions::read(ib::QosFields& request) const {
@@ -201,6 +203,17 @@ void RequestFieldOptions::read(ib::QosFields& request) const {
             static_cast<uint16_t>(parseNumberOption("qos-class", *qosClass, ib::MaxQosClass));
     if (pkey) request.pkey = static_cast<uint16_t>(parseNumberOption("pkey", *pkey, 0xffff));
     if (sl) request.sl = static_cast<uint8_t>(parseNumberOption("sl", *sl, ib::MaxSl));
+}
+
+void LocalPortOptions::add(CLI::App& command) {
+    addValue(command, "--hca", hca, "NAME",
+             "the local HCA the command's MADs go out of (default: the first)");
+    addValue(command, "--port", port, "N", "its port (default: the first active)");
+}
+
+int LocalPortOptions::portNumber() const {
+    // 255 is no port: InfiniBand numbers a node's ports from 1 to 254.
+    return port ? static_cast<int>(parseNumberOption("port", *port, 254)) : 0;
 }
 
 }  // namespace ibqos::cli

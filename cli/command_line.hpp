@@ -89,9 +89,22 @@ uint64_t numberOption(const std::string& name, const Value& value, uint64_t fall
 struct RequestFieldOptions {
     Value serviceId, qosClass, pkey, sl;
 
-    void add(CLI::App& command);
+    // Adds them to a command; `withSl`: --sl too (a request that asks for an SL).
+    void add(CLI::App& command, bool withSl = true);
     bool any() const { return serviceId || qosClass || pkey || sl; }
     void read(ib::QosFields& request) const;
+};
+
+// The local port a command sends its MADs from: --hca NAME (default: the first HCA) and --port N
+// (default: its first active port).
+struct LocalPortOptions {
+    Value hca, port;
+
+    void add(CLI::App& command);
+    // The HCA's name, "" for the first.
+    std::string caName() const { return hca.value_or(""); }
+    // The port's number, 0 for the first active one; a UsageError for one that is no port.
+    int portNumber() const;
 };
 
 }  // namespace ibqos::cli

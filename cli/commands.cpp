@@ -49,28 +49,52 @@ const SourceFile* Inputs::find(const std::string& name) const {
     return it == files_.end() ? nullptr : it->second.get();
 }
 
+namespace {
+
+// The help of the fabric options, for the fabric read offline; a live fabric's differs only
+// where the text says so.
+constexpr char topologyHelp[] = "the fabric: ibnetdiscover output (or an ibsim net file)";
+constexpr char partitionsHelp[] =
+    "OpenSM's partitions.conf (without it: the Default partition, all full)";
+constexpr char smHelp[] = "the SM's port, for node-type SELF (GUID 0x..., LID, or Desc/P<n>)";
+constexpr char vlsHelp[] =
+    "data VLs assumed on every port (1, 2, 4, 8 or 15; default 8), as ibnetdiscover files do not "
+    "carry VL capabilities";
+constexpr char portCapsHelp[] =
+    "per-port capabilities: lines \"PORT [vls=N] [vlarb-high=N] [vlarb-low=N] [mtu=BYTES]\", "
+    "PORT being '*', a port GUID or Desc/P<n>";
+constexpr char opensmConfHelp[] =
+    "the opensm.conf whose qos_* options (and max_op_vls) give the tables before qos-setup "
+    "applies (default: OpenSM's built-in defaults)";
+
+}  // namespace
+
 void FabricOptions::add(CLI::App& command, bool needTopology) {
-    CLI::Option* t = addValue(command, "--topology", topology, "FILE",
-                              "the fabric: ibnetdiscover output (or an ibsim net file)");
+    CLI::Option* t = addValue(command, "--topology", topology, "FILE", topologyHelp);
     if (needTopology) t->required();
-    addValue(command, "--partitions", partitions, "FILE",
-             "OpenSM's partitions.conf (without it: the Default partition, all full)")
-        ->needs(t);
+    addValue(command, "--partitions", partitions, "FILE", partitionsHelp)->needs(t);
+    addValue(command, "--sm", sm, "PORT", smHelp)->needs(t);
+    addValue(command, "--vls", vls, "N", vlsHelp)->needs(t);
+    addValue(command, "--port-caps", portCaps, "FILE", portCapsHelp)->needs(t);
+    addValue(command, "--opensm-conf", opensmConf, "FILE", opensmConfHelp)->needs(t);
+}
+
+void FabricOptions::addLive(CLI::App& command, bool orTopology) {
+    // --vls and --port-caps without --topology are refused by the command, which says why.
+    if (orTopology)
+        addValue(command, "--topology", topology, "FILE",
+                 std::string(topologyHelp) + ", with LIDs, read instead of discovering the fabric");
+    addValue(command, "--partitions", partitions, "FILE", partitionsHelp);
     addValue(command, "--sm", sm, "PORT",
-             "the SM's port, for node-type SELF (GUID 0x..., LID, or Desc/P<n>)")
-        ->needs(t);
-    addValue(command, "--vls", vls, "N",
-             "data VLs assumed on every port (1, 2, 4, 8 or 15; default 8), as ibnetdiscover "
-             "files do not carry VL capabilities")
-        ->needs(t);
-    addValue(command, "--port-caps", portCaps, "FILE",
-             "per-port capabilities: lines \"PORT [vls=N] [vlarb-high=N] [vlarb-low=N] "
-             "[mtu=BYTES]\", PORT being '*', a port GUID or Desc/P<n>")
-        ->needs(t);
-    addValue(command, "--opensm-conf", opensmConf, "FILE",
-             "the opensm.conf whose qos_* options (and max_op_vls) give the tables before "
-             "qos-setup applies (default: OpenSM's built-in defaults)")
-        ->needs(t);
+             std::string(smHelp) +
+                 "; on a fabric discovered, by default the master SM the local "
+                 "port knows");
+    if (orTopology) {
+        addValue(command, "--vls", vls, "N", std::string("with --topology: ") + vlsHelp);
+        addValue(command, "--port-caps", portCaps, "FILE",
+                 std::string("with --topology: ") + portCapsHelp);
+    }
+    addValue(command, "--opensm-conf", opensmConf, "FILE", opensmConfHelp);
 }
 
 std::optional<Fabric> loadFabric(const FabricOptions& options, Inputs& inputs,

@@ -74,13 +74,17 @@ class ElapsedNotice {
 // on stderr; returns 1.
 int emitErrorObject(Diagnostics& diagnostics, const Inputs& inputs, bool emptyPorts = false);
 
-// The options that name a fabric offline: --topology, --partitions, --sm, --vls, --port-caps,
-// --opensm-conf.
+// The options that name a fabric: --topology, --partitions, --sm, --vls, --port-caps,
+// --opensm-conf. Each is declared here only, with one help text, for every command.
 struct FabricOptions {
     Value topology, partitions, sm, vls, portCaps, opensmConf;
 
-    // Adds them to a command; the topology is required or optional.
+    // The fabric read offline: the topology is required or optional, the others need it.
     void add(CLI::App& command, bool needTopology);
+    // The fabric found live from the local port: --partitions, --sm and --opensm-conf, the
+    // files the SM uses. `orTopology`: --topology (with --vls and --port-caps) reads it offline
+    // instead.
+    void addLive(CLI::App& command, bool orTopology);
 };
 
 // Reads the fabric the options name (nullopt without --topology, or when the topology file

@@ -65,7 +65,7 @@ errors; 2 usage or I/O error, or the analysis did not finish within --analysis-b
 struct EnvOptions {
     PolicyArgument policy;
     FabricOptions fabric;
-    Value qosClass, serviceId, pkey;
+    RequestFieldOptions fields;
     bool json = false;
     std::string analysisBudget;
 };
@@ -179,11 +179,7 @@ constexpr size_t RegionsShown = 4;
 
 int env(const EnvOptions& o) {
     ib::QosFields fields;
-    if (o.qosClass)
-        fields.qosClass =
-            static_cast<uint16_t>(parseNumberOption("qos-class", *o.qosClass, ib::MaxQosClass));
-    if (o.serviceId) fields.serviceId = parseNumberOption("service-id", *o.serviceId, UINT64_MAX);
-    if (o.pkey) fields.pkey = static_cast<uint16_t>(parseNumberOption("pkey", *o.pkey, 0xffff));
+    o.fields.read(fields);
     const std::optional<uint64_t> budget = analysisBudgetOption(o.analysisBudget);
 
     Inputs inputs;
@@ -306,13 +302,7 @@ void addEnv(Program& program) {
         envFooter, [o] { return env(*o); });
     o->policy.add(c, "the QoS policy", true);
     o->fabric.add(c, false);
-    addValue(c, "--qos-class", o->qosClass, "N",
-             "the QoS class the job's requests carry (0 to " + std::to_string(ib::MaxQosClass) +
-                 "); without it they carry none");
-    addValue(c, "--service-id", o->serviceId, "N",
-             "the ServiceID they carry (0 to 2^64-1); without it none");
-    addValue(c, "--pkey", o->pkey, "N",
-             "the PKey they carry (0 to 0xffff, membership bit included); without it none");
+    o->fields.add(c, false);
     c.add_flag("--json", o->json, "print one JSON object (below)");
     addAnalysisBudget(c, o->analysisBudget,
                       "work the analysis may do, in decision-diagram steps (default: "

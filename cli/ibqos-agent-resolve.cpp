@@ -40,7 +40,8 @@ error (no SA answer after the retries, an answer that breaks the protocol).)";
 struct ResolveOptions {
     PolicyArgument policy;
     std::string dst;
-    Value hca, port, timeout, retries;
+    LocalPortOptions local;
+    Value timeout, retries;
     RequestFieldOptions fields;
     bool get = false, json = false;
 };
@@ -125,8 +126,8 @@ int resolve(const ResolveOptions& o) {
     }
     if (o.retries)
         retry.retries = static_cast<unsigned>(parseNumberOption("retries", *o.retries, 20));
-    std::string hca = o.hca.value_or("");
-    int portNumber = static_cast<int>(numberOption("port", o.port, 0, 255));
+    std::string hca = o.local.caName();
+    int portNumber = o.local.portNumber();
 
     int exitCode = ExitOk;
     std::optional<host::HostPlan> plan = loadPlanOrReport(policyPath, json, exitCode);
@@ -232,8 +233,7 @@ void addResolve(Program& program) {
         resolveFooter, [o] { return resolve(*o); });
     o->policy.add(c, "the QoS policy with the host-sched section", true);
     c.add_option("--dst", o->dst, "the destination")->required()->type_name("PORT");
-    addValue(c, "--hca", o->hca, "NAME", "local HCA (default: the first one)");
-    addValue(c, "--port", o->port, "N", "local port number (default: the first active port)");
+    o->local.add(c);
     o->fields.add(c);
     addValue(c, "--timeout", o->timeout, "MS",
              "first attempt's timeout, doubled for each retry (default 1000)");

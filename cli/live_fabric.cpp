@@ -6,18 +6,18 @@
 
 namespace ibqos::cli {
 
-probe::ProbeOptions localPortOptions(const Value& hca, const Value& port) {
+probe::ProbeOptions localPortOptions(const LocalPortOptions& local) {
     probe::ProbeOptions options;
-    options.ca = hca.value_or("");
-    if (port) options.port = static_cast<int>(parseNumberOption("port", *port, 254));
+    options.ca = local.caName();
+    options.port = local.portNumber();
     return options;
 }
 
-std::unique_ptr<probe::LiveFabric> discoverFabric(const Value& hca, const Value& port,
-                                                  const Value& sm, const Value& partitions,
-                                                  Inputs& inputs, Diagnostics& diagnostics) {
+std::unique_ptr<probe::LiveFabric> discoverFabric(const LocalPortOptions& local, const Value& sm,
+                                                  const Value& partitions, Inputs& inputs,
+                                                  Diagnostics& diagnostics) {
     std::string error;
-    auto live = probe::LiveFabric::discover(localPortOptions(hca, port), error);
+    auto live = probe::LiveFabric::discover(localPortOptions(local), error);
     if (!live) throw IoError{error};
     Fabric& fabric = live->fabric();
     if (sm) fabric.smPort = portOption(fabric, "sm", *sm);

@@ -10,16 +10,15 @@
 
 namespace ibqos::cli {
 
-// The local port a command sends its MADs from: --hca NAME (default: the first) and --port N
-// (default: the first active).
-probe::ProbeOptions localPortOptions(const Value& hca, const Value& port);
+// The probe's options for the local port --hca and --port name.
+probe::ProbeOptions localPortOptions(const LocalPortOptions& local);
 
 // Discovers the fabric from the local port and gives it --sm's port and --partitions'
 // partitions (problems in the file go to diagnostics). Throws IoError when the fabric cannot be
 // reached, and InputError for an --sm the fabric does not have.
-std::unique_ptr<probe::LiveFabric> discoverFabric(const Value& hca, const Value& port,
-                                                  const Value& sm, const Value& partitions,
-                                                  Inputs& inputs, Diagnostics& diagnostics);
+std::unique_ptr<probe::LiveFabric> discoverFabric(const LocalPortOptions& local, const Value& sm,
+                                                  const Value& partitions, Inputs& inputs,
+                                                  Diagnostics& diagnostics);
 
 // What `ibqos verify` finds on a live fabric: {"ports_checked", "queries", "differences"} (its
 // --json object without "diagnostics") and its text lines.

@@ -193,48 +193,58 @@ class NameTable {
     FoldedIndex<Entry> written_;
 };
 
-}  // namespace
-
-void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy) {
-    NameTable groups(report, ast::openKeyword(ast::BlockKind::PortGroup));
-    for (uint32_t i = 0; i < policy.groups.size(); ++i) {
-        const PortGroup& g = policy.groups[i];
-        if (g.origin != GroupOrigin::Written) continue;
-        groups.define(g.name, g.openSmName, g.location, i);
+// References to port groups: a match rule's group must exist (OpenSM's AC12 and AC13); a
+// qos-setup scope's is checked by ibqos only (OpenSM ignores the section), and then no scope is
+// applied.
+class GroupReferences {
+  public:
+    GroupReferences(const Reporter& report, const Gaps& gaps, Policy& policy)
+        : report_(report),
+          gaps_(gaps),
+          policy_(policy),
+          groups_(report, ast::openKeyword(ast::BlockKind::PortGroup)) {
+        for (uint32_t i = 0; i < policy.groups.size(); ++i) {
+            const PortGroup& g = policy.groups[i];
+            if (g.origin != GroupOrigin::Written) continue;
+            groups_.define(g.name, g.openSmName, g.location, i);
+        }
     }
-    NameTable levels(report, ast::openKeyword(ast::BlockKind::QosLevel));
-    for (uint32_t i = 0; i < policy.levels.size(); ++i) {
-        const QosLevel& l = policy.levels[i];
-        if (l.generated) continue;
-        levels.define(l.name, l.openSmName, l.location, i);
-    }
 
-    // A match rule's group must exist (OpenSM's AC12 and AC13); a qos-setup scope's is checked
-    // by ibqos only (OpenSM ignores the section), and then no scope is applied.
-    auto resolveGroups = [&](const std::vector<NameRef>& refs, std::vector<uint32_t>& out,
-                             bool inQosSetup = false) {
+    // Appends the groups the references name to `out`; false when one names none.
+    bool resolve(const std::vector<NameRef>& refs, std::vector<uint32_t>& out,
+                 bool inQosSetup = false) {
         bool ok = true;
         for (const NameRef& ref : refs) {
-            if (auto index = groups.resolve(ref)) {
+            if (auto index = groups_.resolve(ref)) {
                 out.push_back(*index);
-            } else if (gaps.groupName) {
+            } else if (gaps_.groupName) {
                 ok = false;  // the group may be the one whose name a syntax error hid
             } else {
                 std::string message =
-                    "no port-group is named '" + ref.name + "'" + groups.hint(ref);
+                    "no port-group is named '" + ref.name + "'" + groups_.hint(ref);
                 if (inQosSetup) {
-                    report.stricterError("undefined-group", ref.location, std::move(message));
-                    policy.qosSetupIgnored = true;
+                    report_.stricterError("undefined-group", ref.location, std::move(message));
+                    policy_.qosSetupIgnored = true;
                 } else {
-                    report.error("undefined-group", ref.location, std::move(message));
+                    report_.error("undefined-group", ref.location, std::move(message));
                 }
                 ok = false;
             }
         }
         return ok;
-    };
+    }
 
-    // Rules with an unresolved reference are dropped, so that the Policy stays consistent.
+  private:
+    const Reporter& report_;
+    const Gaps& gaps_;
+    Policy& policy_;
+    NameTable groups_;
+};
+
+// Each rule's level and groups. Rules with an unresolved reference are dropped, so that the
+// Policy stays consistent.
+void resolveRules(const Reporter& report, const Gaps& gaps, const NameTable& levels,
+                  GroupReferences& groups, Policy& policy) {
     size_t kept = 0;
     size_t firstUlp = policy.firstUlpRule, keptBeforeUlps = 0;
     for (size_t r = 0; r < policy.rules.size(); ++r) {
@@ -251,8 +261,8 @@ void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy) {
             } else {
                 ok = false;  // no qos-level-name: reported already
             }
-            ok &= resolveGroups(rule.sourceNames, rule.sources);
-            ok &= resolveGroups(rule.destinationNames, rule.destinations);
+            ok &= groups.resolve(rule.sourceNames, rule.sources);
+            ok &= groups.resolve(rule.destinationNames, rule.destinations);
         }
         if (!ok) continue;
         if (r < firstUlp) ++keptBeforeUlps;
@@ -262,18 +272,11 @@ void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy) {
     policy.rules.erase(policy.rules.begin() + static_cast<std::ptrdiff_t>(kept),
                        policy.rules.end());
     policy.firstUlpRule = keptBeforeUlps;
+}
 
-    for (VlArbScope& s : policy.vlarbScopes) {
-        resolveGroups(s.groupNames, s.groups, true);
-        resolveGroups(s.acrossNames, s.across, true);
-    }
-    for (Sl2VlScope& s : policy.sl2vlScopes) {
-        resolveGroups(s.groupNames, s.groups, true);
-        resolveGroups(s.acrossFromNames, s.acrossFrom, true);
-        resolveGroups(s.acrossToNames, s.acrossTo, true);
-    }
-
-    // The default level: a qos-level named "default" first, else the qos-ulps default line.
+// The default level: a qos-level named "default" first, else the qos-ulps default line.
+void resolveDefaultLevel(const Reporter& report, const Gaps& gaps, const NameTable& levels,
+                         Policy& policy) {
     if (auto index = levels.find("default")) {
         if (policy.hasDefaultLevel && policy.levels[policy.defaultLevel].generated) {
             report.warning("default-shadowed", policy.levels[policy.defaultLevel].location,
@@ -296,15 +299,13 @@ void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy) {
                      "no default level: add a qos-level named 'default' or a 'default : <sl>' line "
                      "in qos-ulps (without one OpenSM drops the whole policy)");
     }
+}
 
-    // Scheduling elements share one namespace; parents must be nodes.
-    HostSched& host = policy.hostSched;
+// Scheduling elements share one namespace; parents must be nodes.
+void resolveSchedParents(const Reporter& report, const Gaps& gaps, HostSched& host) {
     NameTable elements(report, "scheduling element");
-    std::vector<std::string> nodeNames;
-    for (uint32_t i = 0; i < host.nodes.size(); ++i) {
+    for (uint32_t i = 0; i < host.nodes.size(); ++i)
         elements.define(host.nodes[i].name, host.nodes[i].name, host.nodes[i].location, i);
-        nodeNames.push_back(host.nodes[i].name);
-    }
     NameTable leafTable(report, "scheduling element");
     for (uint32_t i = 0; i < host.leaves.size(); ++i) {
         if (elements.find(host.leaves[i].name)) {
@@ -332,6 +333,30 @@ void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy) {
     };
     for (SchedElement& n : host.nodes) resolveParent(n);
     for (SchedLeaf& l : host.leaves) resolveParent(l);
+}
+
+}  // namespace
+
+void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy) {
+    GroupReferences groups(report, gaps, policy);
+    NameTable levels(report, ast::openKeyword(ast::BlockKind::QosLevel));
+    for (uint32_t i = 0; i < policy.levels.size(); ++i) {
+        const QosLevel& l = policy.levels[i];
+        if (l.generated) continue;
+        levels.define(l.name, l.openSmName, l.location, i);
+    }
+    resolveRules(report, gaps, levels, groups, policy);
+    for (VlArbScope& s : policy.vlarbScopes) {
+        groups.resolve(s.groupNames, s.groups, true);
+        groups.resolve(s.acrossNames, s.across, true);
+    }
+    for (Sl2VlScope& s : policy.sl2vlScopes) {
+        groups.resolve(s.groupNames, s.groups, true);
+        groups.resolve(s.acrossFromNames, s.acrossFrom, true);
+        groups.resolve(s.acrossToNames, s.acrossTo, true);
+    }
+    resolveDefaultLevel(report, gaps, levels, policy);
+    resolveSchedParents(report, gaps, policy.hostSched);
 }
 
 }  // namespace ibqos::passes

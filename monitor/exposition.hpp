@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The monitor's outputs: Prometheus' text exposition format (served at /metrics, and the
 // node_exporter textfile collector's files), the JSON report for scripts, a text summary for
-// people, and an SVG of achieved against intended VL shares over the history window.
+// people, and an SVG of achieved against intended VL shares over the history window. Each is
+// written in a file of its own (prometheus.cpp, report_json.cpp, report_text.cpp,
+// shares_svg.cpp) from the metric table of monitor/metrics.hpp.
 #pragma once
 
 #include <array>

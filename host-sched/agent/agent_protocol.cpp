@@ -248,6 +248,137 @@ std::string encodeAgentMessage(const AgentMessage& m) {
     return out;
 }
 
+namespace {
+
+// The message's fields: each token and the offset where it starts. Tokens are separated by
+// single blanks; no other whitespace or control bytes.
+using Tokens = std::vector<std::pair<size_t, std::string_view>>;
+std::optional<Tokens> splitTokens(std::string_view bytes, MessageError& error) {
+    Tokens tokens;
+    size_t start = 0;
+    for (size_t i = 0; i <= bytes.size(); ++i) {
+        if (i < bytes.size() && bytes[i] != ' ') {
+            unsigned char c = static_cast<unsigned char>(bytes[i]);
+            if (c < 0x21 || c > 0x7e) {
+                error = MessageError{i, "byte " + std::to_string(c) + " is not printable"};
+                return std::nullopt;
+            }
+            continue;
+        }
+        if (i == start) {
+            error = MessageError{i, "empty field"};
+            return std::nullopt;
+        }
+        tokens.emplace_back(start, bytes.substr(start, i - start));
+        start = i + 1;
+    }
+    return tokens;
+}
+
+// The keys readQpField reads: what a process and its QP are.
+constexpr std::string_view QpKeys[] = {"pid",  "dev",      "port", "qpn",       "type",  "sl",
+                                       "leaf", "attached", "slot", "algorithm", "count", "mode"};
+
+// Reads a key of QpKeys (`raw` as sent, `value` decoded) into the message: nullopt, or what is
+// wrong with the value.
+std::optional<std::string> readQpField(std::string_view key, std::string_view raw,
+                                       const std::string& value, AgentMessage& m) {
+    if (key == "pid") {
+        auto n = number(raw, 0x7fffffff);
+        if (!n || *n == 0) return std::string("pid must be 1..2147483647");
+        m.pid = static_cast<uint32_t>(*n);
+    } else if (key == "dev") {
+        if (!validDevice(value)) return std::string("bad device name");
+        m.device = value;
+    } else if (key == "port") {
+        auto n = number(raw, 255);
+        if (!n || *n == 0) return std::string("port must be 1..255");
+        m.port = static_cast<uint8_t>(*n);
+    } else if (key == "qpn") {
+        auto n = number(raw, 0xffffff);
+        if (!n) return std::string("qpn must be 0..0xffffff");
+        m.qpNum = static_cast<uint32_t>(*n);
+    } else if (key == "type") {
+        auto type = qpType(raw);
+        if (!type) return std::string("type must be rc, uc, ud, raw or other");
+        m.type = *type;
+    } else if (key == "sl") {
+        if (raw != "-") {
+            auto n = number(raw, ib::MaxSl);
+            if (!n) return std::string("sl must be 0.." + std::to_string(ib::MaxSl) + " or -");
+            m.sl = static_cast<uint8_t>(*n);
+        }
+    } else if (key == "leaf") {
+        if (raw != "-") m.leaf = value;
+    } else if (key == "attached") {
+        if (raw != "0" && raw != "1") return std::string("attached must be 0 or 1");
+        m.attached = raw == "1";
+    } else if (key == "slot") {
+        if (raw != "-") {
+            auto n = number(raw, 0xffff);
+            if (!n) return std::string("slot must be a number or -");
+            m.slot = static_cast<uint32_t>(*n);
+        }
+    } else if (key == "algorithm") {
+        if (raw != "-") m.algorithm = value;
+    } else if (key == "count") {
+        auto n = number(raw, 0xffffffff);
+        if (!n) return std::string("count must be a number");
+        m.count = static_cast<uint32_t>(*n);
+    } else if (key == "mode") {
+        m.mode = slModeFromName(raw);
+        if (!m.mode || raw != slModeName(*m.mode))
+            return std::string("mode must be respect, audit or enforce");
+    }
+    return std::nullopt;
+}
+
+// Reads any other key (an SL's outcome, a path, a counter) into the message, as readQpField.
+std::optional<std::string> readPathField(std::string_view key, std::string_view raw,
+                                         AgentMessage& m) {
+    if (key == "app-sl" || key == "sa-sl") {
+        auto n = number(raw, 15);
+        if (!n) return std::string(key) + " must be 0..15";
+        (key == "app-sl" ? m.appSl : m.saSl) = static_cast<uint8_t>(*n);
+    } else if (key == "outcome") {
+        auto o = named<SlOutcome>(OutcomeNames, raw);
+        if (!o || *o == SlOutcome::None) return std::string("unknown outcome");
+        m.outcome = *o;
+    } else if (key == "id") {
+        auto n = number(raw, 0xffffffff);
+        if (!n) return std::string("id must be a number");
+        m.id = static_cast<uint32_t>(*n);
+    } else if (key == "slid" || key == "dlid" || key == "pkey") {
+        auto n = number(raw, 0xffff);
+        if (!n || (key != "pkey" && *n == 0))
+            return std::string(key) + " must be a 16-bit number" +
+                   (key != "pkey" ? " other than 0" : "");
+        if (key == "pkey")
+            m.pkey = static_cast<uint16_t>(*n);
+        else
+            (key == "slid" ? m.slid : m.dlid) = static_cast<uint16_t>(*n);
+    } else if (key == "answer") {
+        auto a = named<PathAnswer>(AnswerNames, raw);
+        if (!a) return std::string("answer must be found, no-path, busy or failed");
+        m.answer = *a;
+    } else if (auto c = named<Counter>(CounterNames, key)) {
+        auto n = number(raw, UINT64_MAX);
+        if (!n) return std::string("a counter is a number");
+        if (!m.counters) m.counters.emplace();
+        (*m.counters)[static_cast<size_t>(*c)] = *n;
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string> readField(std::string_view key, std::string_view raw,
+                                     const std::string& value, AgentMessage& m) {
+    for (std::string_view k : QpKeys)
+        if (k == key) return readQpField(key, raw, value, m);
+    return readPathField(key, raw, m);
+}
+
+}  // namespace
+
 std::optional<AgentMessage> parseAgentMessage(std::string_view bytes, MessageError& error) {
     auto fail = [&error](size_t offset, std::string message) -> std::optional<AgentMessage> {
         error = MessageError{offset, std::move(message)};
@@ -260,20 +391,9 @@ std::optional<AgentMessage> parseAgentMessage(std::string_view bytes, MessageErr
     if (!bytes.empty() && bytes.back() == '\n') bytes.remove_suffix(1);
     if (bytes.empty()) return fail(0, "expected 'ibqos1 KIND ...', got an empty message");
 
-    // Tokens separated by single blanks; no other whitespace or control bytes.
-    std::vector<std::pair<size_t, std::string_view>> tokens;
-    size_t start = 0;
-    for (size_t i = 0; i <= bytes.size(); ++i) {
-        if (i < bytes.size() && bytes[i] != ' ') {
-            unsigned char c = static_cast<unsigned char>(bytes[i]);
-            if (c < 0x21 || c > 0x7e)
-                return fail(i, "byte " + std::to_string(c) + " is not printable");
-            continue;
-        }
-        if (i == start) return fail(i, "empty field");
-        tokens.emplace_back(start, bytes.substr(start, i - start));
-        start = i + 1;
-    }
+    std::optional<Tokens> split = splitTokens(bytes, error);
+    if (!split) return std::nullopt;
+    const Tokens& tokens = *split;
     if (tokens.size() < 2) return fail(bytes.size(), "expected 'ibqos1 KIND ...'");
     if (tokens[0].second != Version) {
         return fail(0, "unknown protocol '" + std::string(tokens[0].second.substr(0, 16)) + "'");
@@ -302,85 +422,8 @@ std::optional<AgentMessage> parseAgentMessage(std::string_view bytes, MessageErr
         if (raw.empty() || raw.size() > MaxValue * 3) return fail(valueAt, "bad value length");
         auto value = decodeValue(raw);
         if (!value || value->size() > MaxValue) return fail(valueAt, "bad percent-encoding");
-
-        if (key == "pid") {
-            auto n = number(raw, 0x7fffffff);
-            if (!n || *n == 0) return fail(valueAt, "pid must be 1..2147483647");
-            m.pid = static_cast<uint32_t>(*n);
-        } else if (key == "dev") {
-            if (!validDevice(*value)) return fail(valueAt, "bad device name");
-            m.device = *value;
-        } else if (key == "port") {
-            auto n = number(raw, 255);
-            if (!n || *n == 0) return fail(valueAt, "port must be 1..255");
-            m.port = static_cast<uint8_t>(*n);
-        } else if (key == "qpn") {
-            auto n = number(raw, 0xffffff);
-            if (!n) return fail(valueAt, "qpn must be 0..0xffffff");
-            m.qpNum = static_cast<uint32_t>(*n);
-        } else if (key == "type") {
-            auto type = qpType(raw);
-            if (!type) return fail(valueAt, "type must be rc, uc, ud, raw or other");
-            m.type = *type;
-        } else if (key == "sl") {
-            if (raw != "-") {
-                auto n = number(raw, ib::MaxSl);
-                if (!n)
-                    return fail(valueAt, "sl must be 0.." + std::to_string(ib::MaxSl) + " or -");
-                m.sl = static_cast<uint8_t>(*n);
-            }
-        } else if (key == "leaf") {
-            if (raw != "-") m.leaf = *value;
-        } else if (key == "attached") {
-            if (raw != "0" && raw != "1") return fail(valueAt, "attached must be 0 or 1");
-            m.attached = raw == "1";
-        } else if (key == "slot") {
-            if (raw != "-") {
-                auto n = number(raw, 0xffff);
-                if (!n) return fail(valueAt, "slot must be a number or -");
-                m.slot = static_cast<uint32_t>(*n);
-            }
-        } else if (key == "algorithm") {
-            if (raw != "-") m.algorithm = *value;
-        } else if (key == "count") {
-            auto n = number(raw, 0xffffffff);
-            if (!n) return fail(valueAt, "count must be a number");
-            m.count = static_cast<uint32_t>(*n);
-        } else if (key == "mode") {
-            m.mode = slModeFromName(raw);
-            if (!m.mode || raw != slModeName(*m.mode))
-                return fail(valueAt, "mode must be respect, audit or enforce");
-        } else if (key == "app-sl" || key == "sa-sl") {
-            auto n = number(raw, 15);
-            if (!n) return fail(valueAt, std::string(key) + " must be 0..15");
-            (key == "app-sl" ? m.appSl : m.saSl) = static_cast<uint8_t>(*n);
-        } else if (key == "outcome") {
-            auto o = named<SlOutcome>(OutcomeNames, raw);
-            if (!o || *o == SlOutcome::None) return fail(valueAt, "unknown outcome");
-            m.outcome = *o;
-        } else if (key == "id") {
-            auto n = number(raw, 0xffffffff);
-            if (!n) return fail(valueAt, "id must be a number");
-            m.id = static_cast<uint32_t>(*n);
-        } else if (key == "slid" || key == "dlid" || key == "pkey") {
-            auto n = number(raw, 0xffff);
-            if (!n || (key != "pkey" && *n == 0))
-                return fail(valueAt, std::string(key) + " must be a 16-bit number" +
-                                         (key != "pkey" ? " other than 0" : ""));
-            if (key == "pkey")
-                m.pkey = static_cast<uint16_t>(*n);
-            else
-                (key == "slid" ? m.slid : m.dlid) = static_cast<uint16_t>(*n);
-        } else if (key == "answer") {
-            auto a = named<PathAnswer>(AnswerNames, raw);
-            if (!a) return fail(valueAt, "answer must be found, no-path, busy or failed");
-            m.answer = *a;
-        } else if (auto c = named<Counter>(CounterNames, key)) {
-            auto n = number(raw, UINT64_MAX);
-            if (!n) return fail(valueAt, "a counter is a number");
-            if (!m.counters) m.counters.emplace();
-            (*m.counters)[static_cast<size_t>(*c)] = *n;
-        }
+        if (std::optional<std::string> wrong = readField(key, raw, *value, m))
+            return fail(valueAt, std::move(*wrong));
     }
     for (auto k : spec->required) {
         if (!seen[k]) return fail(bytes.size(), "missing key '" + std::string(k) + "'");

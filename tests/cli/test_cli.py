@@ -4,12 +4,10 @@
 --policy still taken), '-' for standard input, an unknown port as an input error, --opensm-conf
 needing --topology like --partitions, -o errors naming the file asked for, the same JSON types
 for the same quantity (64-bit values with an exact "0x..." companion, MTU and rate enums with
-readable companions, tables as arrays), and bash completions offering every option --help lists."""
+readable companions, tables as arrays). The bash completions are test_completion.py's."""
 import argparse
 import json
 import os
-import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -380,50 +378,6 @@ class JsonTypes(unittest.TestCase):
                 else:
                     source = int(change["table"].split()[-1])
                     self.assertEqual(change["new"], next(t["vl"] for t in new["sl2vl"] if t["in"] == source))
-
-
-class Completion(unittest.TestCase):
-    """The completions run in bash with bash-completion's helpers stood in for."""
-
-    STUBS = r'''
-_init_completion() { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]};
-                     words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; }
-_filedir() { COMPREPLY=(FILE); }
-'''
-
-    def offered(self, script, function, words):
-        line = " ".join(f"'{w}'" for w in words)
-        bash = (self.STUBS + f"source '{script}'\nCOMP_WORDS=({line}); COMP_CWORD={len(words) - 1}\n"
-                f"{function}\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n")
-        p = subprocess.run(["bash", "-c", bash], capture_output=True, text=True, timeout=30)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        return set(p.stdout.split())
-
-    def help_options(self, program, command):
-        text = run(program, *([command] if command else []), "--help").stdout.decode()
-        options = set()
-        for line in text.splitlines():
-            m = re.match(r"^\s+(-[\w-]+(?:,\s*-[\w-]+)*)", line)
-            if m:
-                options.update(o.strip() for o in m.group(1).split(","))
-        return options - {"-h"}
-
-    def test_every_option_of_every_command_is_offered(self):
-        if not shutil.which("bash"):
-            self.skipTest("no bash")
-        for program, script, function in ((ARGS.ibqos, "ibqos.bash-completion", "_ibqos"),
-                                          (ARGS.agent, "ibqos-agent.bash-completion", "_ibqos_agent")):
-            name = os.path.basename(program)
-            script = root("docs", script)
-            commands = self.offered(script, function, [name, ""])
-            listed = set(re.findall(r"^\s{2}(\w[\w-]*)\s", run(program, "--help").stdout.decode(), re.M))
-            self.assertTrue(listed and listed <= commands, f"{name}: commands {listed - commands} not offered")
-            self.assertEqual(self.offered(script, function, [name, "-"]), self.help_options(program, None))
-            for command in listed - {"help"}:
-                want = self.help_options(program, command)
-                got = self.offered(script, function, [name, command, "-"])
-                self.assertEqual(got, want, f"{name} {command}: the completion offers {sorted(got - want)} "
-                                            f"that --help does not list, and lacks {sorted(want - got)}")
 
 
 def main():
