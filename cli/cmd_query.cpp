@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // ibqos query: the QoS level, SL, limits and PKey the SA answers for a path, and why.
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -244,7 +246,9 @@ int runBatch(const RequestAnswerer& answerer, const Fabric& fabric, const std::s
     std::unique_ptr<__gnu_cxx::stdio_filebuf<char>> standardInput;
     std::streambuf* in = nullptr;
     if (path == "-") {
-        standardInput = std::make_unique<__gnu_cxx::stdio_filebuf<char>>(dup(0), std::ios::in);
+        const int fd = dup(0);
+        if (fd < 0) throw IoError{"cannot read standard input: " + std::string(strerror(errno))};
+        standardInput = std::make_unique<__gnu_cxx::stdio_filebuf<char>>(fd, std::ios::in);
         in = standardInput.get();
     } else {
         if (std::string error; !SourceFile::open(path, file, error)) throw IoError{error};
