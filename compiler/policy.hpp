@@ -13,7 +13,7 @@
 #include "common/text.hpp"
 #include "compiler/range_set.hpp"
 #include "fabric/node_type.hpp"
-#include "ib/tables.hpp"
+#include "ib/sl2vl_vlarb.hpp"
 
 namespace ibqos {
 

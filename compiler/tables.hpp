@@ -14,7 +14,7 @@
 #include "common/text.hpp"
 #include "compiler/bind.hpp"
 #include "fabric/opensm_conf.hpp"
-#include "ib/tables.hpp"
+#include "ib/sl2vl_vlarb.hpp"
 
 namespace ibqos {
 

@@ -182,9 +182,9 @@ defined_only_in("P_Key base and membership masks (ib/qos.hpp)", r"(?i)\b0x0*7fff
 defined_only_in("the QoS class's width (ib/qos.hpp)", r"\b4095\b|(?i:\b0x0?fff\b)", {"ib/"})
 defined_only_in("the SL's width (ib/qos.hpp)", r"(?i)^(?=[^\n]*\bsls?\b)[^\n]*\b1[56]\b",
                 {"ib/"}, code_only=True)
-defined_only_in("4-bit fields packed by hand (SL2VL nibbles: ib/tables.hpp)",
+defined_only_in("4-bit fields packed by hand (SL2VL nibbles: ib/sl2vl_vlarb.hpp)",
                 r"(?:<<|>>)\s*4\b|&\s*0x0?[fF]\b", {"ib/"}, code_only=True)
-defined_only_in("VLArb block addressing (ib/tables.hpp)",
+defined_only_in("VLArb block addressing (ib/sl2vl_vlarb.hpp)",
                 r"\bIB_NUM_VL_ARB_ELEMENTS_IN_BLOCK\b|[A-Za-z_)\]]\s*<<\s*16\b", {"ib/"},
                 code_only=True)
 defined_only_in("the SA header check (ib::checkSaHeader)",
