@@ -2,12 +2,6 @@
 // What the ibqos subcommands share.
 #include "cli/commands.hpp"
 
-#include "common/json.hpp"
-#include "common/text.hpp"
-#include "fabric/partitions.hpp"
-#include "fabric/port_caps.hpp"
-#include "fabric/topology.hpp"
-
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,6 +12,12 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+
+#include "common/json.hpp"
+#include "common/text.hpp"
+#include "fabric/partitions.hpp"
+#include "fabric/port_caps.hpp"
+#include "fabric/topology.hpp"
 
 namespace ibqos::cli {
 

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // readPortCaps: per-port VL capabilities for an offline fabric ("PORT vls=N vlarb-high=N ...").
+#include "fabric/port_caps.hpp"
+
 #include <cctype>
 #include <cstdlib>
 #include <string>
@@ -8,7 +10,6 @@
 #include "common/source.hpp"
 #include "common/text.hpp"
 #include "fabric/fabric.hpp"
-#include "fabric/port_caps.hpp"
 
 namespace ibqos {
 

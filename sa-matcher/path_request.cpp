@@ -2,10 +2,11 @@
 // decodePathRequest: the checks osm_sa_path_record.c / osm_sa_multipath_record.c make first on
 // an SA MAD, read through the InfiniBand vocabulary (ib/).
 #include "sa-matcher/path_request.hpp"
-#include "common/text.hpp"
 
 #include <algorithm>
 #include <cstdio>
+
+#include "common/text.hpp"
 
 namespace ibqos {
 

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 // SA PathRecord MADs: encoding of requests and the checks every answer must pass.
 #include "host-sched/sa-client/sa_wire.hpp"
-#include "common/text.hpp"
-#include "ib/qos.hpp"
 
 #include <arpa/inet.h>
 
 #include <algorithm>
 #include <cstdio>
+
+#include "common/text.hpp"
+#include "ib/qos.hpp"
 
 namespace ibqos::host {
 

@@ -89,6 +89,32 @@ for path in files:
             line = text.count("\n", 0, m.start()) + 1
             fail(f"{path}:{line}: includes \"{m.group(1)}\": {here} may not include {target}")
 
+# Include order (STYLE.md): a source file includes its own header first, then the standard
+# library and the system and third-party headers (<...>), then ours ("..."). Checked: a .cpp
+# with a header of its own name includes it first, and no <...> comes after a "..." (a .cpp's
+# first include, the header it implements, aside: compiler/elaborate_*.cpp implement
+# elaborator.hpp). The order within the <...> headers is not checked (Google style puts the C
+# system headers first; the tests put Catch2 first).
+any_include = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
+for path in files:
+    if not path.endswith((".cpp", ".hpp")):
+        continue
+    found = list(any_include.finditer((ROOT / path).read_text(errors="replace")))
+    if path.endswith(".cpp"):
+        own = str(Path(path).with_suffix(".hpp"))
+        names = [m.group(2) for m in found if m.group(1) == '"']
+        if own in names and found[0].group(2) != own:
+            fail(f"{path}: includes its own header \"{own}\" after other headers (own header first)")
+        if found and found[0].group(1) == '"':
+            found = found[1:]
+    ours = next((m for m in found if m.group(1) == '"'), None)
+    late = next((m for m in found if m.group(1) == "<" and ours and m.start() > ours.start()),
+                None)
+    if late:
+        line = (ROOT / path).read_text(errors="replace").count("\n", 0, late.start()) + 1
+        fail(f"{path}:{line}: includes <{late.group(2)}> after \"{ours.group(2)}\" (the standard "
+             f"library and other <...> headers before ours)")
+
 # Owners: each file the page names exists.
 for concept, path in owners.items():
     if not (ROOT / path).exists():
