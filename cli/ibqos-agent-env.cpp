@@ -183,7 +183,8 @@ int env(const EnvOptions& o) {
         fields.qosClass =
             static_cast<uint16_t>(parseNumberOption("qos-class", *o.qosClass, ib::MaxQosClass));
     if (o.serviceId) fields.serviceId = parseNumberOption("service-id", *o.serviceId, UINT64_MAX);
-    if (o.pkey) fields.pkey = static_cast<uint16_t>(parseNumberOption("pkey", *o.pkey, 0xffff));
+    if (o.pkey)
+        fields.pkey = static_cast<uint16_t>(parseNumberOption("pkey", *o.pkey, ib::MaxPkey));
     const std::optional<uint64_t> budget = analysisBudgetOption(o.analysisBudget);
 
     Inputs inputs;

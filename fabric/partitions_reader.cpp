@@ -14,6 +14,7 @@
 #include "common/text.hpp"
 #include "fabric/fabric.hpp"
 #include "fabric/partitions.hpp"
+#include "ib/link.hpp"
 #include "ib/qos.hpp"
 
 namespace ibqos {
@@ -137,7 +138,7 @@ class PartitionsReader {
         uint16_t pkey = 0;
         if (pkeyText) {
             auto v = number(*pkeyText);
-            if (!v || *v > 0xffff) {
+            if (!v || *v > ib::MaxPkey) {
                 error(offset,
                       "'" + std::string(*pkeyText) + "' is not a PKey (a number up to 0xffff)");
                 return;
@@ -181,7 +182,7 @@ class PartitionsReader {
             if (key == "ipoib") {
                 partition->ipoib = true;
             } else if (key == "sl" || key == "mtu" || key == "rate") {
-                uint64_t max = key == "sl" ? ib::MaxSl : key == "mtu" ? 5 : 22;
+                uint64_t max = key == "sl" ? ib::MaxSl : key == "mtu" ? ib::MaxMtu : ib::MaxRate;
                 uint64_t v = value ? number(*value).value_or(UINT64_MAX) : UINT64_MAX;
                 if (v > max || (key != "sl" && v == 0)) {
                     warning(offset, "flag '" + key + "' needs a value up to " +

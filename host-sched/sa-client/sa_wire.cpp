@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "common/text.hpp"
+#include "ib/link.hpp"
 #include "ib/qos.hpp"
 
 namespace ibqos::host {
@@ -28,9 +29,6 @@ constexpr uint8_t SelectorExactly = UMAD_SA_SELECTOR_EXACTLY;
 constexpr size_t SaSpecificHeader = SaHeaderSize - ib::at::SmKey;
 
 bool isUnicastLid(uint16_t lid) { return lid >= 1 && lid <= 0xBFFF; }
-
-// The IB rate enum values a PathRecord may carry (IBA table 215 and its later additions).
-bool isKnownRate(uint8_t rate) { return rate >= 2 && rate <= 22; }
 
 DecodedAnswer invalid(DecodedAnswer answer, size_t offset, std::string field, std::string message) {
     answer.kind = AnswerKind::Invalid;
@@ -93,12 +91,12 @@ std::optional<WireError> checkRecord(const PathRecord& r, const SaQuery& q, size
                      "SL " + std::to_string(r.sl) + " differs from the one asked for (" +
                          std::to_string(*q.sl) + ")");
     }
-    if (r.mtuSelector != SelectorExactly || r.mtu < 1 || r.mtu > 5) {
+    if (r.mtuSelector != SelectorExactly || !ib::isMtu(r.mtu)) {
         return error(pr_at::Mtu, "mtu",
                      "MTU byte " + hex(uint32_t{r.mtuSelector} << 6 | r.mtu, 2) +
                          " is not 'exactly' (selector 2) one of the MTUs 1..5");
     }
-    if (r.rateSelector != SelectorExactly || !isKnownRate(r.rate)) {
+    if (r.rateSelector != SelectorExactly || !ib::isRate(r.rate)) {
         return error(pr_at::Rate, "rate",
                      "rate byte " + hex(uint32_t{r.rateSelector} << 6 | r.rate, 2) +
                          " is not 'exactly' (selector 2) a known rate 2..22");

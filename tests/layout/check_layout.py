@@ -213,6 +213,82 @@ defined_only_in("4-bit fields packed by hand (SL2VL nibbles: ib/sl2vl_vlarb.hpp)
 defined_only_in("VLArb block addressing (ib/sl2vl_vlarb.hpp)",
                 r"\bIB_NUM_VL_ARB_ELEMENTS_IN_BLOCK\b|[A-Za-z_)\]]\s*<<\s*16\b", {"ib/"},
                 code_only=True)
+
+
+def camel(word):
+    """word as a word of an identifier or of prose, any case, plural too: "mtu" finds mtu, MTU,
+    mtuLimit and MaxMtu, not smtu."""
+    head = "[%s%s]%s" % (word[0], word[0].upper(), "".join(
+        "[%s%s]" % (c, c.upper()) for c in word[1:]))
+    capital = word[0].upper() + "".join("[%s%s]" % (c, c.upper()) for c in word[1:])
+    return r"(?:(?<![A-Za-z])%s|(?<=[a-z])%s)s?(?![a-z])" % (head, capital)
+
+
+def statements(text):
+    """The lines of text with their continuation lines joined (a line that does not end in ';',
+    '{', '}' or ':' goes on on the next), each with its first line's number."""
+    start, joined = 1, []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not joined:
+            start = number
+        joined.append(line.strip())
+        if not line.strip() or line.rstrip().endswith((";", "{", "}", ":")):
+            yield start, " ".join(joined)
+            joined = []
+    if joined:
+        yield start, " ".join(joined)
+
+
+def named_on_line(concept, name, pattern, owners_ok):
+    """A statement (comments aside; a line with its continuation lines) of a product file that
+    names `name` (camel) anywhere, its string literals included, and whose code (string literals
+    emptied) matches pattern, outside owners_ok (folders ending in '/'). Prose in messages
+    ("(1..5)") is left alone."""
+    word, rx = re.compile(camel(name)), re.compile(pattern)
+    found_in_owner = False
+    for path in files:
+        if not product(path) or not path.endswith((".cpp", ".hpp")):
+            continue
+        text = without_comments((ROOT / path).read_text(errors="replace"))
+        # Raw strings blanked with their lines kept, so that lines stay lines.
+        text = re.sub(r'R"([^(\s]*)\(.*?\)\1"', lambda m: re.sub(r"[^\n]", " ", m.group(0)),
+                      text, flags=re.S)
+        for number, line in statements(text):
+            if not word.search(line) or not rx.search(without_strings(line)):
+                continue
+            if path.startswith(owners_ok):
+                found_in_owner = True
+                continue
+            fail(f"{path}:{number}: {concept} outside {', '.join(owners_ok)}")
+    if not found_in_owner:
+        fail(f"{concept}: not found in {', '.join(owners_ok)} (the check is stale)")
+
+
+# The link encodings (ib/link.hpp) and limits (ib/qos.hpp): a statement that names the field and
+# writes one of its bounds as a number, in code (a message may quote the range):
+# - the rate enum 2..22: a bare 22, or a comparison with 2 ("rate > 22", "bounded(n, 2, 22");
+# - the MTU enum 1..5: a bare 5, or a comparison with 1 ("mtu < 1 || mtu > 5", "? 5 :");
+# - the data VLs 0-14: a bare 14 or 15 ("vl < 15", "vl & 15", "0, 14", "% 15"), not after
+#   + - * / (a drawing's coordinates);
+# - the P_Key's maximum: 0xffff on a line that names a P_Key (0xffff is also a LID, a port
+#   number and a mask of 16 SLs elsewhere).
+bare = r"(?<![\w.])%s(?![\w.])"
+compare = r"(?<![<>])[<>]=?\s*%s(?![\w.])"
+named_on_line("the rate enum's range (ib::MinRate, ib::MaxRate, ib::isRate)", "rate",
+              "%s|%s" % (bare % "22", compare % "2"), ("ib/",))
+named_on_line("the MTU enum's range (ib::MinMtu, ib::MaxMtu, ib::isMtu)", "mtu",
+              "%s|%s" % (bare % "5", compare % "1"), ("ib/",))
+named_on_line("the data VLs (ib::DataVlCount, ib::MaxDataVl, ib::MaxVl)", "vl",
+              r"(?<![-+*/]\s)(?<![-+*/])" + bare % "1[45]", ("ib/",))
+named_on_line("the P_Key's maximum (ib::MaxPkey)", "pkey", r"(?i)\b0xffff\b", ("ib/",))
+# The MTU from and to its bytes ("== 4096 ? 5", "case 4096:", "128 << mtu") and the OperVLs code from and to its VLs
+# (">= 5 ? 15", "case 15: return 5", a table indexed by VLs) are written in ib/link.hpp only.
+defined_only_in("the MTU enum and its bytes (ib::mtuForBytes, mtuBytes)",
+                r"\b(?:256|512|1024|2048|4096)\s*\?\s*[1-5]\b|\bcase\s+(?:2048|4096)\s*:|\b128u?\s*<<",
+                {"ib/"}, code_only=True)
+defined_only_in("the OperVLs encoding (ib::dataVls, ib::vlEncoding)",
+                r">=\s*(?:5|MaxVlEncoding)\s*\?\s*(?:15u?|DataVlCount)\b|\bcase\s+15\s*:\s*return\s+5\b"
+                r"|\b0,\s*3,\s*0,\s*0,\s*0,\s*4\b", {"ib/"}, code_only=True)
 defined_only_in("the SA header check (ib::checkSaHeader)",
                 r"\[\s*(?:ib::)?at::(?:BaseVersion|MgmtClass|ClassVersion)\s*\]\s*!=",
                 {"ib/mad.cpp"}, code_only=True)
