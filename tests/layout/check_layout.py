@@ -202,6 +202,38 @@ defined_only_in("the qos-ulps words", r'"(?:%s)"' % "|".join(map(re.escape, own_
 word = r"\b(?:%s)\b" % "|".join(map(re.escape, sorted(set(value_words) - {""})))
 defined_only_in("a list of qos-ulps words", r'%s(?:"?\s*[,|]\s*"?%s){2,}' % (word, word),
                 {"policy-grammar/keywords.hpp"})
+# Keywords inside longer literals, as an emitter writes a policy's lines: a literal that starts
+# with indentation or a line end and then a keyword followed by ':' or a line end ("        sl: ",
+# "\nqos-levels\n"), that starts with a keyword and a line end ("end-qos-level\n"), or that is
+# a block keyword with only blanks and line ends around it ("sl-enforcement "). Prose is left
+# alone: it quotes a keyword with a blank or a quote after it ("qos-level 'x' uses ..."), or
+# starts with a keyword and a colon without indentation ("source: " + why, a message's second
+# line "vl-high-limit: or bandwidth:").
+field_words = re.findall(r'"([a-z0-9-]+)"', re.search(r"keyNames\[\] = \{(.*?)\};",
+                                                       keyword_table, re.S).group(1))
+any_word = "|".join(map(re.escape, sorted(set(words) | set(field_words), key=len, reverse=True)))
+block_word = "|".join(map(re.escape, sorted(words, key=len, reverse=True)))
+defined_only_in("a keyword written in a literal (use keyName, openKeyword, closeKeyword)",
+                r'"(?:(?:\s|\\n)+(?:%s)(?::|\\n)|(?:%s)\\n|(?:\s|\\n)*(?:%s)(?:\s|\\n)*")'
+                % (any_word, any_word, block_word),
+                {"policy-grammar/keywords.hpp"},
+                lambda p: product(p) and p.endswith((".cpp", ".hpp")))
+# The host-sched section's value words (host_words.hpp, part of the keyword table): the
+# sl-enforcement modes and the congestion-control algorithms. host-sched/pcc/ registers each
+# algorithm under its word and may not include the grammar (tests/host-sched/test_pcc.cpp holds
+# the two equal).
+host_words = re.findall(r'"([a-z0-9-]+)"',
+                        (ROOT / "policy-grammar/host_words.hpp").read_text())
+defined_only_in("the host-sched value words (policy-grammar/host_words.hpp)",
+                r'"(?:%s)"' % "|".join(map(re.escape, host_words)),
+                {"policy-grammar/host_words.hpp"},
+                lambda p: product(p) and not p.startswith("host-sched/pcc/"))
+# The node types: ordinary words elsewhere (the monitor's labels), so only the grammar is held to
+# the table.
+node_types = re.findall(r'"([a-z]+)"', re.search(r"nodeTypeWords\[\] = \{(.*?)\};",
+                                                 keyword_table, re.S).group(1))
+defined_only_in("the node-type words", r'"(?:%s)"' % "|".join(node_types),
+                {"policy-grammar/keywords.hpp"}, lambda p: p.startswith("policy-grammar/"))
 # The InfiniBand encodings and limits are written in ib/ only.
 defined_only_in("P_Key base and membership masks (ib/qos.hpp)", r"(?i)\b0x0*7fff\b|\b0x8000\b",
                 {"ib/"})
