@@ -6,9 +6,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "common/source.hpp"
 #include "common/text.hpp"
@@ -130,10 +132,19 @@ class PartitionsReader {
             if (comma == std::string_view::npos) break;
             p = comma + 1;
         }
-        auto [name, pkeyText] = nameValue(parts[0]);
+        std::optional<size_t> partition = definePartition(parts[0], offset);
+        if (!partition) return;
+        std::optional<Membership> defaultMembership = readFlags(parts, *partition, offset);
+        if (!defaultMembership) return;
+        addMembers(members, *partition, *defaultMembership, offset);
+    }
+
+    // The partition a statement's "Name[=PKey]" names, made when new; nullopt after an error.
+    std::optional<size_t> definePartition(std::string_view namePart, uint32_t offset) {
+        auto [name, pkeyText] = nameValue(namePart);
         if (name.empty()) {
             error(offset, "a partition needs a name");
-            return;
+            return std::nullopt;
         }
         uint16_t pkey = 0;
         if (pkeyText) {
@@ -141,7 +152,7 @@ class PartitionsReader {
             if (!v || *v > ib::MaxPkey) {
                 error(offset,
                       "'" + std::string(*pkeyText) + "' is not a PKey (a number up to 0xffff)");
-                return;
+                return std::nullopt;
             }
             pkey = ib::pkeyBase(static_cast<uint16_t>(*v));
         }
@@ -169,13 +180,20 @@ class PartitionsReader {
             partition->file = source_.name();
         }
         partition->name = std::string(name);
+        return partitionIndex;
+    }
 
+    // A statement's flags (ipoib, sl, mtu, rate, defmember, ...) set on its partition; the
+    // members' default membership, or nullopt after an error.
+    std::optional<Membership> readFlags(const std::vector<std::string_view>& parts,
+                                        size_t partitionIndex, uint32_t offset) {
+        Partition* partition = &fabric_.partitions[partitionIndex];
         Membership defaultMembership = Membership::Limited;
         for (size_t i = 1; i < parts.size(); ++i) {
             auto [flag, value] = nameValue(parts[i]);
             if (flag.empty()) {
                 error(offset, "an empty partition flag");
-                return;
+                return std::nullopt;
             }
             std::string key(flag);
             partition->flags[key] = value ? std::string(*value) : "";
@@ -208,8 +226,14 @@ class PartitionsReader {
                 warning(offset, "unknown partition flag '" + key + "' is ignored (as OpenSM does)");
             }
         }
+        return defaultMembership;
+    }
 
-        // Members: GUID, ALL, ALL_CAS, ALL_SWITCHES, ALL_ROUTERS, SELF, NONE; or an mgid line.
+    // A statement's members, added to its partition: GUID, ALL, ALL_CAS, ALL_SWITCHES,
+    // ALL_ROUTERS, SELF, NONE; or an mgid line.
+    void addMembers(std::string_view members, size_t partitionIndex, Membership defaultMembership,
+                    uint32_t offset) {
+        const Partition* partition = &fabric_.partitions[partitionIndex];
         for (size_t p = 0; p <= members.size();) {
             size_t comma = members.find(',', p);
             std::string_view item = trim(members.substr(
