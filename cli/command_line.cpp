@@ -201,7 +201,7 @@ void RequestFieldOptions::read(ib::QosFields& request) const {
     if (qosClass)
         request.qosClass =
             static_cast<uint16_t>(parseNumberOption("qos-class", *qosClass, ib::MaxQosClass));
-    if (pkey) request.pkey = static_cast<uint16_t>(parseNumberOption("pkey", *pkey, 0xffff));
+    if (pkey) request.pkey = static_cast<uint16_t>(parseNumberOption("pkey", *pkey, ib::MaxPkey));
     if (sl) request.sl = static_cast<uint8_t>(parseNumberOption("sl", *sl, ib::MaxSl));
 }
 

@@ -2,12 +2,6 @@
 // What the ibqos subcommands share.
 #include "cli/commands.hpp"
 
-#include "common/json.hpp"
-#include "common/text.hpp"
-#include "fabric/partitions.hpp"
-#include "fabric/port_caps.hpp"
-#include "fabric/topology.hpp"
-
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,6 +12,14 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+
+#include "common/json.hpp"
+#include "common/text.hpp"
+#include "fabric/partitions.hpp"
+#include "fabric/port_caps.hpp"
+#include "fabric/topology.hpp"
+#include "ib/link.hpp"
+#include "ib/qos.hpp"
 
 namespace ibqos::cli {
 
@@ -113,10 +115,8 @@ std::optional<Fabric> loadTopology(const FabricOptions& options, Inputs& inputs,
     if (!options.topology) return std::nullopt;
     uint8_t operVls = 4;
     if (options.vls) {
-        uint64_t n = parseNumberOption("vls", *options.vls, 15);
-        static constexpr uint8_t encoding[16] = {0, 1, 2, 0, 3, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 5};
-        if (encoding[n] == 0) throw UsageError{"--vls takes 1, 2, 4, 8 or 15"};
-        operVls = encoding[n];
+        operVls = ib::vlEncoding(parseNumberOption("vls", *options.vls, ib::DataVlCount));
+        if (operVls == 0) throw UsageError{"--vls takes 1, 2, 4, 8 or 15"};
     }
     const size_t errorsBefore = diagnostics.errorCount();
     Fabric fabric = readTopology(inputs.load(*options.topology), diagnostics, operVls);

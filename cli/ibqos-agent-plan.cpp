@@ -14,6 +14,7 @@
 #include "host-sched/plan/plan_file.hpp"
 #include "host-sched/sched/sched_simulated.hpp"
 #include "ib/qos.hpp"
+#include "policy-grammar/keywords.hpp"
 
 namespace ibqos::cli {
 
@@ -158,8 +159,8 @@ int showPlan(const PlanOptions& o) {
         return out;
     };
     for (const SlEnforcement& e : plan->enforcement()) {
-        std::cout << "sl-enforcement " << slModeName(e.mode) << " for "
-                  << (e.programs.empty() ? "every program" : names(e.programs))
+        std::cout << ast::openKeyword(ast::BlockKind::SlEnforcement) << ' ' << slModeName(e.mode)
+                  << " for " << (e.programs.empty() ? "every program" : names(e.programs))
                   << (e.exceptPrograms.empty() ? "" : " except " + names(e.exceptPrograms))
                   << " (resolve-timeout " << e.resolveTimeoutMs << " ms)\n";
     }

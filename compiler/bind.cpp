@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
 // bindPolicy: group membership by GUID range, port name, partition, PKey, node type and SELF.
 #include "compiler/bind.hpp"
-#include "common/text.hpp"
-#include "ib/qos.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <string>
+
+#include "common/text.hpp"
+#include "ib/qos.hpp"
 
 namespace ibqos {
 

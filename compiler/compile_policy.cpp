@@ -7,6 +7,7 @@
 
 #include "compiler/passes.hpp"
 #include "compiler/pcc_algorithms.hpp"
+#include "policy-grammar/host_words.hpp"
 #include "policy-grammar/parse.hpp"
 
 namespace ibqos {
@@ -70,12 +71,8 @@ bool Reporter::syntaxErrorsIn(const ast::Block& block) const {
 
 }  // namespace passes
 
-namespace {
-constexpr std::array<std::string_view, 2> pccAlgorithms{"dcqcn", "swift"};
-}  // namespace
-
 bool isKnownPccAlgorithm(std::string_view name) {
-    for (std::string_view a : pccAlgorithms) {
+    for (std::string_view a : pccAlgorithmWords) {
         if (sameName(a, name)) return true;
     }
     return false;
@@ -83,7 +80,7 @@ bool isKnownPccAlgorithm(std::string_view name) {
 
 std::string knownPccAlgorithmList() {
     std::string out;
-    for (std::string_view a : pccAlgorithms) out += (out.empty() ? "" : ", ") + std::string(a);
+    for (std::string_view a : pccAlgorithmWords) out += (out.empty() ? "" : ", ") + std::string(a);
     return out;
 }
 

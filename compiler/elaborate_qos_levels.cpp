@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "ib/link.hpp"
+
 namespace ibqos::passes {
 
 void Elaborator::qosLevel(const ast::Block& b) {
@@ -36,14 +38,15 @@ void Elaborator::qosLevel(const ast::Block& b) {
                 break;
             case Key::MtuLimit:
                 if (auto* n = single<ast::Number>(*f, seen, b.kind)) {
-                    if (auto v = bounded(*n, 1, 5, "mtu-limit (1=256 .. 5=4096 bytes)")) {
+                    if (auto v = bounded(*n, ib::MinMtu, ib::MaxMtu,
+                                         "mtu-limit (1=256 .. 5=4096 bytes)")) {
                         level.mtuLimit = static_cast<uint8_t>(*v);
                     }
                 }
                 break;
             case Key::RateLimit:
                 if (auto* n = single<ast::Number>(*f, seen, b.kind)) {
-                    if (auto v = bounded(*n, 2, 22,
+                    if (auto v = bounded(*n, ib::MinRate, ib::MaxRate,
                                          "rate-limit (the IB rate enum, 2=2.5 .. 22=600 Gb/s)")) {
                         level.rateLimit = static_cast<uint8_t>(*v);
                     }

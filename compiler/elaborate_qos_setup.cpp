@@ -29,7 +29,7 @@ void Elaborator::pairs(const ast::PairList& list, std::vector<VlArbEntry>& out, 
                 std::string(field) + " takes VL:weight pairs; percentages belong in 'bandwidth:'");
             continue;
         }
-        auto vl = bounded(p.key, 0, 14, "a data VL", false);
+        auto vl = bounded(p.key, 0, ib::MaxDataVl, "a data VL", false);
         auto weight = bounded(p.value, 0, 255, "a VL arbitration weight (64-byte credits)", false);
         if (vl && weight) out.push_back({static_cast<uint8_t>(*vl), static_cast<uint8_t>(*weight)});
     }
@@ -121,7 +121,7 @@ void Elaborator::bandwidth(const ast::PairList& list, const ast::Field& f, VlArb
                        "'bandwidth:' takes VL:percent pairs such as 1:60%");
             continue;
         }
-        auto vl = bounded(p.key, 0, 14, "a data VL", false);
+        auto vl = bounded(p.key, 0, ib::MaxDataVl, "a data VL", false);
         auto percent = bounded(p.value, 1, 100, "a bandwidth share in percent", false);
         if (!vl || !percent) continue;
         for (const VlShare& s : *scope.bandwidth) {

@@ -11,6 +11,7 @@
 
 #include "common/text.hpp"
 #include "compiler/emit.hpp"
+#include "policy-grammar/keywords.hpp"
 
 namespace ibqos {
 
@@ -111,21 +112,30 @@ ClassPlan planClassOptions(const Fabric& fabric, const FabricTables& tables) {
     return plan;
 }
 
-OpenSmFiles emitOpenSm(const BoundPolicy& bound, const FabricTables& tables,
-                       Diagnostics& diagnostics) {
-    const Policy& policy = *bound.policy;
-    const Fabric& fabric = *bound.fabric;
-    OpenSmFiles files;
+namespace {
 
-    NameSpace names;
-    for (const PortGroup& g : policy.groups) {
-        if (g.origin == GroupOrigin::Written) names.reserve(g.name);
-    }
-    for (const QosLevel& l : policy.levels) {
-        if (!l.generated) names.reserve(l.name);
+using ast::BlockKind;
+using ast::Key;
+
+// The policy file as OpenSM reads it, its words from the keyword table: sections at the left
+// margin, their blocks indented by four, the blocks' fields by eight.
+class PolicyWriter {
+  public:
+    explicit PolicyWriter(std::string& out) : out_(out) {}
+
+    void section(BlockKind kind) { out_ += "\n" + std::string(ast::openKeyword(kind)) + "\n"; }
+    void endSection(BlockKind kind) { out_ += std::string(ast::closeKeyword(kind)) + "\n"; }
+    void block(BlockKind kind) { out_ += "    " + std::string(ast::openKeyword(kind)) + "\n"; }
+    void endBlock(BlockKind kind) { out_ += "    " + std::string(ast::closeKeyword(kind)) + "\n"; }
+    void field(Key key, const std::string& value) {
+        out_ += "        " + std::string(ast::keyName(key)) + ": " + value + "\n";
     }
 
-    std::string& p = files.policy;
+  private:
+    std::string& out_;
+};
+
+void writeHeader(std::string& p, const Policy& policy, const Fabric& fabric) {
     p += "# qos-policy.conf written by ibqos from " + policy.file + " for the fabric " +
          fabric.source + ".\n";
     p += "# Every port group is an explicit GUID list, qos-ulps lines are match rules in their "
@@ -136,8 +146,14 @@ OpenSmFiles emitOpenSm(const BoundPolicy& bound, const FabricTables& tables,
          "# class. Make both files again (ibqos compile --emit opensm -o DIR) whenever a port\n"
          "# is added, removed or replaced, or partitions.conf changes; the ibqos plugin does\n"
          "# that at every heavy sweep.\n";
+}
 
-    // Groups: every group a rule uses, written or generated, as the GUIDs it binds to.
+// Groups: every group a rule uses, written or generated, as the GUIDs it binds to. Returns the
+// name each group is written under ("" for a group not written).
+std::vector<std::string> writePortGroups(PolicyWriter& w, const BoundPolicy& bound,
+                                         NameSpace& names) {
+    const Policy& policy = *bound.policy;
+    const Fabric& fabric = *bound.fabric;
     std::vector<std::string> groupName(policy.groups.size());
     std::vector<bool> used(policy.groups.size(), false);
     for (const MatchRule& r : policy.rules) {
@@ -150,10 +166,11 @@ OpenSmFiles emitOpenSm(const BoundPolicy& bound, const FabricTables& tables,
         if (!used[g] && group.origin != GroupOrigin::Written) continue;
         groupName[g] =
             group.origin == GroupOrigin::Written ? group.name : names.fresh("ibqos-ulp-ports");
-        if (!anyGroup) p += "\nport-groups\n";
+        if (!anyGroup) w.section(BlockKind::PortGroups);
         anyGroup = true;
-        p += "    port-group\n        name: " + quote(groupName[g]) + "\n";
-        if (!group.use.empty()) p += "        use: " + quote(group.use) + "\n";
+        w.block(BlockKind::PortGroup);
+        w.field(Key::Name, quote(groupName[g]));
+        if (!group.use.empty()) w.field(Key::Use, quote(group.use));
         std::vector<Range> guids;
         for (uint32_t port : bound.groups[g].all(fabric))
             guids.push_back({fabric.ports[port].guid, fabric.ports[port].guid});
@@ -165,15 +182,19 @@ OpenSmFiles emitOpenSm(const BoundPolicy& bound, const FabricTables& tables,
                 line += (j > i ? ", " : "") + hex(ranges[j].lo);
                 if (ranges[j].hi != ranges[j].lo) line += "-" + hex(ranges[j].hi);
             }
-            p += "        port-guid: " + line + "\n";
+            w.field(Key::PortGuid, line);
         }
-        p += "    end-port-group\n";
+        w.endBlock(BlockKind::PortGroup);
     }
-    if (anyGroup) p += "end-port-groups\n";
+    if (anyGroup) w.endSection(BlockKind::PortGroups);
+    return groupName;
+}
 
-    // Levels: the written ones, OpenSM's implicit qos-ulps levels under fresh names, the default.
+// Levels: the written ones, OpenSM's implicit qos-ulps levels under fresh names, the default.
+// Returns the name each level is written under.
+std::vector<std::string> writeQosLevels(PolicyWriter& w, const Policy& policy, NameSpace& names) {
     std::vector<std::string> levelName(policy.levels.size());
-    p += "\nqos-levels\n";
+    w.section(BlockKind::QosLevels);
     for (size_t l = 0; l < policy.levels.size(); ++l) {
         const QosLevel& level = policy.levels[l];
         bool isDefault = policy.hasDefaultLevel && l == policy.defaultLevel;
@@ -183,45 +204,48 @@ OpenSmFiles emitOpenSm(const BoundPolicy& bound, const FabricTables& tables,
         } else {
             levelName[l] = level.name;
         }
-        p += "    qos-level\n        name: " + quote(levelName[l]) + "\n";
-        if (!level.use.empty()) p += "        use: " + quote(level.use) + "\n";
-        p += "        sl: " + std::to_string(level.sl) + "\n";
-        if (level.mtuLimit) p += "        mtu-limit: " + std::to_string(*level.mtuLimit) + "\n";
-        if (level.rateLimit) p += "        rate-limit: " + std::to_string(*level.rateLimit) + "\n";
-        if (level.packetLife)
-            p += "        packet-life: " + std::to_string(*level.packetLife) + "\n";
-        if (!level.pkeys.empty()) p += "        pkey: " + rangeList(level.pkeys, true) + "\n";
-        p += "    end-qos-level\n";
+        w.block(BlockKind::QosLevel);
+        w.field(Key::Name, quote(levelName[l]));
+        if (!level.use.empty()) w.field(Key::Use, quote(level.use));
+        w.field(Key::Sl, std::to_string(level.sl));
+        if (level.mtuLimit) w.field(Key::MtuLimit, std::to_string(*level.mtuLimit));
+        if (level.rateLimit) w.field(Key::RateLimit, std::to_string(*level.rateLimit));
+        if (level.packetLife) w.field(Key::PacketLife, std::to_string(*level.packetLife));
+        if (!level.pkeys.empty()) w.field(Key::Pkey, rangeList(level.pkeys, true));
+        w.endBlock(BlockKind::QosLevel);
     }
-    p += "end-qos-levels\n";
+    w.endSection(BlockKind::QosLevels);
+    return levelName;
+}
 
-    if (!policy.rules.empty()) {
-        p += "\nqos-match-rules\n";
-        for (const MatchRule& rule : policy.rules) {
-            p += "    qos-match-rule\n";
-            if (!rule.use.empty()) p += "        use: " + quote(rule.use) + "\n";
-            if (!rule.qosClasses.empty())
-                p += "        qos-class: " + rangeList(rule.qosClasses, false) + "\n";
-            if (!rule.serviceIds.empty())
-                p += "        service-id: " + rangeList(rule.serviceIds, true) + "\n";
-            if (!rule.pkeys.empty()) p += "        pkey: " + rangeList(rule.pkeys, true) + "\n";
-            auto groupList = [&](const std::vector<uint32_t>& gs) {
-                std::string s;
-                for (uint32_t g : gs) s += (s.empty() ? "" : ", ") + quote(groupName[g]);
-                return s;
-            };
-            if (!rule.sources.empty()) p += "        source: " + groupList(rule.sources) + "\n";
-            if (!rule.destinations.empty())
-                p += "        destination: " + groupList(rule.destinations) + "\n";
-            p += "        qos-level-name: " + quote(levelName[rule.level]) + "\n";
-            p += "    end-qos-match-rule\n";
-        }
-        p += "end-qos-match-rules\n";
+void writeMatchRules(PolicyWriter& w, const Policy& policy,
+                     const std::vector<std::string>& groupName,
+                     const std::vector<std::string>& levelName) {
+    if (policy.rules.empty()) return;
+    auto groupList = [&](const std::vector<uint32_t>& gs) {
+        std::string s;
+        for (uint32_t g : gs) s += (s.empty() ? "" : ", ") + quote(groupName[g]);
+        return s;
+    };
+    w.section(BlockKind::QosMatchRules);
+    for (const MatchRule& rule : policy.rules) {
+        w.block(BlockKind::QosMatchRule);
+        if (!rule.use.empty()) w.field(Key::Use, quote(rule.use));
+        if (!rule.qosClasses.empty()) w.field(Key::QosClass, rangeList(rule.qosClasses, false));
+        if (!rule.serviceIds.empty()) w.field(Key::ServiceId, rangeList(rule.serviceIds, true));
+        if (!rule.pkeys.empty()) w.field(Key::Pkey, rangeList(rule.pkeys, true));
+        if (!rule.sources.empty()) w.field(Key::Source, groupList(rule.sources));
+        if (!rule.destinations.empty()) w.field(Key::Destination, groupList(rule.destinations));
+        w.field(Key::QosLevelName, quote(levelName[rule.level]));
+        w.endBlock(BlockKind::QosMatchRule);
     }
+    w.endSection(BlockKind::QosMatchRules);
+}
 
-    // Options: per port class, the tables most of its ports receive. Ports whose tables differ
-    // from their class's need per-port programming, which opensm.conf cannot express.
-    std::string& o = files.options;
+// Options: per port class, the tables most of its ports receive. Ports whose tables differ
+// from their class's need per-port programming, which opensm.conf cannot express.
+void writeOptions(std::string& o, const Policy& policy, const Fabric& fabric,
+                  const FabricTables& tables, Diagnostics& diagnostics) {
     o += "# opensm.conf QoS lines written by ibqos from " + policy.file + " for the fabric " +
          fabric.source + ".\n";
     o += "qos TRUE\n";
@@ -241,21 +265,41 @@ OpenSmFiles emitOpenSm(const BoundPolicy& bound, const FabricTables& tables,
     }
     std::vector<std::string> special;
     for (uint32_t i : plan.specialPorts) special.push_back(fabric.portName(tables.ports[i].port));
-    if (!special.empty()) {
-        o += "\n# " + std::to_string(special.size()) +
-             " ports need tables that these per-class options cannot give;\n";
-        o += "# a stock OpenSM gives them their class's tables. The ibqos plugin "
-             "(event_plugin_name ibqos_osm)\n";
-        o += "# programs them port by port:\n";
-        for (const std::string& name : special) o += "#   " + name + "\n";
-        diagnostics.warning(
-            "per-port-tables", policy.file,
-            policy.qosSetupLocation.line ? policy.qosSetupLocation : SourceLocation{1, 1},
-            std::to_string(special.size()) + " port" + (special.size() == 1 ? "" : "s") +
-                " (e.g. " + special.front() +
-                ") need tables that opensm.conf's per-class options cannot express: a stock OpenSM "
-                "will give them their class's tables; the ibqos OpenSM plugin programs them");
+    if (special.empty()) return;
+    o += "\n# " + std::to_string(special.size()) +
+         " ports need tables that these per-class options cannot give;\n";
+    o += "# a stock OpenSM gives them their class's tables. The ibqos plugin "
+         "(event_plugin_name ibqos_osm)\n";
+    o += "# programs them port by port:\n";
+    for (const std::string& name : special) o += "#   " + name + "\n";
+    diagnostics.warning(
+        "per-port-tables", policy.file,
+        policy.qosSetupLocation.line ? policy.qosSetupLocation : SourceLocation{1, 1},
+        std::to_string(special.size()) + " port" + (special.size() == 1 ? "" : "s") + " (e.g. " +
+            special.front() +
+            ") need tables that opensm.conf's per-class options cannot express: a stock OpenSM "
+            "will give them their class's tables; the ibqos OpenSM plugin programs them");
+}
+
+}  // namespace
+
+OpenSmFiles emitOpenSm(const BoundPolicy& bound, const FabricTables& tables,
+                       Diagnostics& diagnostics) {
+    const Policy& policy = *bound.policy;
+    OpenSmFiles files;
+    NameSpace names;
+    for (const PortGroup& g : policy.groups) {
+        if (g.origin == GroupOrigin::Written) names.reserve(g.name);
     }
+    for (const QosLevel& l : policy.levels) {
+        if (!l.generated) names.reserve(l.name);
+    }
+    writeHeader(files.policy, policy, *bound.fabric);
+    PolicyWriter writer(files.policy);
+    std::vector<std::string> groupName = writePortGroups(writer, bound, names);
+    std::vector<std::string> levelName = writeQosLevels(writer, policy, names);
+    writeMatchRules(writer, policy, groupName, levelName);
+    writeOptions(files.options, policy, *bound.fabric, tables, diagnostics);
     return files;
 }
 

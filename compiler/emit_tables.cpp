@@ -47,7 +47,7 @@ Json portTablesJson(const Fabric& fabric, const FabricTables& tables, const Port
             {"lid", port.lid},
             {"node_type", nodeTypeName(node.type)},
             {"node_desc", node.description},
-            {"oper_vls", dataVls(t.operVls)},
+            {"oper_vls", foldedDataVls(t.operVls)},
             {"high_limit", t.highLimit},
             {"sl2vl", std::move(sl2vl)},
             {"vlarb_high", vlArbJson(tables.vlarbs[t.vlArbHigh].data(), sentEntries(t, true))},

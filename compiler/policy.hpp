@@ -13,7 +13,8 @@
 #include "common/text.hpp"
 #include "compiler/range_set.hpp"
 #include "fabric/node_type.hpp"
-#include "ib/tables.hpp"
+#include "ib/sl2vl_vlarb.hpp"
+#include "policy-grammar/host_words.hpp"
 
 namespace ibqos {
 
@@ -169,9 +170,9 @@ struct SchedLeaf : SchedElement {
 // Ordered from the loosest to the strictest.
 enum class SlMode : uint8_t { Respect, Audit, Enforce };
 
-inline const char* slModeName(SlMode mode) {
-    return mode == SlMode::Enforce ? "enforce" : mode == SlMode::Audit ? "audit" : "respect";
-}
+static_assert(std::size(slModeWords) == static_cast<size_t>(SlMode::Enforce) + 1);
+// The mode's word in the language (and the plan file).
+inline const char* slModeName(SlMode mode) { return slModeWords[static_cast<size_t>(mode)]; }
 // The mode a name says (any case), or nullopt.
 inline std::optional<SlMode> slModeFromName(std::string_view name) {
     for (SlMode m : {SlMode::Respect, SlMode::Audit, SlMode::Enforce}) {

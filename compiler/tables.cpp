@@ -50,7 +50,7 @@ VlArbTable parseVlArbOption(const std::string& text) {
     VlArbTable table{};
     const char* p = text.c_str();
     for (VlArbEntry& e : table) {
-        e.vl = static_cast<uint8_t>(parseOne(p) % 15);
+        e.vl = static_cast<uint8_t>(parseOne(p) % ib::DataVlCount);
         e.weight = static_cast<uint8_t>(parseOne(p));
     }
     return table;
@@ -409,17 +409,17 @@ class TableBuilder {
         uint32_t raw = NoPort;
         bool folds = false;
     };
-    std::vector<std::array<FoldedSl2Vl, 6>> sl2vlFolds_;
+    std::vector<std::array<FoldedSl2Vl, ib::MaxVlEncoding + 1>> sl2vlFolds_;
 
     const FoldedSl2Vl& foldSl2Vl(uint32_t rawIndex, uint8_t operVls) {
         if (sl2vlFolds_.size() < raw_.size()) sl2vlFolds_.resize(raw_.size());
-        FoldedSl2Vl& f = sl2vlFolds_[rawIndex][std::min<uint8_t>(operVls, 5)];
+        FoldedSl2Vl& f = sl2vlFolds_[rawIndex][std::min(operVls, ib::MaxVlEncoding)];
         if (f.folded == NoPort) {
             Sl2VlTable table = raw_[rawIndex];
             uint8_t mask = vlMask(operVls);
             for (uint8_t& vl : table) {
                 if (vl == ib::DropVl) continue;
-                f.folds |= vl >= dataVls(operVls);
+                f.folds |= vl >= foldedDataVls(operVls);
                 vl &= mask;
             }
             f.folded = out_.sl2vls.intern(table);
@@ -441,7 +441,7 @@ class TableBuilder {
         if (f.folded == NoPort) {
             VlArbTable table = out_.vlarbs[raw];
             for (unsigned i = 0; i < table.size(); ++i) {
-                f.folds |= i < cap && table[i].weight && table[i].vl >= dataVls(operVls);
+                f.folds |= i < cap && table[i].weight && table[i].vl >= foldedDataVls(operVls);
                 table[i].vl &= vlMask(operVls);
             }
             f.folded = out_.vlarbs.intern(table);
@@ -458,7 +458,7 @@ class TableBuilder {
             t.portClass = d.portClass;
             t.operVls = port.operVls;
             uint8_t mask = vlMask(port.operVls);
-            unsigned dataVls = ibqos::dataVls(port.operVls);
+            unsigned dataVls = foldedDataVls(port.operVls);
             t.hasVlArb = port.vlCap != 1;
             t.vlArbHighCap = port.vlArbHighCap;
             t.vlArbLowCap = port.vlArbLowCap;
@@ -519,7 +519,7 @@ class TableBuilder {
         }
         for (auto& [key, note] : foldWarnings_) {
             const TableOrigin& o = out_.origins[key.origin];
-            unsigned vls = dataVls(key.operVls);
+            unsigned vls = foldedDataVls(key.operVls);
             diagnostics_.warning("vl-folded", o.file, o.location,
                                  "on " + std::to_string(note.ports) +
                                      (note.ports == 1 ? " port" : " ports") + " with " +

@@ -3,6 +3,7 @@
 // them from opensm.conf, with the policy's qos-setup applied on top.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -14,7 +15,8 @@
 #include "common/text.hpp"
 #include "compiler/bind.hpp"
 #include "fabric/opensm_conf.hpp"
-#include "ib/tables.hpp"
+#include "ib/link.hpp"
+#include "ib/sl2vl_vlarb.hpp"
 
 namespace ibqos {
 
@@ -154,5 +156,8 @@ std::vector<TableChange> changedTables(const Fabric& fabric, const FabricTables&
 constexpr uint8_t vlMask(uint8_t operVls) {
     return operVls == 0 ? 0 : static_cast<uint8_t>((1u << (operVls - 1)) - 1);
 }
+// The data VLs a port keeps after OpenSM's folding: those its OperVLs put in operation, and VL0
+// where OperVLs is 0 (reserved, no VL in operation: vlMask folds every VL onto VL0).
+constexpr unsigned foldedDataVls(uint8_t operVls) { return std::max(1u, ib::dataVls(operVls)); }
 
 }  // namespace ibqos

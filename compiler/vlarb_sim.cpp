@@ -17,7 +17,7 @@ std::array<uint64_t, ib::VlCount> packetsPerCycle(const VlArbEntry* entries, siz
     for (size_t i = 0; i < count; ++i) {
         for (int credits = entries[i].weight; credits > 0;
              credits -= static_cast<int>(packetCredits)) {
-            ++sent[entries[i].vl & 15];
+            ++sent[entries[i].vl & ib::MaxVl];
         }
     }
     return sent;

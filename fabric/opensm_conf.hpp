@@ -7,6 +7,7 @@
 
 #include "common/diagnostics.hpp"
 #include "common/source.hpp"
+#include "ib/link.hpp"
 
 namespace ibqos {
 
@@ -28,8 +29,8 @@ const char* portClassPrefix(PortClass c);  // "qos_ca_", "qos_rtr_", "qos_sw0_",
 struct OpenSmConf {
     std::string file;  // empty: no file (OpenSM's built-in defaults)
     bool qos = false;
-    uint8_t maxOpVls = 5;  // OperVLs code limit (5 = VL0-14)
-    QosOptionSet all;      // qos_*
+    uint8_t maxOpVls = ib::MaxVlEncoding;  // OperVLs code limit (VL0-14)
+    QosOptionSet all;                      // qos_*
     QosOptionSet ca, router, switchPort0, switchExternal;
     // The event plugins OpenSM loads (names separated by blanks) and their options.
     std::optional<std::string> eventPluginName, eventPluginOptions;

@@ -6,14 +6,17 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "common/source.hpp"
 #include "common/text.hpp"
 #include "fabric/fabric.hpp"
 #include "fabric/partitions.hpp"
+#include "ib/link.hpp"
 #include "ib/qos.hpp"
 
 namespace ibqos {
@@ -129,18 +132,27 @@ class PartitionsReader {
             if (comma == std::string_view::npos) break;
             p = comma + 1;
         }
-        auto [name, pkeyText] = nameValue(parts[0]);
+        std::optional<size_t> partition = definePartition(parts[0], offset);
+        if (!partition) return;
+        std::optional<Membership> defaultMembership = readFlags(parts, *partition, offset);
+        if (!defaultMembership) return;
+        addMembers(members, *partition, *defaultMembership, offset);
+    }
+
+    // The partition a statement's "Name[=PKey]" names, made when new; nullopt after an error.
+    std::optional<size_t> definePartition(std::string_view namePart, uint32_t offset) {
+        auto [name, pkeyText] = nameValue(namePart);
         if (name.empty()) {
             error(offset, "a partition needs a name");
-            return;
+            return std::nullopt;
         }
         uint16_t pkey = 0;
         if (pkeyText) {
             auto v = number(*pkeyText);
-            if (!v || *v > 0xffff) {
+            if (!v || *v > ib::MaxPkey) {
                 error(offset,
                       "'" + std::string(*pkeyText) + "' is not a PKey (a number up to 0xffff)");
-                return;
+                return std::nullopt;
             }
             pkey = ib::pkeyBase(static_cast<uint16_t>(*v));
         }
@@ -168,20 +180,27 @@ class PartitionsReader {
             partition->file = source_.name();
         }
         partition->name = std::string(name);
+        return partitionIndex;
+    }
 
+    // A statement's flags (ipoib, sl, mtu, rate, defmember, ...) set on its partition; the
+    // members' default membership, or nullopt after an error.
+    std::optional<Membership> readFlags(const std::vector<std::string_view>& parts,
+                                        size_t partitionIndex, uint32_t offset) {
+        Partition* partition = &fabric_.partitions[partitionIndex];
         Membership defaultMembership = Membership::Limited;
         for (size_t i = 1; i < parts.size(); ++i) {
             auto [flag, value] = nameValue(parts[i]);
             if (flag.empty()) {
                 error(offset, "an empty partition flag");
-                return;
+                return std::nullopt;
             }
             std::string key(flag);
             partition->flags[key] = value ? std::string(*value) : "";
             if (key == "ipoib") {
                 partition->ipoib = true;
             } else if (key == "sl" || key == "mtu" || key == "rate") {
-                uint64_t max = key == "sl" ? ib::MaxSl : key == "mtu" ? 5 : 22;
+                uint64_t max = key == "sl" ? ib::MaxSl : key == "mtu" ? ib::MaxMtu : ib::MaxRate;
                 uint64_t v = value ? number(*value).value_or(UINT64_MAX) : UINT64_MAX;
                 if (v > max || (key != "sl" && v == 0)) {
                     warning(offset, "flag '" + key + "' needs a value up to " +
@@ -207,8 +226,14 @@ class PartitionsReader {
                 warning(offset, "unknown partition flag '" + key + "' is ignored (as OpenSM does)");
             }
         }
+        return defaultMembership;
+    }
 
-        // Members: GUID, ALL, ALL_CAS, ALL_SWITCHES, ALL_ROUTERS, SELF, NONE; or an mgid line.
+    // A statement's members, added to its partition: GUID, ALL, ALL_CAS, ALL_SWITCHES,
+    // ALL_ROUTERS, SELF, NONE; or an mgid line.
+    void addMembers(std::string_view members, size_t partitionIndex, Membership defaultMembership,
+                    uint32_t offset) {
+        const Partition* partition = &fabric_.partitions[partitionIndex];
         for (size_t p = 0; p <= members.size();) {
             size_t comma = members.find(',', p);
             std::string_view item = trim(members.substr(

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // readPortCaps: per-port VL capabilities for an offline fabric ("PORT vls=N vlarb-high=N ...").
+#include "fabric/port_caps.hpp"
+
 #include <cctype>
 #include <cstdlib>
 #include <string>
@@ -8,30 +10,9 @@
 #include "common/source.hpp"
 #include "common/text.hpp"
 #include "fabric/fabric.hpp"
-#include "fabric/port_caps.hpp"
+#include "ib/link.hpp"
 
 namespace ibqos {
-
-namespace {
-
-uint8_t vlEncoding(unsigned long dataVls) {
-    switch (dataVls) {
-        case 1:
-            return 1;
-        case 2:
-            return 2;
-        case 4:
-            return 3;
-        case 8:
-            return 4;
-        case 15:
-            return 5;
-        default:
-            return 0;
-    }
-}
-
-}  // namespace
 
 void readPortCaps(const SourceFile& source, Fabric& fabric, Diagnostics& diagnostics) {
     std::string_view text = source.text();
@@ -109,7 +90,7 @@ void readPortCaps(const SourceFile& source, Fabric& fabric, Diagnostics& diagnos
             for (uint32_t p : ports) {
                 FabricPort& port = fabric.ports[p];
                 if (key == "vls") {
-                    uint8_t e = vlEncoding(value);
+                    uint8_t e = ib::vlEncoding(value);
                     if (!e) {
                         error("vls takes 1, 2, 4, 8 or 15");
                         break;
@@ -123,12 +104,7 @@ void readPortCaps(const SourceFile& source, Fabric& fabric, Diagnostics& diagnos
                     (key == "vlarb-high" ? port.vlArbHighCap : port.vlArbLowCap) =
                         static_cast<uint8_t>(value);
                 } else if (key == "mtu") {
-                    uint8_t m = value == 256    ? 1
-                                : value == 512  ? 2
-                                : value == 1024 ? 3
-                                : value == 2048 ? 4
-                                : value == 4096 ? 5
-                                                : 0;
+                    uint8_t m = ib::mtuForBytes(value);
                     if (!m) {
                         error("mtu is 256, 512, 1024, 2048 or 4096");
                         break;

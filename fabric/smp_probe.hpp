@@ -10,7 +10,7 @@
 
 #include "fabric/fabric.hpp"
 #include "fabric/table_reader.hpp"
-#include "ib/tables.hpp"
+#include "ib/sl2vl_vlarb.hpp"
 
 namespace ibqos::probe {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "fabric/fabric.hpp"
-#include "ib/tables.hpp"
+#include "ib/sl2vl_vlarb.hpp"
 
 namespace ibqos {
 

@@ -9,6 +9,7 @@ namespace ibqos {
 double rateGbps(uint8_t rate) {
     static constexpr double gbps[] = {0,  0,   2.5, 10, 30,  5,   20,  40, 60, 80,  120, 14,
                                       56, 112, 168, 25, 100, 200, 300, 28, 50, 400, 600};
+    static_assert(sizeof gbps / sizeof gbps[0] == ib::MaxRate + 1);
     return rate < sizeof gbps / sizeof gbps[0] ? gbps[rate] : 0;
 }
 
@@ -31,7 +32,7 @@ uint8_t rateForLink(unsigned width, std::string_view speed) {
         if (s.name == speed) lane = s.gbps;
     }
     double total = lane * width;
-    for (uint8_t r = 2; r <= 22; ++r) {
+    for (uint8_t r = ib::MinRate; r <= ib::MaxRate; ++r) {
         if (rateGbps(r) == total) return r;
     }
     return 0;
@@ -48,6 +49,6 @@ std::string linkName(uint8_t rate) {
     return "";
 }
 
-unsigned mtuBytes(uint8_t mtu) { return mtu >= 1 && mtu <= 5 ? 128u << mtu : 0; }
+unsigned mtuBytes(uint8_t mtu) { return ib::isMtu(mtu) ? 128u << mtu : 0; }
 
 }  // namespace ibqos

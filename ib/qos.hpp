@@ -13,9 +13,11 @@ inline constexpr uint8_t MaxSl = SlCount - 1;
 // Virtual lanes have 4 bits too; VL 15, the management VL, is what an SL2VL table names to drop
 // an SL.
 inline constexpr unsigned VlCount = 16;
+inline constexpr uint8_t MaxVl = VlCount - 1;
 inline constexpr uint8_t DropVl = 15;
 // VLs 0-14 carry data, arbitrated by the VLArb tables.
 inline constexpr unsigned DataVlCount = 15;
+inline constexpr uint8_t MaxDataVl = DataVlCount - 1;
 
 // The QoS class of a PathRecord has 12 bits (IBA 15.2.5.16).
 inline constexpr uint16_t MaxQosClass = 0xfff;
@@ -23,6 +25,8 @@ inline constexpr uint16_t MaxQosClass = 0xfff;
 // A P_Key is a 15-bit base and a membership bit, set for a full member.
 inline constexpr uint16_t PkeyBaseMask = 0x7fff;
 inline constexpr uint16_t PkeyFullMember = 0x8000;
+// The largest P_Key, membership bit included.
+inline constexpr uint16_t MaxPkey = 0xffff;
 // The default partition's base.
 inline constexpr uint16_t DefaultPkey = 0x7fff;
 

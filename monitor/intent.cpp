@@ -8,11 +8,6 @@
 
 namespace ibqos::monitor {
 
-unsigned dataVls(uint8_t operVls) {
-    if (operVls == 0) return 0;
-    return operVls >= 5 ? 15u : 1u << (operVls - 1);
-}
-
 Intent::Intent(const FabricCompilation& compiled) : compiled_(compiled) {
     const Fabric& fabric = compiled.fabric();
     const Policy& policy = compiled.policy();
@@ -67,7 +62,7 @@ std::array<double, ib::DataVlCount> Intent::shares(int setup, uint16_t competing
         std::vector<VlArbEntry> entries(tables.vlarbs[table].begin(),
                                         tables.vlarbs[table].begin() + std::min(cap, 64u));
         for (VlArbEntry& e : entries)
-            if (!(competing & (1u << (e.vl & 15)))) e.weight = 0;
+            if (!(competing & (1u << (e.vl & ib::MaxVl)))) e.weight = 0;
         return entries;
     };
     std::vector<VlArbEntry> high = idleless(s.high, s.highCap), low = idleless(s.low, s.lowCap);

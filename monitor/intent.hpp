@@ -14,12 +14,13 @@
 
 #include "compiler/emit.hpp"
 #include "compiler/fabric_compilation.hpp"
+#include "ib/link.hpp"
 #include "ib/qos.hpp"
 
 namespace ibqos::monitor {
 
-// The number of data VLs an OperVLs value puts in operation (1, 2, 4, 8 or 15).
-unsigned dataVls(uint8_t operVls);
+// The number of data VLs an OperVLs value puts in operation (1, 2, 4, 8 or 15; none for 0).
+using ib::dataVls;
 
 struct PortIntent {
     std::vector<uint32_t> groups;  // indices into Policy::groups (groups of the file)

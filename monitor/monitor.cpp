@@ -243,7 +243,7 @@ const Report& Monitor::scrape() {
                                          "next interval is judged afresh")});
         }
         if (p.judged) {
-            for (unsigned vl = 0; vl < 15; ++vl) {
+            for (unsigned vl = 0; vl < ib::DataVlCount; ++vl) {
                 const VlShare& v = p.vls[vl];
                 // A VL whose count saturated got at least what is known: never found below.
                 if (!v.competing || v.lowerBound || v.achieved + options_.margin >= v.intended)

@@ -5,7 +5,7 @@
 #include <array>
 
 #include "fabric/opensm_subnet.hpp"
-#include "ib/tables.hpp"
+#include "ib/sl2vl_vlarb.hpp"
 #include "osm-plugin/qos_mads.hpp"
 
 namespace ibqos::osm {

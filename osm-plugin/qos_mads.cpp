@@ -11,7 +11,7 @@ namespace ibqos::osm {
 QosMadCount countFullProgramming(const Fabric& fabric, const FabricTables& tables, bool sl2vlHook,
                                  bool switchesOptimize) {
     QosMadCount count;
-    std::unordered_map<uint32_t, std::array<size_t, 6>>
+    std::unordered_map<uint32_t, std::array<size_t, ib::MaxVlEncoding + 1>>
         operVlsPerSwitch;  // node -> ports per OperVLs code
     for (const PortTables& t : tables.ports) {
         if (t.hasVlArb) {
@@ -24,7 +24,8 @@ QosMadCount countFullProgramming(const Fabric& fabric, const FabricTables& table
         if (node.type != NodeType::Switch) {
             ++count.sl2vl;
         } else if (switchesOptimize && !sl2vlHook) {
-            if (port.number != 0) ++operVlsPerSwitch[port.node][std::min<uint8_t>(t.operVls, 5)];
+            if (port.number != 0)
+                ++operVlsPerSwitch[port.node][std::min(t.operVls, ib::MaxVlEncoding)];
             if (port.number == 0) ++count.sl2vl;  // the enhanced port 0's own (0, 0)
         } else {
             count.sl2vl += sl2vlInPorts(node);

@@ -6,7 +6,7 @@
 
 #include "compiler/tables.hpp"
 #include "fabric/fabric.hpp"
-#include "ib/tables.hpp"
+#include "ib/sl2vl_vlarb.hpp"
 
 namespace ibqos::osm {
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "ib/tables.hpp"
+#include "ib/sl2vl_vlarb.hpp"
 
 namespace ibqos::osm {
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The language's words in one table (blocks, fields, what each block holds, ULPs and their
-// qualifiers): the grammar, the syntax messages and elaboration take every word from it.
+// qualifiers, node types; the host-sched values in host_words.hpp): the grammar, the syntax
+// messages, elaboration and the emitters take every word from it.
 #pragma once
 
 #include <array>
@@ -10,6 +11,7 @@
 #include <string_view>
 
 #include "policy-grammar/ast.hpp"
+#include "policy-grammar/host_words.hpp"
 
 namespace ibqos::ast {
 
@@ -42,6 +44,10 @@ inline constexpr std::string_view ulpQualifierWords[] = {"",
                                                          "source-target-port-guid",
                                                          "port-num"};
 static_assert(std::size(ulpQualifierWords) == static_cast<size_t>(UlpQualifier::PortNum) + 1);
+
+// The node types of "node-type:", as written (any case), indexed by NodeTypeName.
+inline constexpr std::string_view nodeTypeWords[] = {"ca", "switch", "router", "all", "self"};
+static_assert(std::size(nodeTypeWords) == static_cast<size_t>(NodeTypeName::Self) + 1);
 
 // What a block's body takes: fields, or the blocks nested in it.
 namespace body {

@@ -382,19 +382,13 @@ struct NodeTypeToken : x3::parser<NodeTypeToken> {
 
     template <typename It, typename Ctx, typename RCtx, typename Attr>
     bool parse(It& first, It const& last, Ctx const& ctx, RCtx&, Attr& attr) const {
-        static constexpr std::array<std::pair<std::string_view, ast::NodeTypeName>, 5> names{{
-            {"ca", ast::NodeTypeName::Ca},
-            {"switch", ast::NodeTypeName::Switch},
-            {"router", ast::NodeTypeName::Router},
-            {"all", ast::NodeTypeName::All},
-            {"self", ast::NodeTypeName::Self},
-        }};
         x3::skip_over(first, last, ctx);
-        for (auto& [word, name] : names) {
+        for (size_t n = 0; n < std::size(ast::nodeTypeWords); ++n) {
+            const std::string_view word = ast::nodeTypeWords[n];
             if (startsWithWord(first, last, word, true)) {
                 first += word.size();
                 ast::NodeType t;
-                t.name = name;
+                t.name = static_cast<ast::NodeTypeName>(n);
                 x3::traits::move_to(t, attr);
                 return true;
             }

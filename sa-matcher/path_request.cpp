@@ -2,10 +2,12 @@
 // decodePathRequest: the checks osm_sa_path_record.c / osm_sa_multipath_record.c make first on
 // an SA MAD, read through the InfiniBand vocabulary (ib/).
 #include "sa-matcher/path_request.hpp"
-#include "common/text.hpp"
 
 #include <algorithm>
 #include <cstdio>
+
+#include "common/text.hpp"
+#include "ib/link.hpp"
 
 namespace ibqos {
 
@@ -59,11 +61,11 @@ PortAddress gidAddress(const ib::Gid& gid) {
 // with its selector must be valid, and a ServiceID needs both halves.
 std::optional<DecodedRequest> refuseSharedFields(const SharedFields& f, uint64_t mask,
                                                  const SharedValues& v) {
-    if ((mask & f.mtu) && (mask & f.mtuSelector) && (v.mtu < 1 || v.mtu > 5)) {
+    if ((mask & f.mtu) && (mask & f.mtuSelector) && !ib::isMtu(v.mtu)) {
         return failure("the requested MTU " + std::to_string(v.mtu) + " is not an IB MTU (1..5)",
                        ib::StatusRequestInvalid);
     }
-    if ((mask & f.rate) && (mask & f.rateSelector) && (v.rate < 2 || v.rate > 22)) {
+    if ((mask & f.rate) && (mask & f.rateSelector) && !ib::isRate(v.rate)) {
         return failure(
             "the requested rate " + std::to_string(v.rate) + " is not an IB rate (2..22)",
             ib::StatusRequestInvalid);

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
 // SA PathRecord MADs: encoding of requests and the checks every answer must pass.
 #include "host-sched/sa-client/sa_wire.hpp"
-#include "common/text.hpp"
-#include "ib/qos.hpp"
 
 #include <arpa/inet.h>
 
 #include <algorithm>
 #include <cstdio>
+
+#include "common/text.hpp"
+#include "ib/link.hpp"
+#include "ib/qos.hpp"
 
 namespace ibqos::host {
 
@@ -27,9 +29,6 @@ constexpr uint8_t SelectorExactly = UMAD_SA_SELECTOR_EXACTLY;
 constexpr size_t SaSpecificHeader = SaHeaderSize - ib::at::SmKey;
 
 bool isUnicastLid(uint16_t lid) { return lid >= 1 && lid <= 0xBFFF; }
-
-// The IB rate enum values a PathRecord may carry (IBA table 215 and its later additions).
-bool isKnownRate(uint8_t rate) { return rate >= 2 && rate <= 22; }
 
 DecodedAnswer invalid(DecodedAnswer answer, size_t offset, std::string field, std::string message) {
     answer.kind = AnswerKind::Invalid;
@@ -92,12 +91,12 @@ std::optional<WireError> checkRecord(const PathRecord& r, const SaQuery& q, size
                      "SL " + std::to_string(r.sl) + " differs from the one asked for (" +
                          std::to_string(*q.sl) + ")");
     }
-    if (r.mtuSelector != SelectorExactly || r.mtu < 1 || r.mtu > 5) {
+    if (r.mtuSelector != SelectorExactly || !ib::isMtu(r.mtu)) {
         return error(pr_at::Mtu, "mtu",
                      "MTU byte " + hex(uint32_t{r.mtuSelector} << 6 | r.mtu, 2) +
                          " is not 'exactly' (selector 2) one of the MTUs 1..5");
     }
-    if (r.rateSelector != SelectorExactly || !isKnownRate(r.rate)) {
+    if (r.rateSelector != SelectorExactly || !ib::isRate(r.rate)) {
         return error(pr_at::Rate, "rate",
                      "rate byte " + hex(uint32_t{r.rateSelector} << 6 | r.rate, 2) +
                          " is not 'exactly' (selector 2) a known rate 2..22");
@@ -157,9 +156,13 @@ std::array<uint8_t, ib::MadSize> encodeSaQuery(const SaQuery& q, uint64_t transa
     return mad;
 }
 
-DecodedAnswer decodePathAnswer(std::span<const uint8_t> mad, const SaQuery& q,
-                               std::span<const uint64_t> transactionIds) {
-    DecodedAnswer a;
+namespace {
+
+// The checks every answer passes first (MAD header, SA header, status, SM_Key): the answer when
+// they decide it (not ours, invalid, busy, no path), nullopt when its records are to be read.
+std::optional<DecodedAnswer> decideByHeader(std::span<const uint8_t> mad, const SaQuery& q,
+                                            std::span<const uint64_t> transactionIds,
+                                            DecodedAnswer& a) {
     if (mad.size() < ib::at::AttributeId + 4) {
         return invalid(
             a, mad.size(), "length",
@@ -211,39 +214,44 @@ DecodedAnswer decodePathAnswer(std::span<const uint8_t> mad, const SaQuery& q,
     if (get64(mad, ib::at::SmKey) != 0) {
         return invalid(a, ib::at::SmKey, "sm_key", "an answer must carry SM_Key 0 (C15-0.1.5)");
     }
+    return std::nullopt;
+}
 
+// A SubnAdmGetResp: one record, without RMPP.
+DecodedAnswer decodeGetAnswer(std::span<const uint8_t> mad, const SaQuery& q, DecodedAnswer a) {
+    uint8_t rmppFlags = mad[ib::at::RmppFlags] & 0x7;
+    uint16_t attrOffset = get16(mad, ib::at::AttributeOffset);
+    size_t dataBytes = mad.size() - SaHeaderSize;
+    if (rmppFlags & ib::RmppActive) {
+        return invalid(a, ib::at::RmppFlags, "rmpp_flags", "a SubnAdmGetResp must not use RMPP");
+    }
+    if (attrOffset != 0 && attrOffset * 8u < PathRecordSize) {
+        return invalid(a, ib::at::AttributeOffset, "attr_offset",
+                       "attribute offset " + std::to_string(attrOffset) +
+                           " (8-byte words) is smaller than a PathRecord");
+    }
+    if (dataBytes < PathRecordSize) {
+        return invalid(a, mad.size(), "length", "the answer is too short to hold a PathRecord");
+    }
+    a.recordCount = 1;
+    a.record = ib::decodePathRecord(mad.subspan<SaHeaderSize, PathRecordSize>());
+    if (auto e = checkRecord(a.record, q, SaHeaderSize))
+        return invalid(a, e->offset, e->field, e->message);
+    a.kind = AnswerKind::Path;
+    return a;
+}
+
+// The RMPP header of a SubnAdmGetTableResp. Two are accepted: the one the kernel's RMPP layer
+// delivers (version 1, DATA, first and last segment, segment 1, a payload length), and the one
+// an SA puts on the wire before that layer fills it in (only the Active flag, segment 0, no
+// length), which is what a simulator without RMPP reassembly hands over. dataBytes becomes the
+// payload's bytes of records; the invalid answer, or nullopt.
+std::optional<DecodedAnswer> checkTableRmpp(std::span<const uint8_t> mad, const DecodedAnswer& a,
+                                            size_t& dataBytes) {
     uint8_t rmppVersion = mad[ib::at::RmppVersion], rmppType = mad[ib::at::RmppType];
     uint8_t rmppFlags = mad[ib::at::RmppFlags] & 0x7;
     uint32_t segment = get32(mad, ib::at::Segment),
              payloadLength = get32(mad, ib::at::PayloadLength);
-    uint16_t attrOffset = get16(mad, ib::at::AttributeOffset);
-    size_t dataBytes = mad.size() - SaHeaderSize;
-
-    if (q.method == SaMethod::Get) {
-        if (rmppFlags & ib::RmppActive) {
-            return invalid(a, ib::at::RmppFlags, "rmpp_flags",
-                           "a SubnAdmGetResp must not use RMPP");
-        }
-        if (attrOffset != 0 && attrOffset * 8u < PathRecordSize) {
-            return invalid(a, ib::at::AttributeOffset, "attr_offset",
-                           "attribute offset " + std::to_string(attrOffset) +
-                               " (8-byte words) is smaller than a PathRecord");
-        }
-        if (dataBytes < PathRecordSize) {
-            return invalid(a, mad.size(), "length", "the answer is too short to hold a PathRecord");
-        }
-        a.recordCount = 1;
-        a.record = ib::decodePathRecord(mad.subspan<SaHeaderSize, PathRecordSize>());
-        if (auto e = checkRecord(a.record, q, SaHeaderSize))
-            return invalid(a, e->offset, e->field, e->message);
-        a.kind = AnswerKind::Path;
-        return a;
-    }
-
-    // SubnAdmGetTableResp. Two RMPP headers are accepted: the one the kernel's RMPP layer
-    // delivers (version 1, DATA, first and last segment, segment 1, a payload length), and the
-    // one an SA puts on the wire before that layer fills it in (only the Active flag, segment 0,
-    // no length), which is what a simulator without RMPP reassembly hands over.
     if (!(rmppFlags & ib::RmppActive)) {
         return invalid(a, ib::at::RmppFlags, "rmpp_flags",
                        "a SubnAdmGetTableResp must have the RMPP Active flag");
@@ -283,6 +291,14 @@ DecodedAnswer decodePathAnswer(std::span<const uint8_t> mad, const SaQuery& q,
                 "segment number and payload length must both be 0 without the First flag");
         }
     }
+    return std::nullopt;
+}
+
+// A SubnAdmGetTableResp: its records, each checked against the query, the first kept.
+DecodedAnswer decodeTableAnswer(std::span<const uint8_t> mad, const SaQuery& q, DecodedAnswer a) {
+    size_t dataBytes = mad.size() - SaHeaderSize;
+    if (auto wrong = checkTableRmpp(mad, a, dataBytes)) return *wrong;
+    uint16_t attrOffset = get16(mad, ib::at::AttributeOffset);
     if (attrOffset == 0) {
         if (dataBytes != 0) {
             return invalid(
@@ -320,6 +336,15 @@ DecodedAnswer decodePathAnswer(std::span<const uint8_t> mad, const SaQuery& q,
     }
     a.kind = AnswerKind::Path;
     return a;
+}
+
+}  // namespace
+
+DecodedAnswer decodePathAnswer(std::span<const uint8_t> mad, const SaQuery& q,
+                               std::span<const uint64_t> transactionIds) {
+    DecodedAnswer a;
+    if (auto decided = decideByHeader(mad, q, transactionIds, a)) return *decided;
+    return q.method == SaMethod::Get ? decodeGetAnswer(mad, q, a) : decodeTableAnswer(mad, q, a);
 }
 
 }  // namespace ibqos::host

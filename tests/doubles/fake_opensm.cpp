@@ -11,7 +11,7 @@
 #include "ib/mad.hpp"
 #include "ib/path_record.hpp"
 #include "ib/qos.hpp"
-#include "ib/tables.hpp"
+#include "ib/sl2vl_vlarb.hpp"
 
 namespace ibqos::doubles {
 

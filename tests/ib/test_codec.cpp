@@ -14,7 +14,7 @@
 #include "ib/mad.hpp"
 #include "ib/path_record.hpp"
 #include "ib/qos.hpp"
-#include "ib/tables.hpp"
+#include "ib/sl2vl_vlarb.hpp"
 #include "sa-matcher/path_request.hpp"
 
 using namespace ibqos;
