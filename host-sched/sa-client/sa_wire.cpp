@@ -110,56 +110,11 @@ std::optional<WireError> checkRecord(const PathRecord& r, const SaQuery& q, size
     return std::nullopt;
 }
 
-}  // namespace
-
-std::string WireError::toString() const {
-    return "byte " + std::to_string(offset) + " (" + field + "): " + message;
-}
-
-uint64_t componentMask(const SaQuery& q) {
-    uint64_t mask =
-        q.byGid ? (ib::pr_mask::Sgid | ib::pr_mask::Dgid) : (ib::pr_mask::Slid | ib::pr_mask::Dlid);
-    if (q.method == SaMethod::GetTable) mask |= ib::pr_mask::NumbPath;
-    if (q.reversible) mask |= ib::pr_mask::Reversible;
-    if (q.serviceId) mask |= ib::pr_mask::ServiceId;
-    if (q.qosClass) mask |= ib::pr_mask::QosClass;
-    if (q.pkey) mask |= ib::pr_mask::Pkey;
-    if (q.sl) mask |= ib::pr_mask::Sl;
-    return mask;
-}
-
-std::array<uint8_t, ib::MadSize> encodeSaQuery(const SaQuery& q, uint64_t transactionId) {
-    std::array<uint8_t, ib::MadSize> mad{};
-    mad[ib::at::BaseVersion] = ib::BaseVersion;
-    mad[ib::at::MgmtClass] = ib::SaClass;
-    mad[ib::at::ClassVersion] = ib::SaClassVersion;
-    mad[ib::at::Method] = static_cast<uint8_t>(q.method);
-    ib::put64(&mad[ib::at::TransactionId], transactionId);
-    ib::put16(&mad[ib::at::AttributeId], ib::PathRecordAttribute);
-    ib::put64(&mad[ib::at::ComponentMask], componentMask(q));
-
-    PathRecord r;
-    r.serviceId = q.serviceId.value_or(0);
-    if (q.byGid) {
-        r.sgid = q.sgid;
-        r.dgid = q.dgid;
-    } else {
-        r.slid = q.slid;
-        r.dlid = q.dlid;
-    }
-    r.reversible = q.reversible;
-    r.numbPath = q.method == SaMethod::GetTable ? 1 : 0;
-    r.pkey = q.pkey.value_or(0);
-    r.qosClass = q.qosClass.value_or(0);
-    r.sl = q.sl.value_or(0);
-    auto record = ib::encodePathRecord(r);
-    std::copy(record.begin(), record.end(), mad.begin() + SaHeaderSize);
-    return mad;
-}
-
-DecodedAnswer decodePathAnswer(std::span<const uint8_t> mad, const SaQuery& q,
-                               std::span<const uint64_t> transactionIds) {
-    DecodedAnswer a;
+// The MAD header's verdict on an answer: `a` gets its transaction id and status; an answer is
+// returned when the header alone decides it (not ours, invalid, busy, an error status).
+std::optional<DecodedAnswer> headerVerdict(std::span<const uint8_t> mad, const SaQuery& q,
+                                           std::span<const uint64_t> transactionIds,
+                                           DecodedAnswer& a) {
     if (mad.size() < ib::at::AttributeId + 4) {
         return invalid(
             a, mad.size(), "length",
@@ -211,77 +166,91 @@ DecodedAnswer decodePathAnswer(std::span<const uint8_t> mad, const SaQuery& q,
     if (get64(mad, ib::at::SmKey) != 0) {
         return invalid(a, ib::at::SmKey, "sm_key", "an answer must carry SM_Key 0 (C15-0.1.5)");
     }
+    return std::nullopt;
+}
 
+// A SubnAdmGetResp: one record, no RMPP.
+DecodedAnswer decodeGetResp(std::span<const uint8_t> mad, const SaQuery& q, DecodedAnswer a) {
+    uint8_t rmppFlags = mad[ib::at::RmppFlags] & 0x7;
+    uint16_t attrOffset = get16(mad, ib::at::AttributeOffset);
+    size_t dataBytes = mad.size() - SaHeaderSize;
+    if (rmppFlags & ib::RmppActive) {
+        return invalid(a, ib::at::RmppFlags, "rmpp_flags", "a SubnAdmGetResp must not use RMPP");
+    }
+    if (attrOffset != 0 && attrOffset * 8u < PathRecordSize) {
+        return invalid(a, ib::at::AttributeOffset, "attr_offset",
+                       "attribute offset " + std::to_string(attrOffset) +
+                           " (8-byte words) is smaller than a PathRecord");
+    }
+    if (dataBytes < PathRecordSize) {
+        return invalid(a, mad.size(), "length", "the answer is too short to hold a PathRecord");
+    }
+    a.recordCount = 1;
+    a.record = ib::decodePathRecord(mad.subspan<SaHeaderSize, PathRecordSize>());
+    if (auto e = checkRecord(a.record, q, SaHeaderSize))
+        return invalid(a, e->offset, e->field, e->message);
+    a.kind = AnswerKind::Path;
+    return a;
+}
+
+// The RMPP header of a SubnAdmGetTableResp. Two are accepted: the one the kernel's RMPP layer
+// delivers (version 1, DATA, first and last segment, segment 1, a payload length), and the one
+// an SA puts on the wire before that layer fills it in (only the Active flag, segment 0, no
+// length), which is what a simulator without RMPP reassembly hands over. `dataBytes` becomes
+// the payload's length when the header gives one.
+std::optional<WireError> checkTableRmpp(std::span<const uint8_t> mad, size_t& dataBytes) {
     uint8_t rmppVersion = mad[ib::at::RmppVersion], rmppType = mad[ib::at::RmppType];
     uint8_t rmppFlags = mad[ib::at::RmppFlags] & 0x7;
     uint32_t segment = get32(mad, ib::at::Segment),
              payloadLength = get32(mad, ib::at::PayloadLength);
-    uint16_t attrOffset = get16(mad, ib::at::AttributeOffset);
-    size_t dataBytes = mad.size() - SaHeaderSize;
-
-    if (q.method == SaMethod::Get) {
-        if (rmppFlags & ib::RmppActive) {
-            return invalid(a, ib::at::RmppFlags, "rmpp_flags",
-                           "a SubnAdmGetResp must not use RMPP");
-        }
-        if (attrOffset != 0 && attrOffset * 8u < PathRecordSize) {
-            return invalid(a, ib::at::AttributeOffset, "attr_offset",
-                           "attribute offset " + std::to_string(attrOffset) +
-                               " (8-byte words) is smaller than a PathRecord");
-        }
-        if (dataBytes < PathRecordSize) {
-            return invalid(a, mad.size(), "length", "the answer is too short to hold a PathRecord");
-        }
-        a.recordCount = 1;
-        a.record = ib::decodePathRecord(mad.subspan<SaHeaderSize, PathRecordSize>());
-        if (auto e = checkRecord(a.record, q, SaHeaderSize))
-            return invalid(a, e->offset, e->field, e->message);
-        a.kind = AnswerKind::Path;
-        return a;
-    }
-
-    // SubnAdmGetTableResp. Two RMPP headers are accepted: the one the kernel's RMPP layer
-    // delivers (version 1, DATA, first and last segment, segment 1, a payload length), and the
-    // one an SA puts on the wire before that layer fills it in (only the Active flag, segment 0,
-    // no length), which is what a simulator without RMPP reassembly hands over.
     if (!(rmppFlags & ib::RmppActive)) {
-        return invalid(a, ib::at::RmppFlags, "rmpp_flags",
-                       "a SubnAdmGetTableResp must have the RMPP Active flag");
+        return WireError{ib::at::RmppFlags, "rmpp_flags",
+                         "a SubnAdmGetTableResp must have the RMPP Active flag"};
     }
     bool kernelHeader = (rmppFlags & ib::RmppFirst) != 0;
-    if (kernelHeader) {
-        if (rmppVersion != 1) {
-            return invalid(a, ib::at::RmppVersion, "rmpp_version",
-                           "RMPP version " + std::to_string(rmppVersion) + " is not 1");
-        }
-        if (rmppType != 1) {
-            return invalid(a, ib::at::RmppType, "rmpp_type",
-                           "RMPP type " + std::to_string(rmppType) + " is not DATA (1)");
-        }
-        if (!(rmppFlags & ib::RmppLast)) {
-            return invalid(a, ib::at::RmppFlags, "rmpp_flags",
-                           "the answer spans more than one MAD; one record was asked for");
-        }
-        if (segment != 1) {
-            return invalid(a, ib::at::Segment, "segment",
-                           "first segment numbered " + std::to_string(segment) + ", not 1");
-        }
-        if (payloadLength < SaSpecificHeader || payloadLength - SaSpecificHeader > dataBytes) {
-            return invalid(a, ib::at::PayloadLength, "payload_length",
-                           "payload length " + std::to_string(payloadLength) +
-                               " does not fit the " + std::to_string(mad.size()) + "-byte answer");
-        }
-        dataBytes = payloadLength - SaSpecificHeader;
-    } else {
+    if (!kernelHeader) {
         if (rmppFlags & ib::RmppLast) {
-            return invalid(a, ib::at::RmppFlags, "rmpp_flags", "Last flag without First");
+            return WireError{ib::at::RmppFlags, "rmpp_flags", "Last flag without First"};
         }
         if (segment != 0 || payloadLength != 0) {
-            return invalid(
-                a, segment != 0 ? ib::at::Segment : ib::at::PayloadLength,
+            return WireError{
+                segment != 0 ? ib::at::Segment : ib::at::PayloadLength,
                 segment != 0 ? "segment" : "payload_length",
-                "segment number and payload length must both be 0 without the First flag");
+                "segment number and payload length must both be 0 without the First flag"};
         }
+        return std::nullopt;
+    }
+    if (rmppVersion != 1) {
+        return WireError{ib::at::RmppVersion, "rmpp_version",
+                         "RMPP version " + std::to_string(rmppVersion) + " is not 1"};
+    }
+    if (rmppType != 1) {
+        return WireError{ib::at::RmppType, "rmpp_type",
+                         "RMPP type " + std::to_string(rmppType) + " is not DATA (1)"};
+    }
+    if (!(rmppFlags & ib::RmppLast)) {
+        return WireError{ib::at::RmppFlags, "rmpp_flags",
+                         "the answer spans more than one MAD; one record was asked for"};
+    }
+    if (segment != 1) {
+        return WireError{ib::at::Segment, "segment",
+                         "first segment numbered " + std::to_string(segment) + ", not 1"};
+    }
+    if (payloadLength < SaSpecificHeader || payloadLength - SaSpecificHeader > dataBytes) {
+        return WireError{ib::at::PayloadLength, "payload_length",
+                         "payload length " + std::to_string(payloadLength) + " does not fit the " +
+                             std::to_string(mad.size()) + "-byte answer"};
+    }
+    dataBytes = payloadLength - SaSpecificHeader;
+    return std::nullopt;
+}
+
+// A SubnAdmGetTableResp: its RMPP header, then every record.
+DecodedAnswer decodeGetTableResp(std::span<const uint8_t> mad, const SaQuery& q, DecodedAnswer a) {
+    uint16_t attrOffset = get16(mad, ib::at::AttributeOffset);
+    size_t dataBytes = mad.size() - SaHeaderSize;
+    if (auto e = checkTableRmpp(mad, dataBytes)) {
+        return invalid(a, e->offset, e->field, e->message);
     }
     if (attrOffset == 0) {
         if (dataBytes != 0) {
@@ -320,6 +289,61 @@ DecodedAnswer decodePathAnswer(std::span<const uint8_t> mad, const SaQuery& q,
     }
     a.kind = AnswerKind::Path;
     return a;
+}
+
+}  // namespace
+
+std::string WireError::toString() const {
+    return "byte " + std::to_string(offset) + " (" + field + "): " + message;
+}
+
+uint64_t componentMask(const SaQuery& q) {
+    uint64_t mask =
+        q.byGid ? (ib::pr_mask::Sgid | ib::pr_mask::Dgid) : (ib::pr_mask::Slid | ib::pr_mask::Dlid);
+    if (q.method == SaMethod::GetTable) mask |= ib::pr_mask::NumbPath;
+    if (q.reversible) mask |= ib::pr_mask::Reversible;
+    if (q.serviceId) mask |= ib::pr_mask::ServiceId;
+    if (q.qosClass) mask |= ib::pr_mask::QosClass;
+    if (q.pkey) mask |= ib::pr_mask::Pkey;
+    if (q.sl) mask |= ib::pr_mask::Sl;
+    return mask;
+}
+
+std::array<uint8_t, ib::MadSize> encodeSaQuery(const SaQuery& q, uint64_t transactionId) {
+    std::array<uint8_t, ib::MadSize> mad{};
+    mad[ib::at::BaseVersion] = ib::BaseVersion;
+    mad[ib::at::MgmtClass] = ib::SaClass;
+    mad[ib::at::ClassVersion] = ib::SaClassVersion;
+    mad[ib::at::Method] = static_cast<uint8_t>(q.method);
+    ib::put64(&mad[ib::at::TransactionId], transactionId);
+    ib::put16(&mad[ib::at::AttributeId], ib::PathRecordAttribute);
+    ib::put64(&mad[ib::at::ComponentMask], componentMask(q));
+
+    PathRecord r;
+    r.serviceId = q.serviceId.value_or(0);
+    if (q.byGid) {
+        r.sgid = q.sgid;
+        r.dgid = q.dgid;
+    } else {
+        r.slid = q.slid;
+        r.dlid = q.dlid;
+    }
+    r.reversible = q.reversible;
+    r.numbPath = q.method == SaMethod::GetTable ? 1 : 0;
+    r.pkey = q.pkey.value_or(0);
+    r.qosClass = q.qosClass.value_or(0);
+    r.sl = q.sl.value_or(0);
+    auto record = ib::encodePathRecord(r);
+    std::copy(record.begin(), record.end(), mad.begin() + SaHeaderSize);
+    return mad;
+}
+
+DecodedAnswer decodePathAnswer(std::span<const uint8_t> mad, const SaQuery& q,
+                               std::span<const uint64_t> transactionIds) {
+    DecodedAnswer a;
+    if (auto decided = headerVerdict(mad, q, transactionIds, a)) return *decided;
+    if (q.method == SaMethod::Get) return decodeGetResp(mad, q, std::move(a));
+    return decodeGetTableResp(mad, q, std::move(a));
 }
 
 }  // namespace ibqos::host
