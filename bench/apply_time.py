@@ -19,50 +19,14 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fabric"))
+import plugin_opensm  # noqa: E402
 import simfabric  # noqa: E402
 
 MARKER = "# refused by the benchmark's failpoint"
 
 
 def policy(first, second, sl, weight, extra=""):
-    return f"""{extra}
-port-groups
-    port-group
-        name: first
-        port-guid: {first:#x}
-    end-port-group
-    port-group
-        name: second
-        port-guid: {second:#x}
-    end-port-group
-end-port-groups
-qos-setup
-    vlarb-tables
-        vlarb-scope
-            group: second
-            vlarb-high: 0:{weight}
-        end-vlarb-scope
-    end-vlarb-tables
-end-qos-setup
-qos-levels
-    qos-level
-        name: default
-        sl: 0
-    end-qos-level
-    qos-level
-        name: chosen
-        sl: {sl}
-    end-qos-level
-end-qos-levels
-qos-match-rules
-    qos-match-rule
-        source: first
-        destination: second
-        service-id: 0x10005
-        qos-level-name: chosen
-    end-qos-match-rule
-end-qos-match-rules
-"""
+    return plugin_opensm.two_group_policy(first, second, sl, vlarb_high=weight, head=extra)
 
 
 def hcas(net_path):
@@ -98,16 +62,13 @@ def measure(net, args, work):
         texts = [policy(first, second, 2, 64), policy(first, second, 4, 32)]
         with open(path, "w") as f:
             f.write(texts[0])
-        points = os.path.join(work, "failpoints")
-        os.makedirs(points, exist_ok=True)
         status = os.path.join(work, "ibqos-status.json")
-        options = {"event_plugin_name": plugin, "event_plugin_options": f"policy={path},status={status}"}
+        options = plugin_opensm.plugin_options(path, status, module=plugin)
         if "lash" in os.path.basename(net):
             # The fabric made for LASH: its SLs come from the engine, and apply says so.
             options["routing_engine"] = "lash"
-        osm = fabric.start_opensm(options,
-                                  hex(guids[sm]), sm, plugin_dir=plugin_dir, extra_env={"IBQOS_FAILPOINT_DIR": points})
-        osm.wait_for("IBQOS-0100", 1, 60)
+        osm, points = plugin_opensm.start(fabric, work, options, hex(guids[sm]), sm, plugin_dir, failpoints=True,
+                                          timeout=60)
         times, reported, ports = [], [], 0
 
         def apply(text):

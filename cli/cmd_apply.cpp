@@ -334,6 +334,22 @@ class Apply {
     };
     Verification verify(const Policy& policy, const char* what);
     int finish(const char* result, int code, const std::string& message);
+    // The status of the policy in force (fresh, with one in force); sets where OpenSM and the
+    // policy file are.
+    SmStatus readInForce();
+    // The copy of the text in force beside the status, checked against its version.
+    std::string readTextInForce(const SmStatus& status);
+    // The fabric as the plugin sees it, with the partitions and opensm.conf the status names.
+    void discoverLiveFabric(const SmStatus& status);
+    // The SA transport for verification, and the policy file's text kept beside it as .previous.
+    void prepareInstall();
+    // Why the plugin refused NEW, with its findings (also in the JSON's "refused").
+    std::string refusal(const SmStatus& after, const std::string& newVersion);
+    // NEW has errors: they are shown and nothing changes.
+    int finishInvalid();
+    // Puts the previous text back after `why`, and verifies it.
+    int rollBack(const std::string& why, const std::string& oldText, const std::string& oldVersion,
+                 const Policy& oldPolicy);
 
     const ApplyOptions& o_;
     std::string statusPath_;
@@ -435,58 +451,22 @@ int Apply::run() {
     out_ = {{"result", nullptr}, {"old_version", nullptr}, {"new_version", nullptr},
             {"diff", nullptr},   {"verify", nullptr},      {"rollback", nullptr}};
 
-    // What is in force, and where.
-    SmStatus status = readStatus();
-    if (std::string stale = staleReason(status, unixTime()); !stale.empty())
-        throw IoError{statusPath_ + " is stale: " + stale};
-    if (!status.inForce)
-        throw IoError{"the plugin has no policy in force yet (" + statusPath_ +
-                      "): there is nothing to compare with or to go back to"};
-    pid_ = status.opensmPid;
-    engineSl_ = status.pathSlEngine;
-    // A policy file that is a symbolic link is replaced where it points, and stays a link.
-    policyPath_ = status.policy;
-    if (char* real = ::realpath(status.policy.c_str(), nullptr)) {
-        policyPath_ = real;
-        std::free(real);
-    }
+    const SmStatus status = readInForce();
     const SourceFile& newSource = inputs_.load(o_.policy);
     const std::string newText(newSource.text());
     const std::string newVersion = policyVersion(newText);
     const std::string& oldVersion = *status.version;
     out_["old_version"] = oldVersion;
     out_["new_version"] = newVersion;
-    std::string error;
-    std::optional<std::string> oldText = SourceFile::readText(status.textInForce, error);
-    if (!oldText) throw IoError{"the text in force: " + error};
-    if (policyVersion(*oldText) != oldVersion)
-        throw IoError{status.textInForce + " is not the version in force (" + oldVersion +
-                      "): the status and its copy disagree"};
-    inputs_.add(status.textInForce, *oldText);
+    const std::string oldText = readTextInForce(status);
 
     // 1. check NEW against the fabric as it is (discovered from here, as the plugin sees it).
-    Value partitions, conf;
-    if (!status.partitions.empty() && ::access(status.partitions.c_str(), R_OK) == 0)
-        partitions = status.partitions;
-    if (!status.opensmConf.empty() && ::access(status.opensmConf.c_str(), R_OK) == 0)
-        conf = status.opensmConf;
-    live_ = discoverFabric(o_.local, std::nullopt, partitions, inputs_, diagnostics_);
-    conf_ = loadOpenSmConf(conf, inputs_, diagnostics_);
+    discoverLiveFabric(status);
     const Fabric& fabric = live_->fabric();
     Policy newPolicy = loadPolicy(newSource, diagnostics_);
     auto newCompiled = FabricCompilation::compile(newPolicy, fabric, conf_, diagnostics_,
                                                   CompileStage::Reachability);
-    if (diagnostics_.hasErrors()) {
-        diagnostics_.sort();
-        if (o_.json) {
-            out_["diagnostics"] = diagnosticsJson(diagnostics_.all());
-        } else {
-            emitDiagnostics(diagnostics_, inputs_, false, Shown::ErrorsAndCounts);
-        }
-        return finish("invalid", ExitInputErrors,
-                      o_.policy + " has errors: nothing was changed (`ibqos check " + o_.policy +
-                          "` shows them all)");
-    }
+    if (diagnostics_.hasErrors()) return finishInvalid();
     if (newVersion == oldVersion)
         return finish("unchanged", ExitOk, "version " + newVersion + " is already in force");
 
@@ -512,10 +492,7 @@ int Apply::run() {
     // 3. install, reload, wait.
     ApplyLock lock(statusPath_);
     samples_ = saSamples(fabric, diff->diff);
-    transport_ = host::UmadTransport::open(o_.local.caName(), o_.local.portNumber(), error);
-    if (!transport_) throw IoError{"cannot ask the SA: " + error};
-    std::optional<std::string> fileText = SourceFile::readText(policyPath_, error);
-    if (fileText) installText(policyPath_ + ".previous", *fileText, policyPath_);
+    prepareInstall();
 
     std::optional<SmStatus> after = installAndWait(newText, newVersion, "NEW");
     std::string why;
@@ -523,12 +500,7 @@ int Apply::run() {
         why = "version " + newVersion + " was not in force within " +
               std::to_string(timeout_.count()) + " s";
     } else if (!(after->inForce && after->version == newVersion)) {
-        why = "OpenSM's plugin refused version " + newVersion;
-        Json refused = after->json.value("refused", Json(nullptr));
-        if (refused.is_object() && refused.contains("diagnostics"))
-            for (const Json& d : refused["diagnostics"])
-                if (d.is_string()) why += "\n  " + d.get<std::string>();
-        out_["refused"] = refused;
+        why = refusal(*after, newVersion);
     } else {
         // 4. verify.
         Verification v = verify(newPolicy, "NEW");
@@ -544,18 +516,94 @@ int Apply::run() {
     }
 
     // 5. the previous text back.
+    return rollBack(why, oldText, oldVersion, oldPolicy);
+}
+
+void Apply::prepareInstall() {
+    std::string error;
+    transport_ = host::UmadTransport::open(o_.local.caName(), o_.local.portNumber(), error);
+    if (!transport_) throw IoError{"cannot ask the SA: " + error};
+    std::optional<std::string> fileText = SourceFile::readText(policyPath_, error);
+    if (fileText) installText(policyPath_ + ".previous", *fileText, policyPath_);
+}
+
+std::string Apply::refusal(const SmStatus& after, const std::string& newVersion) {
+    std::string why = "OpenSM's plugin refused version " + newVersion;
+    Json refused = after.json.value("refused", Json(nullptr));
+    if (refused.is_object() && refused.contains("diagnostics"))
+        for (const Json& d : refused["diagnostics"])
+            if (d.is_string()) why += "\n  " + d.get<std::string>();
+    out_["refused"] = refused;
+    return why;
+}
+
+SmStatus Apply::readInForce() {
+    SmStatus status = readStatus();
+    if (std::string stale = staleReason(status, unixTime()); !stale.empty())
+        throw IoError{statusPath_ + " is stale: " + stale};
+    if (!status.inForce)
+        throw IoError{"the plugin has no policy in force yet (" + statusPath_ +
+                      "): there is nothing to compare with or to go back to"};
+    pid_ = status.opensmPid;
+    engineSl_ = status.pathSlEngine;
+    // A policy file that is a symbolic link is replaced where it points, and stays a link.
+    policyPath_ = status.policy;
+    if (char* real = ::realpath(status.policy.c_str(), nullptr)) {
+        policyPath_ = real;
+        std::free(real);
+    }
+    return status;
+}
+
+std::string Apply::readTextInForce(const SmStatus& status) {
+    const std::string& oldVersion = *status.version;
+    std::string error;
+    std::optional<std::string> oldText = SourceFile::readText(status.textInForce, error);
+    if (!oldText) throw IoError{"the text in force: " + error};
+    if (policyVersion(*oldText) != oldVersion)
+        throw IoError{status.textInForce + " is not the version in force (" + oldVersion +
+                      "): the status and its copy disagree"};
+    inputs_.add(status.textInForce, *oldText);
+    return *oldText;
+}
+
+void Apply::discoverLiveFabric(const SmStatus& status) {
+    Value partitions, conf;
+    if (!status.partitions.empty() && ::access(status.partitions.c_str(), R_OK) == 0)
+        partitions = status.partitions;
+    if (!status.opensmConf.empty() && ::access(status.opensmConf.c_str(), R_OK) == 0)
+        conf = status.opensmConf;
+    live_ = discoverFabric(o_.local, std::nullopt, partitions, inputs_, diagnostics_);
+    conf_ = loadOpenSmConf(conf, inputs_, diagnostics_);
+}
+
+int Apply::finishInvalid() {
+    diagnostics_.sort();
+    if (o_.json) {
+        out_["diagnostics"] = diagnosticsJson(diagnostics_.all());
+    } else {
+        emitDiagnostics(diagnostics_, inputs_, false, Shown::ErrorsAndCounts);
+    }
+    return finish("invalid", ExitInputErrors,
+                  o_.policy + " has errors: nothing was changed (`ibqos check " + o_.policy +
+                      "` shows them all)");
+}
+
+int Apply::rollBack(const std::string& why, const std::string& oldText,
+                    const std::string& oldVersion, const Policy& oldPolicy) {
     say(why);
     say("putting version " + oldVersion + " back");
     Json rollback = {{"reason", why}};
     std::optional<SmStatus> back;
     try {
-        back = installAndWait(*oldText, oldVersion, "the previous policy");
+        back = installAndWait(oldText, oldVersion, "the previous policy");
     } catch (const IoError& e) {
         // Whatever stopped the way back, the answer is the same: not confirmed (exit 4).
         rollback["error"] = e.message;
         say(e.message);
     }
     if (!back || !(back->inForce && back->version == oldVersion)) {
+        std::string error;
         std::string now = "unknown";
         if (std::optional<SmStatus> s = readSmStatus(statusPath_, error))
             now = s->inForce ? "version " + *s->version : "no version";

@@ -177,6 +177,81 @@ std::string endText(const Fabric* fabric, const std::vector<uint32_t>& ports,
 // The regions of one SL shown in text before "... and N more".
 constexpr size_t RegionsShown = 4;
 
+// Every request gets one SL: the settings that give it.
+void printOneSl(const Policy& policy, const ib::QosFields& fields, const SlShare& s, bool json) {
+    const std::string value = std::to_string(s.sl);
+    if (json) {
+        Json settings = Json::object();
+        for (const SlSetting& setting : slSettings) settings[setting.variable] = value;
+        std::cout << dumpJson({{"status", "ok"},
+                               {"sl", s.sl},
+                               {"request", requestJson(fields)},
+                               {"settings", std::move(settings)},
+                               {"levels", levelsJson(policy, s.levels)},
+                               {"rules", rulesJson(policy, s.rules)}})
+                  << "\n";
+    } else {
+        for (const SlSetting& setting : slSettings)
+            std::cout << setting.variable << "=" << value << "\n";
+    }
+}
+
+// Port pairs get different SLs: which, and where, as JSON on stdout.
+void printSlsJson(const Policy& policy, const ib::QosFields& fields, const Fabric* fabric,
+                  const std::vector<SlShare>& sls) {
+    Json list = Json::array();
+    for (const SlShare& s : sls) {
+        Json regions = Json::array();
+        for (size_t i = 0; i < s.regions.size(); ++i) {
+            const DiffRegion& r = s.regions[i];
+            static const std::vector<uint32_t> none;
+            regions.push_back({{"sources", endJson(fabric, fabric ? s.sources[i] : none,
+                                                   r.sourceKinds, r.anySource)},
+                               {"destinations", endJson(fabric, fabric ? s.destinations[i] : none,
+                                                        r.destinationKinds, r.anyDestination)}});
+        }
+        list.push_back({{"sl", s.sl},
+                        {"levels", levelsJson(policy, s.levels)},
+                        {"rules", rulesJson(policy, s.rules)},
+                        {"port_pairs", fabric ? Json(s.portPairs) : Json(nullptr)},
+                        {"regions", std::move(regions)}});
+    }
+    std::cout << dumpJson({{"status", "different"},
+                           {"request", requestJson(fields)},
+                           {"sls", std::move(list)}})
+              << "\n";
+}
+
+// Port pairs get different SLs: which, and where, for people on stderr.
+void printSlsText(const Policy& policy, const ib::QosFields& fields, const Fabric* fabric,
+                  const std::vector<SlShare>& sls, const std::string& where) {
+    std::cerr << "ibqos-agent env: requests with " << requestText(fields) << " get " << sls.size()
+              << " different SLs " << where
+              << ": no one SL a process fits them, so nothing is set.\n";
+    for (const SlShare& s : sls) {
+        std::string levels, rules;
+        for (uint32_t l : s.levels)
+            levels += (levels.empty() ? "'" : ", '") + policy.levels[l].name + "'";
+        for (uint32_t r : s.rules) rules += (rules.empty() ? "" : ", ") + ruleText(policy, r);
+        std::cerr << "\nSL " << int{s.sl} << " (level " << levels << ")";
+        if (fabric) std::cerr << ", " << s.portPairs << " port pairs";
+        std::cerr << ", decided by " << rules << ":\n";
+        static const std::vector<uint32_t> none;
+        for (size_t i = 0; i < s.regions.size() && i < RegionsShown; ++i) {
+            const DiffRegion& r = s.regions[i];
+            std::cerr << "  from "
+                      << endText(fabric, fabric ? s.sources[i] : none, r.sourceKinds, r.anySource)
+                      << "\n    to "
+                      << endText(fabric, fabric ? s.destinations[i] : none, r.destinationKinds,
+                                 r.anyDestination)
+                      << "\n";
+        }
+        if (s.regions.size() > RegionsShown)
+            std::cerr << "  ... and " << s.regions.size() - RegionsShown
+                      << " more regions of port pairs (--json lists them all)\n";
+    }
+}
+
 int env(const EnvOptions& o) {
     ib::QosFields fields;
     o.fields.read(fields);
@@ -221,74 +296,13 @@ int env(const EnvOptions& o) {
         return ExitInputErrors;
     }
     if (sls.size() == 1) {
-        const SlShare& s = sls.front();
-        const std::string value = std::to_string(s.sl);
-        if (o.json) {
-            Json settings = Json::object();
-            for (const SlSetting& setting : slSettings) settings[setting.variable] = value;
-            std::cout << dumpJson({{"status", "ok"},
-                                   {"sl", s.sl},
-                                   {"request", requestJson(fields)},
-                                   {"settings", std::move(settings)},
-                                   {"levels", levelsJson(policy, s.levels)},
-                                   {"rules", rulesJson(policy, s.rules)}})
-                      << "\n";
-        } else {
-            for (const SlSetting& setting : slSettings)
-                std::cout << setting.variable << "=" << value << "\n";
-        }
+        printOneSl(policy, fields, sls.front(), o.json);
         return ExitOk;
     }
-
     if (o.json) {
-        Json list = Json::array();
-        for (const SlShare& s : sls) {
-            Json regions = Json::array();
-            for (size_t i = 0; i < s.regions.size(); ++i) {
-                const DiffRegion& r = s.regions[i];
-                static const std::vector<uint32_t> none;
-                regions.push_back(
-                    {{"sources",
-                      endJson(fabric, fabric ? s.sources[i] : none, r.sourceKinds, r.anySource)},
-                     {"destinations", endJson(fabric, fabric ? s.destinations[i] : none,
-                                              r.destinationKinds, r.anyDestination)}});
-            }
-            list.push_back({{"sl", s.sl},
-                            {"levels", levelsJson(policy, s.levels)},
-                            {"rules", rulesJson(policy, s.rules)},
-                            {"port_pairs", fabric ? Json(s.portPairs) : Json(nullptr)},
-                            {"regions", std::move(regions)}});
-        }
-        std::cout << dumpJson({{"status", "different"},
-                               {"request", requestJson(fields)},
-                               {"sls", std::move(list)}})
-                  << "\n";
-        return ExitInputErrors;
-    }
-    std::cerr << "ibqos-agent env: requests with " << requestText(fields) << " get " << sls.size()
-              << " different SLs " << where
-              << ": no one SL a process fits them, so nothing is set.\n";
-    for (const SlShare& s : sls) {
-        std::string levels, rules;
-        for (uint32_t l : s.levels)
-            levels += (levels.empty() ? "'" : ", '") + policy.levels[l].name + "'";
-        for (uint32_t r : s.rules) rules += (rules.empty() ? "" : ", ") + ruleText(policy, r);
-        std::cerr << "\nSL " << int{s.sl} << " (level " << levels << ")";
-        if (fabric) std::cerr << ", " << s.portPairs << " port pairs";
-        std::cerr << ", decided by " << rules << ":\n";
-        static const std::vector<uint32_t> none;
-        for (size_t i = 0; i < s.regions.size() && i < RegionsShown; ++i) {
-            const DiffRegion& r = s.regions[i];
-            std::cerr << "  from "
-                      << endText(fabric, fabric ? s.sources[i] : none, r.sourceKinds, r.anySource)
-                      << "\n    to "
-                      << endText(fabric, fabric ? s.destinations[i] : none, r.destinationKinds,
-                                 r.anyDestination)
-                      << "\n";
-        }
-        if (s.regions.size() > RegionsShown)
-            std::cerr << "  ... and " << s.regions.size() - RegionsShown
-                      << " more regions of port pairs (--json lists them all)\n";
+        printSlsJson(policy, fields, fabric, sls);
+    } else {
+        printSlsText(policy, fields, fabric, sls, where);
     }
     return ExitInputErrors;
 }

@@ -98,6 +98,86 @@ double parseMbps(const std::string& option, const std::string& text) {
     return v;
 }
 
+// The plan as one JSON object.
+void printPlanJson(const host::HostPlan& plan) {
+    const auto& elements = plan.elements();
+    auto name = [&](std::optional<size_t> e) {
+        return e ? Json(elements[*e].name) : Json(nullptr);
+    };
+    Json list = Json::array();
+    for (const host::PlanElement& e : elements) {
+        std::vector<unsigned> sls;
+        for (unsigned sl = 0; sl < ib::SlCount; ++sl) {
+            if (e.sls.test(sl)) sls.push_back(sl);
+        }
+        list.push_back({{"name", e.name},
+                        {"kind", e.leaf ? "leaf" : "node"},
+                        {"parent", name(e.parent)},
+                        {"bw_share", e.bwShare},
+                        {"max_avg_bw", e.maxAvgBw},
+                        {"sls", sls},
+                        {"pcc_slot", jsonOptional(e.pccSlot)},
+                        {"pcc_algorithm", jsonName(e.pccAlgorithm)}});
+    }
+    Json slToLeaf = Json::array();
+    for (unsigned sl = 0; sl < ib::SlCount; ++sl)
+        slToLeaf.push_back(name(plan.leafForSl(static_cast<uint8_t>(sl))));
+    Json slots = Json::array();
+    for (const host::PlanSlot& s : plan.slots()) {
+        Json leaves = Json::array();
+        for (size_t l : s.leaves) leaves.push_back(elements[l].name);
+        slots.push_back({{"slot", s.slot}, {"algorithm", s.algorithm}, {"leaves", leaves}});
+    }
+    Json enforcement = Json::array();
+    for (const SlEnforcement& e : plan.enforcement()) {
+        enforcement.push_back({{"mode", slModeName(e.mode)},
+                               {"programs", e.programs},
+                               {"except_programs", e.exceptPrograms},
+                               {"resolve_timeout_ms", e.resolveTimeoutMs}});
+    }
+    Json out = {{"depth", plan.depth()},
+                {"elements", std::move(list)},
+                {"sl_to_leaf", std::move(slToLeaf)},
+                {"pcc_slots", std::move(slots)},
+                {"sl_enforcement", std::move(enforcement)}};
+    std::cout << dumpJson(out) << "\n";
+}
+
+// The plan for people: SL enforcement, the tree, the SLs on no leaf, the PCC slots.
+void printPlanText(const host::HostPlan& plan) {
+    const auto& elements = plan.elements();
+    auto names = [](const std::vector<std::string>& list) {
+        std::string out;
+        for (const std::string& n : list) out += (out.empty() ? "" : ", ") + n;
+        return out;
+    };
+    for (const SlEnforcement& e : plan.enforcement()) {
+        std::cout << ast::openKeyword(ast::BlockKind::SlEnforcement) << ' ' << slModeName(e.mode)
+                  << " for " << (e.programs.empty() ? "every program" : names(e.programs))
+                  << (e.exceptPrograms.empty() ? "" : " except " + names(e.exceptPrograms))
+                  << " (resolve-timeout " << e.resolveTimeoutMs << " ms)\n";
+    }
+    if (plan.enforcement().empty())
+        std::cout << "no sl-enforcement block: every program's own SL is used (respect)\n";
+    if (plan.empty()) {
+        std::cout << "no scheduling tree: QPs keep the device's default scheduling\n";
+        return;
+    }
+    std::cout << "root (no weight, no cap: the device's share of the port)\n";
+    printTree(plan, std::nullopt, "");
+    std::bitset<ib::SlCount> unattached;
+    for (unsigned sl = 0; sl < ib::SlCount; ++sl)
+        unattached.set(sl, !plan.leafForSl(static_cast<uint8_t>(sl)));
+    std::cout << "SLs on no leaf (device default): "
+              << (unattached.any() ? slList(unattached) : "none") << "\n";
+    for (const host::PlanSlot& s : plan.slots()) {
+        std::string leaves;
+        for (size_t l : s.leaves) leaves += (leaves.empty() ? "" : ", ") + elements[l].name;
+        std::cout << "pcc-slot " << s.slot << ": " << s.algorithm << " (" << leaves << ")\n";
+    }
+    std::cout << "depth " << plan.depth() << " below the root\n";
+}
+
 int showPlan(const PlanOptions& o) {
     bool json = o.json;
     int exitCode = ExitOk;
@@ -107,82 +187,11 @@ int showPlan(const PlanOptions& o) {
         writeFileAtomically(*o.output, host::planFileText(*plan, o.policy));
         return ExitOk;
     }
-    const auto& elements = plan->elements();
-
     if (json) {
-        auto name = [&](std::optional<size_t> e) {
-            return e ? Json(elements[*e].name) : Json(nullptr);
-        };
-        Json list = Json::array();
-        for (const host::PlanElement& e : elements) {
-            std::vector<unsigned> sls;
-            for (unsigned sl = 0; sl < ib::SlCount; ++sl) {
-                if (e.sls.test(sl)) sls.push_back(sl);
-            }
-            list.push_back({{"name", e.name},
-                            {"kind", e.leaf ? "leaf" : "node"},
-                            {"parent", name(e.parent)},
-                            {"bw_share", e.bwShare},
-                            {"max_avg_bw", e.maxAvgBw},
-                            {"sls", sls},
-                            {"pcc_slot", jsonOptional(e.pccSlot)},
-                            {"pcc_algorithm", jsonName(e.pccAlgorithm)}});
-        }
-        Json slToLeaf = Json::array();
-        for (unsigned sl = 0; sl < ib::SlCount; ++sl)
-            slToLeaf.push_back(name(plan->leafForSl(static_cast<uint8_t>(sl))));
-        Json slots = Json::array();
-        for (const host::PlanSlot& s : plan->slots()) {
-            Json leaves = Json::array();
-            for (size_t l : s.leaves) leaves.push_back(elements[l].name);
-            slots.push_back({{"slot", s.slot}, {"algorithm", s.algorithm}, {"leaves", leaves}});
-        }
-        Json enforcement = Json::array();
-        for (const SlEnforcement& e : plan->enforcement()) {
-            enforcement.push_back({{"mode", slModeName(e.mode)},
-                                   {"programs", e.programs},
-                                   {"except_programs", e.exceptPrograms},
-                                   {"resolve_timeout_ms", e.resolveTimeoutMs}});
-        }
-        Json out = {{"depth", plan->depth()},
-                    {"elements", std::move(list)},
-                    {"sl_to_leaf", std::move(slToLeaf)},
-                    {"pcc_slots", std::move(slots)},
-                    {"sl_enforcement", std::move(enforcement)}};
-        std::cout << dumpJson(out) << "\n";
-        return ExitOk;
+        printPlanJson(*plan);
+    } else {
+        printPlanText(*plan);
     }
-
-    auto names = [](const std::vector<std::string>& list) {
-        std::string out;
-        for (const std::string& n : list) out += (out.empty() ? "" : ", ") + n;
-        return out;
-    };
-    for (const SlEnforcement& e : plan->enforcement()) {
-        std::cout << ast::openKeyword(ast::BlockKind::SlEnforcement) << ' ' << slModeName(e.mode)
-                  << " for " << (e.programs.empty() ? "every program" : names(e.programs))
-                  << (e.exceptPrograms.empty() ? "" : " except " + names(e.exceptPrograms))
-                  << " (resolve-timeout " << e.resolveTimeoutMs << " ms)\n";
-    }
-    if (plan->enforcement().empty())
-        std::cout << "no sl-enforcement block: every program's own SL is used (respect)\n";
-    if (plan->empty()) {
-        std::cout << "no scheduling tree: QPs keep the device's default scheduling\n";
-        return ExitOk;
-    }
-    std::cout << "root (no weight, no cap: the device's share of the port)\n";
-    printTree(*plan, std::nullopt, "");
-    std::bitset<ib::SlCount> unattached;
-    for (unsigned sl = 0; sl < ib::SlCount; ++sl)
-        unattached.set(sl, !plan->leafForSl(static_cast<uint8_t>(sl)));
-    std::cout << "SLs on no leaf (device default): "
-              << (unattached.any() ? slList(unattached) : "none") << "\n";
-    for (const host::PlanSlot& s : plan->slots()) {
-        std::string leaves;
-        for (size_t l : s.leaves) leaves += (leaves.empty() ? "" : ", ") + elements[l].name;
-        std::cout << "pcc-slot " << s.slot << ": " << s.algorithm << " (" << leaves << ")\n";
-    }
-    std::cout << "depth " << plan->depth() << " below the root\n";
     return ExitOk;
 }
 

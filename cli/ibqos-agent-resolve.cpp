@@ -111,13 +111,8 @@ Json pathJson(const ib::PathRecord& r) {
             {"hop_limit", r.hopLimit}};
 }
 
-int resolve(const ResolveOptions& o) {
-    const std::string policyPath = *o.policy.get();
-    const std::string& dst = o.dst;
-    bool json = o.json;
-    host::SaQuery query;
-    o.fields.read(query);
-    if (o.get) query.method = host::SaMethod::Get;
+// --timeout and --retries.
+host::RetryPolicy retryOf(const ResolveOptions& o) {
     host::RetryPolicy retry;
     if (o.timeout) {
         retry.firstTimeout =
@@ -126,6 +121,70 @@ int resolve(const ResolveOptions& o) {
     }
     if (o.retries)
         retry.retries = static_cast<unsigned>(parseNumberOption("retries", *o.retries, 20));
+    return retry;
+}
+
+// The SA gave no path: throws IoError when asking it failed, says so and returns
+// ExitInputErrors when it answered that there is none.
+int reportNoPath(const host::PathResult& result, Json sa, const std::string& dst, bool json) {
+    if (result.status == host::PathStatus::Failed) {
+        if (json) {
+            Json out = {{"status", "error"}, {"message", result.message}, {"sa", std::move(sa)}};
+            std::cout << dumpJson(out) << "\n";
+        }
+        throw IoError{result.message};
+    }
+    if (json) {
+        Json out = {{"status", "no-path"},      {"sl", nullptr},
+                    {"leaf", nullptr},          {"pcc_slot", nullptr},
+                    {"pcc_algorithm", nullptr}, {"message", result.message},
+                    {"sa", std::move(sa)}};
+        std::cout << dumpJson(out) << "\n";
+    } else {
+        std::cerr << "ibqos-agent resolve: no path to " << dst << ": " << result.message << "\n";
+    }
+    return ExitInputErrors;
+}
+
+// The resolved path, its leaf and its slot, for people. `kernel`: a kernel ULP's path, `reason`
+// says why it gets no leaf or slot.
+void printResolved(const host::HostPlan& plan, const ib::PathRecord& r, const HostPart& part,
+                   bool kernel, const std::string& reason) {
+    std::cout << "sl " << int{r.sl} << "\n";
+    if (kernel) {
+        std::cout << "leaf none (" << reason << ")\n";
+    } else if (part.leaf) {
+        const host::PlanElement& e = plan.elements()[*part.leaf];
+        std::cout << "leaf " << e.name << " (parent "
+                  << (e.parent ? plan.elements()[*e.parent].name : std::string("root"))
+                  << ", bw-share "
+                  << (e.bwShare ? std::to_string(e.bwShare) : std::string("default"))
+                  << ", max-avg-bw " << describeBandwidth(e.maxAvgBw) << ")\n";
+    } else {
+        std::cout << "leaf none (SL " << int{r.sl}
+                  << " is on no sched-leaf: the device's default scheduling)\n";
+    }
+    if (part.slot) {
+        std::cout << "pcc-slot " << *part.slot << " (" << part.algorithm << ")\n";
+    } else if (kernel) {
+        std::cout << "pcc-slot none (kernel QPs are never given one)\n";
+    } else {
+        std::cout << "pcc-slot none\n";
+    }
+    std::cout << "path slid " << r.slid << " -> dlid " << r.dlid << ", mtu " << mtuBytes(r.mtu)
+              << " (" << int{r.mtu} << "), rate " << decimal(rateGbps(r.rate)) << " Gb/s ("
+              << int{r.rate} << "), packet-life " << int{r.packetLife} << ", pkey "
+              << hex(r.pkey, 4) << "\n";
+}
+
+int resolve(const ResolveOptions& o) {
+    const std::string policyPath = *o.policy.get();
+    const std::string& dst = o.dst;
+    bool json = o.json;
+    host::SaQuery query;
+    o.fields.read(query);
+    if (o.get) query.method = host::SaMethod::Get;
+    const host::RetryPolicy retry = retryOf(o);
     std::string hca = o.local.caName();
     int portNumber = o.local.portNumber();
 
@@ -147,26 +206,8 @@ int resolve(const ResolveOptions& o) {
                {"lid", port.lid},
                {"sm_lid", port.smLid},
                {"attempts", result.attempts}};
-    if (result.status == host::PathStatus::Failed) {
-        if (json) {
-            Json out = {{"status", "error"}, {"message", result.message}, {"sa", std::move(sa)}};
-            std::cout << dumpJson(out) << "\n";
-        }
-        throw IoError{result.message};
-    }
-    if (result.status == host::PathStatus::NoPath) {
-        if (json) {
-            Json out = {{"status", "no-path"},      {"sl", nullptr},
-                        {"leaf", nullptr},          {"pcc_slot", nullptr},
-                        {"pcc_algorithm", nullptr}, {"message", result.message},
-                        {"sa", std::move(sa)}};
-            std::cout << dumpJson(out) << "\n";
-        } else {
-            std::cerr << "ibqos-agent resolve: no path to " << dst << ": " << result.message
-                      << "\n";
-        }
-        return ExitInputErrors;
-    }
+    if (result.status != host::PathStatus::Found)
+        return reportNoPath(result, std::move(sa), dst, json);
 
     const ib::PathRecord& r = result.record;
     // A kernel ULP's QPs are made in the kernel: neither the preload library nor the agent
@@ -196,31 +237,7 @@ int resolve(const ResolveOptions& o) {
         std::cout << dumpJson(out) << "\n";
         return ExitOk;
     }
-    std::cout << "sl " << int{r.sl} << "\n";
-    if (kernel) {
-        std::cout << "leaf none (" << reason << ")\n";
-    } else if (part.leaf) {
-        const host::PlanElement& e = plan->elements()[*part.leaf];
-        std::cout << "leaf " << e.name << " (parent "
-                  << (e.parent ? plan->elements()[*e.parent].name : std::string("root"))
-                  << ", bw-share "
-                  << (e.bwShare ? std::to_string(e.bwShare) : std::string("default"))
-                  << ", max-avg-bw " << describeBandwidth(e.maxAvgBw) << ")\n";
-    } else {
-        std::cout << "leaf none (SL " << int{r.sl}
-                  << " is on no sched-leaf: the device's default scheduling)\n";
-    }
-    if (part.slot) {
-        std::cout << "pcc-slot " << *part.slot << " (" << part.algorithm << ")\n";
-    } else if (kernel) {
-        std::cout << "pcc-slot none (kernel QPs are never given one)\n";
-    } else {
-        std::cout << "pcc-slot none\n";
-    }
-    std::cout << "path slid " << r.slid << " -> dlid " << r.dlid << ", mtu " << mtuBytes(r.mtu)
-              << " (" << int{r.mtu} << "), rate " << decimal(rateGbps(r.rate)) << " Gb/s ("
-              << int{r.rate} << "), packet-life " << int{r.packetLife} << ", pkey "
-              << hex(r.pkey, 4) << "\n";
+    printResolved(*plan, r, part, kernel.has_value(), reason);
     return ExitOk;
 }
 

@@ -114,6 +114,114 @@ int watchdogTimer() {
     return fd;
 }
 
+// The SA cache's options and the SA client's retries, from the command line.
+host::ResolverOptions resolverOptionsOf(const RunOptions& o, host::RetryPolicy& retry) {
+    host::ResolverOptions resolverOptions;
+    resolverOptions.inFlight = numberOption("sa-in-flight", o.saInFlight, 16, 1024);
+    resolverOptions.cacheSize = numberOption("cache-size", o.cacheSize, 65536, 1u << 24);
+    resolverOptions.lifetime =
+        std::chrono::seconds(numberOption("cache-lifetime", o.cacheLifetime, 60, 86400));
+    resolverOptions.refresh =
+        std::chrono::seconds(numberOption("cache-refresh", o.cacheRefresh, 10, 86400));
+    retry.firstTimeout =
+        std::chrono::milliseconds(numberOption("sa-timeout", o.saTimeout, 200, 60000));
+    retry.retries = 2;
+    if (resolverOptions.inFlight == 0 || resolverOptions.cacheSize == 0 ||
+        retry.firstTimeout.count() == 0 || resolverOptions.lifetime.count() == 0)
+        throw UsageError{
+            "--sa-in-flight, --cache-size, --cache-lifetime and --sa-timeout must be at least 1"};
+    return resolverOptions;
+}
+
+// The per-user limits, from the command line.
+host::ClientLimits clientLimitsOf(const RunOptions& o) {
+    host::ClientLimits limits;
+    limits.connections =
+        numberOption("max-connections-per-user", o.userConnections, limits.connections, 1u << 20);
+    limits.qps = numberOption("max-qps-per-user", o.userQps, limits.qps, 1u << 24);
+    limits.resolves =
+        numberOption("max-resolves-per-user", o.userResolves, limits.resolves, 1u << 20);
+    limits.answers = numberOption("max-answers-per-user", o.userAnswers, limits.answers, 1u << 24);
+    if (limits.connections == 0 || limits.qps == 0 || limits.resolves == 0 || limits.answers == 0)
+        throw UsageError{"the --max-...-per-user limits must be at least 1"};
+    return limits;
+}
+
+// SIGTERM, SIGINT and SIGHUP blocked and read from the descriptor returned (SIGPIPE ignored).
+int signalDescriptor() {
+    // Signals arrive through a file descriptor the server polls, never in the middle of work.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGHUP);
+    sigprocmask(SIG_BLOCK, &signals, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+    int signalFd = signalfd(-1, &signals, SFD_CLOEXEC);
+    if (signalFd < 0) throw IoError{"signalfd failed"};
+    return signalFd;
+}
+
+// How many connections the server takes, after raising the descriptor limit.
+size_t maxClients() {
+    // Every connection is a descriptor: all users together hold what the limit leaves after
+    // the agent's own (its sockets, the engines, the SA client, the log).
+    constexpr size_t OwnDescriptors = 64;
+    constexpr size_t MaxConnections = 65536;
+    const size_t descriptors = host::raiseDescriptorLimit();
+    return std::min(MaxConnections, descriptors > 2 * OwnDescriptors ? descriptors - OwnDescriptors
+                                                                     : OwnDescriptors);
+}
+
+// One signal read from signalFd: false to stop (SIGTERM, SIGINT); SIGHUP reloads the policy.
+bool takeSignal(int signalFd, const std::string& policyPath, const std::string& planPath,
+                host::AgentState& state) {
+    signalfd_siginfo info{};
+    if (read(signalFd, &info, sizeof info) != sizeof info) return true;
+    if (info.ssi_signo != SIGHUP) {
+        log(std::string("stopping on ") + (info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM"));
+        notify("STOPPING=1");
+        return false;
+    }
+    notify("RELOADING=1");
+    std::string why;
+    auto fresh = host::loadHostPlan(policyPath, why);
+    if (!fresh) {
+        log("SIGHUP: keeping the current plan: " + why);
+    } else {
+        try {
+            writeFileAtomically(planPath, host::planFileText(*fresh, policyPath));
+        } catch (const IoError& e) {
+            log("SIGHUP: " + e.message + "; applications keep the plan they read");
+        }
+        state.replacePlan(std::move(*fresh));
+        log("SIGHUP: policy " + policyPath + " reloaded");
+    }
+    state.invalidatePaths();  // the SM may have a new policy too: ask the SA afresh
+    notify("READY=1");
+    return true;
+}
+
+// Who owns each reported QP: the kernel's resource tracking, never the message.
+std::unique_ptr<host::QpOwners> qpOwners() {
+#ifdef IBQOS_AGENT_TEST_BUILD
+    const char* ownersFile = std::getenv("STANDIN_QP_OWNERS");
+    return std::make_unique<host::QpOwnersFile>(ownersFile ? ownersFile : "");
+#else
+    return host::makeNetlinkQpOwners();
+#endif
+}
+
+// What the daemon serves, for the log and the service manager.
+std::string servingText(const std::string& socketPath, const std::string& policyPath,
+                        const host::HostPlan& plan, const std::string& engine) {
+    size_t leaves = 0;
+    for (const auto& e : plan.elements()) leaves += e.leaf;
+    size_t slots = plan.slots().size();
+    return "serving " + socketPath + " for policy " + policyPath + " (" + std::to_string(leaves) +
+           " leaves, " + std::to_string(slots) + " PCC slots, engine " + engine + ")";
+}
+
 int runDaemon(const RunOptions& o) {
     std::string policyPath = o.policy.get().value_or(host::defaultPolicyPath());
     if (policyPath == "-")
@@ -126,31 +234,9 @@ int runDaemon(const RunOptions& o) {
     if (interval == 0 || threads == 0)
         throw UsageError{"--interval-us and --threads must be at least 1"};
 
-    host::ResolverOptions resolverOptions;
-    resolverOptions.inFlight = numberOption("sa-in-flight", o.saInFlight, 16, 1024);
-    resolverOptions.cacheSize = numberOption("cache-size", o.cacheSize, 65536, 1u << 24);
-    resolverOptions.lifetime =
-        std::chrono::seconds(numberOption("cache-lifetime", o.cacheLifetime, 60, 86400));
-    resolverOptions.refresh =
-        std::chrono::seconds(numberOption("cache-refresh", o.cacheRefresh, 10, 86400));
     host::RetryPolicy retry;
-    retry.firstTimeout =
-        std::chrono::milliseconds(numberOption("sa-timeout", o.saTimeout, 200, 60000));
-    retry.retries = 2;
-    if (resolverOptions.inFlight == 0 || resolverOptions.cacheSize == 0 ||
-        retry.firstTimeout.count() == 0 || resolverOptions.lifetime.count() == 0)
-        throw UsageError{
-            "--sa-in-flight, --cache-size, --cache-lifetime and --sa-timeout must be at least 1"};
-
-    host::ClientLimits limits;
-    limits.connections =
-        numberOption("max-connections-per-user", o.userConnections, limits.connections, 1u << 20);
-    limits.qps = numberOption("max-qps-per-user", o.userQps, limits.qps, 1u << 24);
-    limits.resolves =
-        numberOption("max-resolves-per-user", o.userResolves, limits.resolves, 1u << 20);
-    limits.answers = numberOption("max-answers-per-user", o.userAnswers, limits.answers, 1u << 24);
-    if (limits.connections == 0 || limits.qps == 0 || limits.resolves == 0 || limits.answers == 0)
-        throw UsageError{"the --max-...-per-user limits must be at least 1"};
+    const host::ResolverOptions resolverOptions = resolverOptionsOf(o, retry);
+    const host::ClientLimits limits = clientLimitsOf(o);
 
     int exitCode = ExitOk;
     auto plan = loadPlanOrReport(policyPath, false, exitCode);
@@ -159,33 +245,15 @@ int runDaemon(const RunOptions& o) {
     std::string error;
     if (engine == "mango" && !host::libmangoAvailable(error)) throw IoError{error};
 
-    // Signals arrive through a file descriptor the server polls, never in the middle of work.
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGTERM);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGHUP);
-    sigprocmask(SIG_BLOCK, &signals, nullptr);
-    signal(SIGPIPE, SIG_IGN);
-    int signalFd = signalfd(-1, &signals, SFD_CLOEXEC);
-    if (signalFd < 0) throw IoError{"signalfd failed"};
+    const int signalFd = signalDescriptor();
 
     host::PccEngineOpener opener = [engine](const std::string& device, std::string& error) {
         return host::openPccEngine(engine, device, error);
     };
-    size_t leaves = 0;
-    for (const auto& e : plan->elements()) leaves += e.leaf;
-    size_t slots = plan->slots().size();
+    const std::string serving = servingText(socketPath, policyPath, *plan, engine);
     host::AgentState state(std::move(*plan), opener, interval, threads, log);
     state.setLimits(limits);
-    // Who owns each reported QP: the kernel's resource tracking, never the message.
-#ifdef IBQOS_AGENT_TEST_BUILD
-    const char* ownersFile = std::getenv("STANDIN_QP_OWNERS");
-    std::unique_ptr<host::QpOwners> owners =
-        std::make_unique<host::QpOwnersFile>(ownersFile ? ownersFile : "");
-#else
-    std::unique_ptr<host::QpOwners> owners = host::makeNetlinkQpOwners();
-#endif
+    std::unique_ptr<host::QpOwners> owners = qpOwners();
     state.setQpOwners(owners.get());
     host::SlResolver resolver([retry] { return host::makeSaPathSource(retry, log); },
                               resolverOptions);
@@ -199,22 +267,11 @@ int runDaemon(const RunOptions& o) {
     } else {
         log(error + "; every RTR under SL enforcement asks the daemon");
     }
-    // Every connection is a descriptor: all users together hold what the limit leaves after
-    // the agent's own (its sockets, the engines, the SA client, the log).
-    constexpr size_t OwnDescriptors = 64;
-    constexpr size_t MaxConnections = 65536;
-    const size_t descriptors = host::raiseDescriptorLimit();
-    const size_t maxClients =
-        std::min(MaxConnections,
-                 descriptors > 2 * OwnDescriptors ? descriptors - OwnDescriptors : OwnDescriptors);
-    host::AgentServer server(state, socketPath, maxClients);
+    host::AgentServer server(state, socketPath, maxClients());
     if (!server.listen(error)) {
         close(signalFd);
         throw IoError{error};
     }
-    const std::string serving = "serving " + socketPath + " for policy " + policyPath + " (" +
-                                std::to_string(leaves) + " leaves, " + std::to_string(slots) +
-                                " PCC slots, engine " + engine + ")";
     log(serving);
     const int timerFd = watchdogTimer();
     notify("READY=1\nSTATUS=" + serving);
@@ -227,30 +284,7 @@ int runDaemon(const RunOptions& o) {
             if (read(timerFd, &expirations, sizeof expirations) > 0) notify("WATCHDOG=1");
             return true;
         }
-        signalfd_siginfo info{};
-        if (read(signalFd, &info, sizeof info) != sizeof info) return true;
-        if (info.ssi_signo != SIGHUP) {
-            log(std::string("stopping on ") + (info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM"));
-            notify("STOPPING=1");
-            return false;
-        }
-        notify("RELOADING=1");
-        std::string why;
-        auto fresh = host::loadHostPlan(policyPath, why);
-        if (!fresh) {
-            log("SIGHUP: keeping the current plan: " + why);
-        } else {
-            try {
-                writeFileAtomically(planPath, host::planFileText(*fresh, policyPath));
-            } catch (const IoError& e) {
-                log("SIGHUP: " + e.message + "; applications keep the plan they read");
-            }
-            state.replacePlan(std::move(*fresh));
-            log("SIGHUP: policy " + policyPath + " reloaded");
-        }
-        state.invalidatePaths();  // the SM may have a new policy too: ask the SA afresh
-        notify("READY=1");
-        return true;
+        return takeSignal(signalFd, policyPath, planPath, state);
     });
     state.shutdown();
     state.flushLog();

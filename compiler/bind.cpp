@@ -70,6 +70,35 @@ class Binder {
         GroupMembers m;
         m.nodeTypes = g.nodeTypes;
         std::vector<uint32_t>& out = m.ports;
+        addGuidRanges(g, out);
+        addPortNames(g, out);
+        addPartitions(g, out);
+        if (g.self) {
+            if (fabric_.smPort == NoPort) {
+                warning("unknown-sm", g.location,
+                        groupName(g) +
+                            " has node-type SELF, but the SM's port is not known: give --sm PORT");
+            } else {
+                out.push_back(fabric_.smPort);
+            }
+        }
+        // (On most fabrics a GUID range's endpoints come in port order already.)
+        if (!std::is_sorted(out.begin(), out.end())) std::sort(out.begin(), out.end());
+        out.erase(std::unique(out.begin(), out.end()), out.end());
+        // Endpoints the node types already hold need not be listed.
+        if (m.nodeTypes) {
+            out.erase(std::remove_if(out.begin(), out.end(),
+                                     [&](uint32_t p) {
+                                         return (m.nodeTypes & nodeTypeBit(fabric_.typeOf(p))) != 0;
+                                     }),
+                      out.end());
+        }
+        if (out.capacity() > out.size() + out.size() / 4) out.shrink_to_fit();
+        return m;
+    }
+
+    // The endpoints in the group's GUID ranges (a range with none is warned about).
+    void addGuidRanges(const PortGroup& g, std::vector<uint32_t>& out) {
         const auto& byGuid = fabric_.endpointsByGuid();
         for (const WrittenRange& w : g.guidRanges) {
             const auto from = std::lower_bound(byGuid.begin(), byGuid.end(),
@@ -90,6 +119,10 @@ class Binder {
                             "; OpenSM ignores it silently)");
             }
         }
+    }
+
+    // The endpoints the group's port names name (a node no description names is warned about).
+    void addPortNames(const PortGroup& g, std::vector<uint32_t>& out) {
         for (const PortNameRef& n : g.portNames) {
             const auto nodes = fabric_.nodesByDescription(n.nodeDescription);
             if (judgePortName(n, nodes) || n.port == 0) continue;
@@ -113,6 +146,10 @@ class Binder {
                     out.push_back(endpoint);
             }
         }
+    }
+
+    // The members of the partitions the group names, by name and by PKey.
+    void addPartitions(const PortGroup& g, std::vector<uint32_t>& out) {
         for (const NameRef& name : g.partitions) {
             if (const Partition* p = fabric_.partitionByName(name.name)) {
                 addPartition(*p, out);
@@ -137,28 +174,6 @@ class Binder {
                             " (OpenSM ignores it silently)");
             }
         }
-        if (g.self) {
-            if (fabric_.smPort == NoPort) {
-                warning("unknown-sm", g.location,
-                        groupName(g) +
-                            " has node-type SELF, but the SM's port is not known: give --sm PORT");
-            } else {
-                out.push_back(fabric_.smPort);
-            }
-        }
-        // (On most fabrics a GUID range's endpoints come in port order already.)
-        if (!std::is_sorted(out.begin(), out.end())) std::sort(out.begin(), out.end());
-        out.erase(std::unique(out.begin(), out.end()), out.end());
-        // Endpoints the node types already hold need not be listed.
-        if (m.nodeTypes) {
-            out.erase(std::remove_if(out.begin(), out.end(),
-                                     [&](uint32_t p) {
-                                         return (m.nodeTypes & nodeTypeBit(fabric_.typeOf(p))) != 0;
-                                     }),
-                      out.end());
-        }
-        if (out.capacity() > out.size() + out.size() / 4) out.shrink_to_fit();
-        return m;
     }
 
     // OpenSM rejects the whole policy when an ipoib line's partition does not exist or has

@@ -9,12 +9,11 @@
 
 namespace ibqos::passes {
 
-void checkHostSched(const Reporter& report, Policy& policy) {
-    HostSched& host = policy.hostSched;
-    if (!host.present) return;
+namespace {
 
-    // A program takes the first sl-enforcement block that names it: one for every program
-    // hides the blocks after it.
+// A program takes the first sl-enforcement block that names it: one for every program hides
+// the blocks after it.
+void checkEnforcement(const Reporter& report, const HostSched& host) {
     for (size_t i = 1; i < host.enforcement.size(); ++i) {
         const SlEnforcement& first = host.enforcement[i - 1];
         if (!first.programs.empty() || !first.exceptPrograms.empty()) continue;
@@ -25,8 +24,10 @@ void checkHostSched(const Reporter& report, Policy& policy) {
         }
         break;
     }
+}
 
-    // Every SL goes to at most one leaf.
+// Every SL goes to at most one leaf: fills leafOfSl.
+void assignSls(const Reporter& report, HostSched& host) {
     for (uint32_t i = 0; i < host.leaves.size(); ++i) {
         const SchedLeaf& leaf = host.leaves[i];
         if (leaf.sls.none()) {
@@ -49,8 +50,11 @@ void checkHostSched(const Reporter& report, Policy& policy) {
             owner = static_cast<int16_t>(i);
         }
     }
+}
 
-    // Parents: no cycles; a child's cap above its parent's can never be reached.
+// Parents: no cycles (a cycle is cut where it is found); a child's cap above its parent's can
+// never be reached; a node without children is warned about.
+void checkParents(const Reporter& report, HostSched& host) {
     for (uint32_t i = 0; i < host.nodes.size(); ++i) {
         std::optional<uint32_t> p = host.nodes[i].parent;
         for (size_t steps = 0; p && steps <= host.nodes.size(); ++steps) {
@@ -83,8 +87,10 @@ void checkHostSched(const Reporter& report, Policy& policy) {
                            "sched-node '" + host.nodes[i].name + "' has no children");
         }
     }
+}
 
-    // Congestion-control slots: a slot holds one algorithm.
+// Congestion-control slots: a slot holds one algorithm.
+void checkPccSlots(const Reporter& report, const HostSched& host) {
     std::map<uint32_t, const SchedLeaf*> slotOwner;
     for (const SchedLeaf& leaf : host.leaves) {
         bool hasAlgorithm = !leaf.pccAlgorithm.empty();
@@ -109,6 +115,17 @@ void checkHostSched(const Reporter& report, Policy& policy) {
                                      it->second->name + "'); a slot holds one algorithm");
         }
     }
+}
+
+}  // namespace
+
+void checkHostSched(const Reporter& report, Policy& policy) {
+    HostSched& host = policy.hostSched;
+    if (!host.present) return;
+    checkEnforcement(report, host);
+    assignSls(report, host);
+    checkParents(report, host);
+    checkPccSlots(report, host);
 }
 
 }  // namespace ibqos::passes

@@ -78,6 +78,78 @@ RangeSet shifted(const RangeSet& ports, uint64_t base) {
     return RangeSet::build(std::move(out));
 }
 
+// The level a 'default' qos-ulps line makes: OpenSM's default level (a later line replaces it).
+void setDefaultLevel(Policy& policy, const UlpEntry& e) {
+    QosLevel level;
+    level.name = "SimpleQoSLevel_DEFAULT";
+    level.openSmName = level.name;
+    level.use = "the qos-ulps default";
+    level.location = e.location;
+    level.generated = true;
+    level.sl = e.sl;
+    if (policy.hasDefaultLevel) {
+        policy.levels[policy.defaultLevel] = std::move(level);
+    } else {
+        policy.levels.push_back(std::move(level));
+        policy.defaultLevel = static_cast<uint32_t>(policy.levels.size() - 1);
+        policy.hasDefaultLevel = true;
+    }
+}
+
+// What the rule of a qos-ulps line is for, as the line reads (and as OpenSM reads an extension).
+std::string ruleUse(const UlpEntry& e) {
+    std::string use = "qos-ulps: " + std::string(ast::ulpWord(e.ulp));
+    if (e.qualifier != UlpQualifier::None) {
+        use += ", " + std::string(ast::ulpQualifierWord(e.qualifier)) + " " +
+               e.values.str(e.qualifier != UlpQualifier::PortNum);
+    }
+    use += " : " + std::to_string(e.sl);
+    if (!ast::isOpenSmUlp(e.ulp)) {
+        // What a stock OpenSM reads for it (the plain policy --emit opensm writes).
+        use += " (extension: " + std::string(ast::ulpWord(Ulp::Any)) + ", " +
+               std::string(ast::ulpQualifierWord(UlpQualifier::ServiceId)) + " " +
+               hex(ulpServiceId(e.ulp)) + " : " + std::to_string(e.sl) + ")";
+    }
+    return use;
+}
+
+// The requests a qos-ulps line's rule matches: its ServiceIDs, PKeys, sources or destinations.
+void selectRequests(Policy& policy, const UlpEntry& e, MatchRule& rule) {
+    switch (e.qualifier) {
+        case UlpQualifier::None:
+            if (e.ulp == Ulp::Sdp)
+                rule.serviceIds = RangeSet{{SdpServiceId, SdpServiceId + 0xffff}};
+            // Like OpenSM's rds and iser lines, an extension word is its ServiceID alone:
+            // what 'any, service-id <id> : <sl>' is.
+            if (uint64_t id = ulpServiceId(e.ulp)) rule.serviceIds = RangeSet{{id, id}};
+            if (e.ulp == Ulp::Ipoib) rule.pkeys = RangeSet{{ib::DefaultPkey, ib::DefaultPkey}};
+            break;
+        case UlpQualifier::PortNum:
+            rule.serviceIds =
+                shifted(e.values, e.ulp == Ulp::Sdp ? SdpServiceId : RdsIserServiceId);
+            break;
+        case UlpQualifier::ServiceId:
+            rule.serviceIds = e.values;
+            break;
+        case UlpQualifier::Pkey:
+            rule.pkeys = e.values;
+            break;
+        case UlpQualifier::TargetPortGuid:
+            rule.destinations.push_back(guidGroup(
+                policy, e, e.ulp == Ulp::Srp ? GroupOrigin::SrpTargets : GroupOrigin::UlpTargets));
+            break;
+        case UlpQualifier::SourcePortGuid:
+            rule.sources.push_back(guidGroup(policy, e, GroupOrigin::UlpSources));
+            break;
+        case UlpQualifier::SourceTargetPortGuid: {
+            uint32_t g = guidGroup(policy, e, GroupOrigin::UlpSourcesTargets);
+            rule.sources.push_back(g);
+            rule.destinations.push_back(g);
+            break;
+        }
+    }
+}
+
 }  // namespace
 
 void lowerUlps(const std::vector<UlpEntry>& ulps, const Reporter& report, Policy& policy) {
@@ -92,76 +164,19 @@ void lowerUlps(const std::vector<UlpEntry>& ulps, const Reporter& report, Policy
                         std::to_string(defaultAt.line) + " (as in OpenSM)");
             }
             defaultAt = e.location;
-            QosLevel level;
-            level.name = "SimpleQoSLevel_DEFAULT";
-            level.openSmName = level.name;
-            level.use = "the qos-ulps default";
-            level.location = e.location;
-            level.generated = true;
-            level.sl = e.sl;
-            if (policy.hasDefaultLevel) {
-                policy.levels[policy.defaultLevel] = std::move(level);
-            } else {
-                policy.levels.push_back(std::move(level));
-                policy.defaultLevel = static_cast<uint32_t>(policy.levels.size() - 1);
-                policy.hasDefaultLevel = true;
-            }
+            setDefaultLevel(policy, e);
             continue;
         }
 
         MatchRule rule;
         rule.fromUlps = true;
         rule.location = e.location;
-        rule.use = "qos-ulps: " + std::string(ast::ulpWord(e.ulp));
-        if (e.qualifier != UlpQualifier::None) {
-            rule.use += ", " + std::string(ast::ulpQualifierWord(e.qualifier)) + " " +
-                        e.values.str(e.qualifier != UlpQualifier::PortNum);
-        }
-        rule.use += " : " + std::to_string(e.sl);
-        if (!ast::isOpenSmUlp(e.ulp)) {
-            // What a stock OpenSM reads for it (the plain policy --emit opensm writes).
-            rule.use += " (extension: " + std::string(ast::ulpWord(Ulp::Any)) + ", " +
-                        std::string(ast::ulpQualifierWord(UlpQualifier::ServiceId)) + " " +
-                        hex(ulpServiceId(e.ulp)) + " : " + std::to_string(e.sl) + ")";
-        }
+        rule.use = ruleUse(e);
         rule.level = simpleLevel(policy, e.sl);
         rule.levelName = {policy.levels[rule.level].name, policy.levels[rule.level].name,
                           e.location};
 
-        switch (e.qualifier) {
-            case UlpQualifier::None:
-                if (e.ulp == Ulp::Sdp)
-                    rule.serviceIds = RangeSet{{SdpServiceId, SdpServiceId + 0xffff}};
-                // Like OpenSM's rds and iser lines, an extension word is its ServiceID alone:
-                // what 'any, service-id <id> : <sl>' is.
-                if (uint64_t id = ulpServiceId(e.ulp)) rule.serviceIds = RangeSet{{id, id}};
-                if (e.ulp == Ulp::Ipoib) rule.pkeys = RangeSet{{ib::DefaultPkey, ib::DefaultPkey}};
-                break;
-            case UlpQualifier::PortNum:
-                rule.serviceIds =
-                    shifted(e.values, e.ulp == Ulp::Sdp ? SdpServiceId : RdsIserServiceId);
-                break;
-            case UlpQualifier::ServiceId:
-                rule.serviceIds = e.values;
-                break;
-            case UlpQualifier::Pkey:
-                rule.pkeys = e.values;
-                break;
-            case UlpQualifier::TargetPortGuid:
-                rule.destinations.push_back(guidGroup(
-                    policy, e,
-                    e.ulp == Ulp::Srp ? GroupOrigin::SrpTargets : GroupOrigin::UlpTargets));
-                break;
-            case UlpQualifier::SourcePortGuid:
-                rule.sources.push_back(guidGroup(policy, e, GroupOrigin::UlpSources));
-                break;
-            case UlpQualifier::SourceTargetPortGuid: {
-                uint32_t g = guidGroup(policy, e, GroupOrigin::UlpSourcesTargets);
-                rule.sources.push_back(g);
-                rule.destinations.push_back(g);
-                break;
-            }
-        }
+        selectRequests(policy, e, rule);
         rule.ipoib = e.ulp == Ulp::Ipoib;
         if (rule.ipoib && e.qualifier == UlpQualifier::Pkey) rule.ipoibPkeys = e.written;
         policy.rules.push_back(std::move(rule));

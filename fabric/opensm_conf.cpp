@@ -56,6 +56,60 @@ std::vector<std::string> loaderDirectories() {
     return dirs;
 }
 
+// One qos_ line of opensm.conf into the option set its prefix names.
+template <class Warn>
+void readQosOption(OpenSmConf& conf, const std::string& key, const std::string& value,
+                   SourceLocation at, Warn warn) {
+    QosOptionSet* set = nullptr;
+    std::string name;
+    for (auto [prefix, target] : {std::pair<const char*, QosOptionSet*>{"qos_ca_", &conf.ca},
+                                  {"qos_rtr_", &conf.router},
+                                  {"qos_sw0_", &conf.switchPort0},
+                                  {"qos_swe_", &conf.switchExternal}}) {
+        size_t n = std::char_traits<char>::length(prefix);
+        if (key.compare(0, n, prefix) == 0) {
+            set = target;
+            name = key.substr(n);
+        }
+    }
+    if (!set) {
+        set = &conf.all;
+        name = key.substr(4);
+    }
+    bool null = value == "(null)";  // OpenSM's spelling of "unset"
+    if (name == "max_vls") {
+        unsigned long v = std::strtoul(value.c_str(), nullptr, 0);
+        if (v == 0 || v > 15) {
+            if (v > 15) warn(key + " must be 1..15; OpenSM uses its default");
+            set->maxVls.reset();
+        } else {
+            set->maxVls = static_cast<unsigned>(v);
+        }
+    } else if (name == "high_limit") {
+        long v = std::strtol(value.c_str(), nullptr, 0);
+        if (v < 0 || v > 255) {
+            if (v > 255) warn(key + " must be 0..255; OpenSM uses its default");
+            set->highLimit.reset();
+        } else {
+            set->highLimit = static_cast<int>(v);
+            set->highLimitAt = at;
+        }
+    } else if (name == "vlarb_high" || name == "vlarb_low" || name == "sl2vl") {
+        std::optional<std::string>& target = name == "vlarb_high"  ? set->vlarbHigh
+                                             : name == "vlarb_low" ? set->vlarbLow
+                                                                   : set->sl2vl;
+        SourceLocation& where = name == "vlarb_high"  ? set->vlarbHighAt
+                                : name == "vlarb_low" ? set->vlarbLowAt
+                                                      : set->sl2vlAt;
+        if (null) {
+            target.reset();
+        } else {
+            target = value;
+            where = at;
+        }
+    }
+}
+
 }  // namespace
 
 const char* portClassPrefix(PortClass c) {
@@ -130,54 +184,7 @@ OpenSmConf readOpenSmConf(const SourceFile& source, Diagnostics& diagnostics) {
             continue;
         }
         if (key.compare(0, 4, "qos_") != 0) continue;
-        QosOptionSet* set = nullptr;
-        std::string name;
-        for (auto [prefix, target] : {std::pair<const char*, QosOptionSet*>{"qos_ca_", &conf.ca},
-                                      {"qos_rtr_", &conf.router},
-                                      {"qos_sw0_", &conf.switchPort0},
-                                      {"qos_swe_", &conf.switchExternal}}) {
-            size_t n = std::char_traits<char>::length(prefix);
-            if (key.compare(0, n, prefix) == 0) {
-                set = target;
-                name = key.substr(n);
-            }
-        }
-        if (!set) {
-            set = &conf.all;
-            name = key.substr(4);
-        }
-        bool null = value == "(null)";  // OpenSM's spelling of "unset"
-        if (name == "max_vls") {
-            unsigned long v = std::strtoul(value.c_str(), nullptr, 0);
-            if (v == 0 || v > 15) {
-                if (v > 15) warn(at, key + " must be 1..15; OpenSM uses its default");
-                set->maxVls.reset();
-            } else {
-                set->maxVls = static_cast<unsigned>(v);
-            }
-        } else if (name == "high_limit") {
-            long v = std::strtol(value.c_str(), nullptr, 0);
-            if (v < 0 || v > 255) {
-                if (v > 255) warn(at, key + " must be 0..255; OpenSM uses its default");
-                set->highLimit.reset();
-            } else {
-                set->highLimit = static_cast<int>(v);
-                set->highLimitAt = at;
-            }
-        } else if (name == "vlarb_high" || name == "vlarb_low" || name == "sl2vl") {
-            std::optional<std::string>& target = name == "vlarb_high"  ? set->vlarbHigh
-                                                 : name == "vlarb_low" ? set->vlarbLow
-                                                                       : set->sl2vl;
-            SourceLocation& where = name == "vlarb_high"  ? set->vlarbHighAt
-                                    : name == "vlarb_low" ? set->vlarbLowAt
-                                                          : set->sl2vlAt;
-            if (null) {
-                target.reset();
-            } else {
-                target = value;
-                where = at;
-            }
-        }
+        readQosOption(conf, key, value, at, [&](std::string message) { warn(at, message); });
     }
     return conf;
 }

@@ -24,6 +24,87 @@ struct LiveFabric::Native {
     }
 };
 
+namespace {
+
+// Port `number` of a discovered node, in the Fabric as port of node `index`: a switch's ports
+// have its LID and its port 0's GUID.
+FabricPort discoveredPort(ibnd_node_t* node, NodeType type, uint32_t index, unsigned number) {
+    FabricPort port;
+    port.node = index;
+    port.number = static_cast<uint8_t>(number);
+    ibnd_port_t* p = node->ports ? node->ports[number] : nullptr;
+    if (type == NodeType::Switch) {
+        port.lid = node->smalid;
+        port.guid = node->ports && node->ports[0] ? node->ports[0]->guid : node->guid;
+    }
+    if (p) {
+        if (type != NodeType::Switch) {
+            port.lid = p->base_lid;
+            port.lmc = p->lmc;
+            port.guid = p->guid;
+        }
+        port.vlCap = static_cast<uint8_t>(mad_get_field(p->info, 0, IB_PORT_VL_CAP_F));
+        port.operVls = static_cast<uint8_t>(mad_get_field(p->info, 0, IB_PORT_OPER_VLS_F));
+        port.vlArbHighCap =
+            static_cast<uint8_t>(mad_get_field(p->info, 0, IB_PORT_VL_ARBITRATION_HIGH_CAP_F));
+        port.vlArbLowCap =
+            static_cast<uint8_t>(mad_get_field(p->info, 0, IB_PORT_VL_ARBITRATION_LOW_CAP_F));
+        port.mtu = static_cast<uint8_t>(mad_get_field(p->info, 0, IB_PORT_NEIGHBOR_MTU_F));
+    }
+    return port;
+}
+
+// The discovered nodes and ports into f, in the discovery's order, linked, with the SM's port;
+// nodeOf gets each Fabric node's discovered node.
+void readDiscovery(ibnd_fabric_t* discovered, Fabric& f, std::vector<ibnd_node_t*>& nodeOf) {
+    f.source = "the live fabric";
+    std::unordered_map<const ibnd_port_t*, uint32_t> portIndex;
+    for (ibnd_node_t* node = discovered->nodes; node; node = node->next) {
+        FabricNode fn;
+        fn.type = node->type == IB_NODE_SWITCH   ? NodeType::Switch
+                  : node->type == IB_NODE_ROUTER ? NodeType::Router
+                                                 : NodeType::Ca;
+        fn.guid = node->guid;
+        fn.description = std::string(node->nodedesc, strnlen(node->nodedesc, IB_SMP_DATA_SIZE));
+        fn.portCount = static_cast<uint8_t>(node->numports);
+        fn.firstPort = static_cast<uint32_t>(f.ports.size());
+        fn.enhancedPort0 = node->smaenhsp0 != 0;
+        fn.vendorId = mad_get_field(node->info, 0, IB_NODE_VENDORID_F);
+        fn.deviceId = static_cast<uint16_t>(mad_get_field(node->info, 0, IB_NODE_DEVID_F));
+        fn.revision = mad_get_field(node->info, 0, IB_NODE_REVISION_F);
+        uint32_t index = static_cast<uint32_t>(f.nodes.size());
+        for (unsigned number = fn.lowestPort(); number <= fn.portCount; ++number) {
+            if (ibnd_port_t* p = node->ports ? node->ports[number] : nullptr)
+                portIndex.emplace(p, static_cast<uint32_t>(f.ports.size()));
+            f.ports.push_back(discoveredPort(node, fn.type, index, number));
+        }
+        if (fn.type == NodeType::Switch && node->ports && node->ports[0]) {
+            // Switch port 0's capabilities are those of the switch's management port.
+            ibnd_port_t* p0 = node->ports[0];
+            FabricPort& port0 = f.ports[fn.firstPort];
+            port0.vlCap = static_cast<uint8_t>(mad_get_field(p0->info, 0, IB_PORT_VL_CAP_F));
+            port0.operVls = static_cast<uint8_t>(mad_get_field(p0->info, 0, IB_PORT_OPER_VLS_F));
+        }
+        f.nodes.push_back(std::move(fn));
+        nodeOf.push_back(node);
+    }
+    for (const auto& [p, index] : portIndex) {
+        auto peer = p->remoteport ? portIndex.find(p->remoteport) : portIndex.end();
+        if (peer != portIndex.end() && p->portnum != 0) f.ports[index].peer = peer->second;
+    }
+    f.index();
+    // The SM is where the local port's MasterSMLID points.
+    ibnd_node_t* from = discovered->from_node;
+    if (from && from->ports && discovered->from_portnum <= from->numports &&
+        from->ports[discovered->from_portnum]) {
+        auto smLid = static_cast<uint16_t>(
+            mad_get_field(from->ports[discovered->from_portnum]->info, 0, IB_PORT_SMLID_F));
+        if (smLid) f.smPort = f.endpointByLid(smLid);
+    }
+}
+
+}  // namespace
+
 LiveFabric::~LiveFabric() = default;
 
 std::unique_ptr<LiveFabric> LiveFabric::discover(const ProbeOptions& options, std::string& error) {
@@ -52,73 +133,7 @@ std::unique_ptr<LiveFabric> LiveFabric::discover(const ProbeOptions& options, st
     mad_rpc_set_timeout(n.port, static_cast<int>(options.timeoutMs));
     mad_rpc_set_retries(n.port, static_cast<int>(options.retries));
 
-    // Nodes and ports, in the discovery's order.
-    Fabric& f = live->fabric_;
-    f.source = "the live fabric";
-    std::unordered_map<const ibnd_port_t*, uint32_t> portIndex;
-    for (ibnd_node_t* node = n.discovered->nodes; node; node = node->next) {
-        FabricNode fn;
-        fn.type = node->type == IB_NODE_SWITCH   ? NodeType::Switch
-                  : node->type == IB_NODE_ROUTER ? NodeType::Router
-                                                 : NodeType::Ca;
-        fn.guid = node->guid;
-        fn.description = std::string(node->nodedesc, strnlen(node->nodedesc, IB_SMP_DATA_SIZE));
-        fn.portCount = static_cast<uint8_t>(node->numports);
-        fn.firstPort = static_cast<uint32_t>(f.ports.size());
-        fn.enhancedPort0 = node->smaenhsp0 != 0;
-        fn.vendorId = mad_get_field(node->info, 0, IB_NODE_VENDORID_F);
-        fn.deviceId = static_cast<uint16_t>(mad_get_field(node->info, 0, IB_NODE_DEVID_F));
-        fn.revision = mad_get_field(node->info, 0, IB_NODE_REVISION_F);
-        uint32_t index = static_cast<uint32_t>(f.nodes.size());
-        for (unsigned number = fn.lowestPort(); number <= fn.portCount; ++number) {
-            FabricPort port;
-            port.node = index;
-            port.number = static_cast<uint8_t>(number);
-            ibnd_port_t* p = node->ports ? node->ports[number] : nullptr;
-            if (fn.type == NodeType::Switch) {
-                port.lid = node->smalid;
-                port.guid = node->ports && node->ports[0] ? node->ports[0]->guid : node->guid;
-            }
-            if (p) {
-                if (fn.type != NodeType::Switch) {
-                    port.lid = p->base_lid;
-                    port.lmc = p->lmc;
-                    port.guid = p->guid;
-                }
-                port.vlCap = static_cast<uint8_t>(mad_get_field(p->info, 0, IB_PORT_VL_CAP_F));
-                port.operVls = static_cast<uint8_t>(mad_get_field(p->info, 0, IB_PORT_OPER_VLS_F));
-                port.vlArbHighCap = static_cast<uint8_t>(
-                    mad_get_field(p->info, 0, IB_PORT_VL_ARBITRATION_HIGH_CAP_F));
-                port.vlArbLowCap = static_cast<uint8_t>(
-                    mad_get_field(p->info, 0, IB_PORT_VL_ARBITRATION_LOW_CAP_F));
-                port.mtu = static_cast<uint8_t>(mad_get_field(p->info, 0, IB_PORT_NEIGHBOR_MTU_F));
-                portIndex.emplace(p, static_cast<uint32_t>(f.ports.size()));
-            }
-            f.ports.push_back(port);
-        }
-        if (fn.type == NodeType::Switch && node->ports && node->ports[0]) {
-            // Switch port 0's capabilities are those of the switch's management port.
-            ibnd_port_t* p0 = node->ports[0];
-            FabricPort& port0 = f.ports[fn.firstPort];
-            port0.vlCap = static_cast<uint8_t>(mad_get_field(p0->info, 0, IB_PORT_VL_CAP_F));
-            port0.operVls = static_cast<uint8_t>(mad_get_field(p0->info, 0, IB_PORT_OPER_VLS_F));
-        }
-        f.nodes.push_back(std::move(fn));
-        n.nodeOf.push_back(node);
-    }
-    for (const auto& [p, index] : portIndex) {
-        auto peer = p->remoteport ? portIndex.find(p->remoteport) : portIndex.end();
-        if (peer != portIndex.end() && p->portnum != 0) f.ports[index].peer = peer->second;
-    }
-    f.index();
-    // The SM is where the local port's MasterSMLID points.
-    ibnd_node_t* from = n.discovered->from_node;
-    if (from && from->ports && n.discovered->from_portnum <= from->numports &&
-        from->ports[n.discovered->from_portnum]) {
-        auto smLid = static_cast<uint16_t>(
-            mad_get_field(from->ports[n.discovered->from_portnum]->info, 0, IB_PORT_SMLID_F));
-        if (smLid) f.smPort = f.endpointByLid(smLid);
-    }
+    readDiscovery(n.discovered, live->fabric_, n.nodeOf);
     return live;
 }
 

@@ -393,10 +393,22 @@ class TopologyReader {
         fabric.source = source_.name();
         fabric.assumedVlCaps = true;
         std::unordered_map<std::string, uint32_t> byId;
-        std::unordered_map<uint64_t, uint32_t> nodeGuids;
         std::vector<uint32_t> nodeOfRaw(nodes_.size(), NoPort);
         fabric.nodes.reserve(nodes_.size());
         fabric.ports.reserve(portTotal_);
+        addNodes(fabric, byId, nodeOfRaw);
+        describePorts(fabric, nodeOfRaw);
+        linkPorts(fabric, byId, nodeOfRaw);
+        checkEndpointGuids(fabric);
+        fabric.index();
+        return fabric;
+    }
+
+    // Every node with an id and a GUID of its own, and its ports; nodeOfRaw maps each record
+    // to its node (NoPort for one left out), byId each id to its node.
+    void addNodes(Fabric& fabric, std::unordered_map<std::string, uint32_t>& byId,
+                  std::vector<uint32_t>& nodeOfRaw) {
+        std::unordered_map<uint64_t, uint32_t> nodeGuids;
         for (size_t r = 0; r < nodes_.size(); ++r) {
             const RawNode& raw = nodes_[r];
             auto [it, fresh] = byId.emplace(raw.id, static_cast<uint32_t>(fabric.nodes.size()));
@@ -435,7 +447,10 @@ class TopologyReader {
                 fabric.ports.push_back(port);
             }
         }
-        // Ports as the records describe them.
+    }
+
+    // Ports as the records describe them.
+    void describePorts(Fabric& fabric, const std::vector<uint32_t>& nodeOfRaw) {
         for (size_t r = 0; r < nodes_.size(); ++r) {
             const RawNode& raw = nodes_[r];
             if (nodeOfRaw[r] == NoPort) continue;
@@ -449,7 +464,11 @@ class TopologyReader {
                 }
             }
         }
-        // Links, each side checked against the other.
+    }
+
+    // Links, each side checked against the other.
+    void linkPorts(Fabric& fabric, const std::unordered_map<std::string, uint32_t>& byId,
+                   const std::vector<uint32_t>& nodeOfRaw) {
         for (size_t r = 0; r < nodes_.size(); ++r) {
             const RawNode& raw = nodes_[r];
             if (nodeOfRaw[r] == NoPort) continue;
@@ -490,7 +509,10 @@ class TopologyReader {
                 }
             }
         }
-        // Port GUIDs of endpoints must be unique: they are how the policy names ports.
+    }
+
+    // Port GUIDs of endpoints must be unique: they are how the policy names ports.
+    void checkEndpointGuids(const Fabric& fabric) {
         std::unordered_map<uint64_t, uint32_t> endpointGuids;
         for (uint32_t p = 0; p < fabric.ports.size(); ++p) {
             if (!fabric.isEndpoint(p)) continue;
@@ -501,8 +523,6 @@ class TopologyReader {
                                                     fabric.portName(g->second));
             }
         }
-        fabric.index();
-        return fabric;
     }
 };
 

@@ -151,17 +151,70 @@ int MetricsServer::answer(MHD_Connection* connection, const char* url, const cha
     return MHD_queue_response(connection, MHD_HTTP_OK, page->response);
 }
 
-std::unique_ptr<MetricsServer> MetricsServer::start(const std::string& listen,
-                                                    const ServerLimits& limits,
-                                                    std::optional<WebConfig> web,
-                                                    std::string& error) {
-    std::string host, service = listen;
+namespace {
+
+// --listen's [ADDRESS:]PORT: the address (brackets around an IPv6 one dropped) and the port.
+void splitListen(const std::string& listen, std::string& host, std::string& service) {
+    service = listen;
     if (auto colon = listen.rfind(':'); colon != std::string::npos) {
         host = listen.substr(0, colon);
         service = listen.substr(colon + 1);
         if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
             host = host.substr(1, host.size() - 2);
     }
+}
+
+// libmicrohttpd's options for the server, ended by MHD_OPTION_END.
+std::vector<MHD_OptionItem> daemonOptions(MetricsServer* server, const ServerLimits& limits,
+                                          const std::optional<WebConfig>& w,
+                                          const addrinfo* address, unsigned threads, bool tls) {
+    // Options in an array, the TLS and address ones only where they apply.
+    std::vector<MHD_OptionItem> options = {
+        // (First: libmicrohttpd logs with its own logger until this option is read.)
+        {MHD_OPTION_EXTERNAL_LOGGER, reinterpret_cast<intptr_t>(&logMessage), server},
+        {MHD_OPTION_CONNECTION_LIMIT, limits.connections, nullptr},
+        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, limits.connectionsPerClient, nullptr},
+        {MHD_OPTION_CONNECTION_TIMEOUT, limits.timeoutSeconds, nullptr},
+        // A request here is a GET line and a few headers.
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, 16 * 1024, nullptr},
+        {MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, nullptr},
+    };
+    if (threads > 1) options.push_back({MHD_OPTION_THREAD_POOL_SIZE, threads, nullptr});
+    if (address) options.push_back({MHD_OPTION_SOCK_ADDR, 0, address->ai_addr});
+    if (tls) {
+        options.push_back(
+            {MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(w->certificate.c_str())});
+        options.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(w->key.c_str())});
+        if (!w->tlsPriorities.empty())
+            options.push_back(
+                {MHD_OPTION_HTTPS_PRIORITIES, 0, const_cast<char*>(w->tlsPriorities.c_str())});
+    }
+    options.push_back({MHD_OPTION_END, 0, nullptr});
+    return options;
+}
+
+}  // namespace
+
+void MetricsServer::makeReplies() {
+    const std::optional<WebConfig>& w = web_;
+    StaticReplies& replies = replies_;
+    replies.index = staticResponse(IndexPage, "text/html; charset=utf-8", w);
+    replies.notFound = staticResponse("not found\n", "text/plain", w);
+    replies.notAllowed = staticResponse("only GET and HEAD\n", "text/plain", w);
+    MHD_add_response_header(replies.notAllowed, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+    replies.unavailable = staticResponse("no scrape has finished yet\n", "text/plain", w);
+    // (libmicrohttpd's own 401 helper adds its header to the response at every call.)
+    replies.unauthorized = staticResponse("unauthorized\n", "text/plain", w);
+    MHD_add_response_header(replies.unauthorized, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                            "Basic realm=\"ibqos monitor\"");
+}
+
+std::unique_ptr<MetricsServer> MetricsServer::start(const std::string& listen,
+                                                    const ServerLimits& limits,
+                                                    std::optional<WebConfig> web,
+                                                    std::string& error) {
+    std::string host, service;
+    splitListen(listen, host, service);
     std::optional<uint64_t> port = parseNumber(service, 10);
     if (!port || *port > 65535) {
         error = "--listen takes [ADDRESS:]PORT, not '" + listen + "'";
@@ -175,16 +228,7 @@ std::unique_ptr<MetricsServer> MetricsServer::start(const std::string& listen,
     std::unique_ptr<MetricsServer> server(new MetricsServer());
     server->web_ = std::move(web);
     const std::optional<WebConfig>& w = server->web_;
-    StaticReplies& replies = server->replies_;
-    replies.index = staticResponse(IndexPage, "text/html; charset=utf-8", w);
-    replies.notFound = staticResponse("not found\n", "text/plain", w);
-    replies.notAllowed = staticResponse("only GET and HEAD\n", "text/plain", w);
-    MHD_add_response_header(replies.notAllowed, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
-    replies.unavailable = staticResponse("no scrape has finished yet\n", "text/plain", w);
-    // (libmicrohttpd's own 401 helper adds its header to the response at every call.)
-    replies.unauthorized = staticResponse("unauthorized\n", "text/plain", w);
-    MHD_add_response_header(replies.unauthorized, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-                            "Basic realm=\"ibqos monitor\"");
+    server->makeReplies();
     raiseFileLimit(limits.connections);
 
     // epoll where the kernel has it, with libmicrohttpd's own thread; basic auth's bcrypt runs in
@@ -208,28 +252,8 @@ std::unique_ptr<MetricsServer> MetricsServer::start(const std::string& listen,
     const bool tls = w && w->tls(), auth = w && !w->users.empty();
     if (tls) flags |= MHD_USE_TLS;
     const unsigned threads = auth ? 2 : 1;
-    // Options in an array, the TLS and address ones only where they apply.
-    std::vector<MHD_OptionItem> options = {
-        // (First: libmicrohttpd logs with its own logger until this option is read.)
-        {MHD_OPTION_EXTERNAL_LOGGER, reinterpret_cast<intptr_t>(&logMessage), server.get()},
-        {MHD_OPTION_CONNECTION_LIMIT, limits.connections, nullptr},
-        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, limits.connectionsPerClient, nullptr},
-        {MHD_OPTION_CONNECTION_TIMEOUT, limits.timeoutSeconds, nullptr},
-        // A request here is a GET line and a few headers.
-        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, 16 * 1024, nullptr},
-        {MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, nullptr},
-    };
-    if (threads > 1) options.push_back({MHD_OPTION_THREAD_POOL_SIZE, threads, nullptr});
-    if (address) options.push_back({MHD_OPTION_SOCK_ADDR, 0, address->ai_addr});
-    if (tls) {
-        options.push_back(
-            {MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(w->certificate.c_str())});
-        options.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(w->key.c_str())});
-        if (!w->tlsPriorities.empty())
-            options.push_back(
-                {MHD_OPTION_HTTPS_PRIORITIES, 0, const_cast<char*>(w->tlsPriorities.c_str())});
-    }
-    options.push_back({MHD_OPTION_END, 0, nullptr});
+    std::vector<MHD_OptionItem> options =
+        daemonOptions(server.get(), limits, w, address, threads, tls);
     server->daemon_ =
         MHD_start_daemon(flags, static_cast<uint16_t>(*port), nullptr, nullptr, &handle,
                          server.get(), MHD_OPTION_ARRAY, options.data(), MHD_OPTION_END);

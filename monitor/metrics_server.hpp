@@ -93,6 +93,8 @@ class MetricsServer {
     };
     MHD_Daemon* daemon_ = nullptr;
     StaticReplies replies_;
+    // The static replies, for the web config in web_.
+    void makeReplies();
     uint16_t port_ = 0;
     std::optional<WebConfig> web_;
     std::mutex lock_;  // guards pages_' pointers and passwords_ (never held across a render)

@@ -149,6 +149,21 @@ class PathComputation {
                                       uint16_t dlid) const;
 
   private:
+    // The path's parameters as its ports limit them, the SLs none of them sends to VL15 and
+    // the port the path ends at; nullopt when there is no route (or every SL is dropped).
+    struct Route {
+        PathParams params;
+        uint16_t validSls = 0;
+        const osm_physp_t* dstPort = nullptr;
+    };
+    std::optional<Route> route(const osm_port_t* src, const osm_port_t* dst, uint16_t dlid) const;
+    // Whether the parameters meet the request's selectors (each may lower its parameter).
+    bool selectorsMet(PathParams& p) const;
+    // The path's PKey into p; false when OpenSM finds none.
+    bool choosePkey(PathParams& p, const QosLevel* lvl, const osm_physp_t* srcEnd,
+                    const osm_physp_t* dstPort) const;
+    // The path's SL into p; false when it is not usable on the route.
+    bool chooseSl(PathParams& p, const QosLevel* lvl, uint16_t valid) const;
     // The QoS level of the request from src to dst, or nullptr without a policy in force.
     const QosLevel* level(const osm_port_t* src, const osm_port_t* dst) const;
     // The first of the level's PKeys (ascending) both ends share, in host order; 0 when none.
@@ -186,8 +201,9 @@ uint16_t PathComputation::levelPkey(const QosLevel& level, const osm_physp_t* sr
     return best;
 }
 
-std::optional<PathParams> PathComputation::compute(const osm_port_t* src, uint16_t slid,
-                                                   const osm_port_t* dst, uint16_t dlid) const {
+std::optional<PathComputation::Route> PathComputation::route(const osm_port_t* src,
+                                                             const osm_port_t* dst,
+                                                             uint16_t dlid) const {
     const Request& r = request_;
     const ib_net16_t dlidNet = cl_hton16(dlid);
     const osm_physp_t* srcPort = src->p_physp;
@@ -240,60 +256,59 @@ std::optional<PathParams> PathComputation::compute(const osm_port_t* src, uint16
         if (++hops > MaxHops) return std::nullopt;
     }
     limitBy(dstPort->port_info, extendedSpeeds(dstPort->port_info));
+    return Route{p, valid, dstPort};
+}
 
-    const QosLevel* lvl = level(src, dst);
-    if (lvl) {
-        if (lvl->mtuLimit && p.mtu > *lvl->mtuLimit) p.mtu = *lvl->mtuLimit;
-        if (lvl->rateLimit && ib_path_compare_rates(p.rate, *lvl->rateLimit) > 0)
-            p.rate = *lvl->rateLimit;
-        if (!slUsable(valid, lvl->sl)) return std::nullopt;
-    }
-    // IBA: a loopback path has packet life 0.
-    p.packetLife = src == dst               ? 0
-                   : lvl && lvl->packetLife ? *lvl->packetLife
-                                            : subn_.opt.subnet_timeout;
-
+bool PathComputation::selectorsMet(PathParams& p) const {
     // The request's selectors; one without its value is ignored.
+    const Request& r = request_;
     const ib::PathRecord& want = r.record;
     if (r.selects(pr_mask::MtuSelector, pr_mask::Mtu) &&
         !selectNumber(p.mtu, want.mtuSelector, want.mtu)) {
-        return std::nullopt;
+        return false;
     }
     if (r.selects(pr_mask::RateSelector, pr_mask::Rate) &&
         !selectRate(p.rate, want.rateSelector, want.rate)) {
-        return std::nullopt;
+        return false;
     }
     // For packet life, selector 3 asks for the smallest, which the path has.
     if (r.selects(pr_mask::PacketLifeSelector, pr_mask::PacketLife) &&
         !selectNumber(p.packetLife, want.packetLifeSelector, want.packetLife)) {
-        return std::nullopt;
+        return false;
     }
+    return true;
+}
 
+bool PathComputation::choosePkey(PathParams& p, const QosLevel* lvl, const osm_physp_t* srcEnd,
+                                 const osm_physp_t* dstPort) const {
     // The PKey: any shared one for raw traffic; the requested one, if both ends share it and
     // the level allows it; the level's first shared one; else any shared one.
+    const Request& r = request_;
     const bool bothPkeys = subn_.opt.allow_both_pkeys;
-    const osm_physp_t* srcEnd = src->p_physp;
     if (r.rawTraffic()) {
         p.pkey = cl_ntoh16(osm_physp_find_common_pkey(srcEnd, dstPort, bothPkeys));
     } else if (r.has(pr_mask::Pkey)) {
-        p.pkey = want.pkey;
-        if (!osm_physp_share_this_pkey(srcEnd, dstPort, cl_hton16(p.pkey), bothPkeys))
-            return std::nullopt;
-        if (lvl && !lvl->pkeys.empty() && !lvl->pkeys.contains(ib::pkeyBase(p.pkey)))
-            return std::nullopt;
+        p.pkey = r.record.pkey;
+        if (!osm_physp_share_this_pkey(srcEnd, dstPort, cl_hton16(p.pkey), bothPkeys)) return false;
+        if (lvl && !lvl->pkeys.empty() && !lvl->pkeys.contains(ib::pkeyBase(p.pkey))) return false;
     } else if (lvl && !lvl->pkeys.empty()) {
         p.pkey = levelPkey(*lvl, srcEnd, dstPort);
-        if (!p.pkey) return std::nullopt;
+        if (!p.pkey) return false;
     } else {
         p.pkey = cl_ntoh16(osm_physp_find_common_pkey(srcEnd, dstPort, bothPkeys));
-        if (!p.pkey) return std::nullopt;
+        if (!p.pkey) return false;
     }
+    return true;
+}
 
+bool PathComputation::chooseSl(PathParams& p, const QosLevel* lvl, uint16_t valid) const {
     // The SL: the requested one (if the level has none or the same), the level's, the
     // partition's, or the first usable.
+    const Request& r = request_;
+    const bool qos = subn_.opt.qos;
     if (r.has(pr_mask::Sl)) {
-        p.sl = want.sl;
-        if (lvl && lvl->sl != p.sl) return std::nullopt;
+        p.sl = r.record.sl;
+        if (lvl && lvl->sl != p.sl) return false;
     } else if (lvl) {
         p.sl = lvl->sl;
     } else if (p.pkey) {
@@ -308,7 +323,31 @@ std::optional<PathParams> PathComputation::compute(const osm_port_t* src, uint16
     } else {
         p.sl = OSM_DEFAULT_SL;
     }
-    if (qos && !slUsable(valid, p.sl)) return std::nullopt;
+    return !(qos && !slUsable(valid, p.sl));
+}
+
+std::optional<PathParams> PathComputation::compute(const osm_port_t* src, uint16_t slid,
+                                                   const osm_port_t* dst, uint16_t dlid) const {
+    const Request& r = request_;
+    std::optional<Route> routed = route(src, dst, dlid);
+    if (!routed) return std::nullopt;
+    PathParams& p = routed->params;
+    const uint16_t valid = routed->validSls;
+
+    const QosLevel* lvl = level(src, dst);
+    if (lvl) {
+        if (lvl->mtuLimit && p.mtu > *lvl->mtuLimit) p.mtu = *lvl->mtuLimit;
+        if (lvl->rateLimit && ib_path_compare_rates(p.rate, *lvl->rateLimit) > 0)
+            p.rate = *lvl->rateLimit;
+        if (!slUsable(valid, lvl->sl)) return std::nullopt;
+    }
+    // IBA: a loopback path has packet life 0.
+    p.packetLife = src == dst               ? 0
+                   : lvl && lvl->packetLife ? *lvl->packetLife
+                                            : subn_.opt.subnet_timeout;
+    if (!selectorsMet(p)) return std::nullopt;
+    if (!choosePkey(p, lvl, src->p_physp, routed->dstPort)) return std::nullopt;
+    if (!chooseSl(p, lvl, valid)) return std::nullopt;
 
     // A routing engine that keeps its routes deadlock-free by SL has the last word.
     const osm_routing_engine_t* engine = osm_.routing_engine_used;

@@ -386,92 +386,17 @@ void Plugin::heavySweepDone() {
     compiledThisSweep_ = false;
     reloadPolicy();
 
-    // The subnet and the options are read, never changed, here: OpenSM's lock shared, so the
-    // SA goes on answering.
-    Fabric fabric;
     std::vector<osm_node_t*> nodes;
-    bool optionsChanged = false;
-    {
-        OpenSmLock lock(*osm_, OpenSmLock::Mode::Shared);
-        IBQOS_FAILPOINT("sweep-read");
-        fabric = fabricFromSubnet(osm_->subn, &nodes);
-        optionsChanged = takeReloadedOptions();
-    }
-    if (optionsChanged) {
-        optionsChanged_ = true;
-        log(OSM_LOG_INFO, "0005",
-            "opensm.conf's QoS options changed; they are the new starting point");
-    }
-
-    predictPartitions(fabric);
-    judgedPartitions_ = partitionsKey(fabric);
+    Fabric fabric = readSubnet(nodes);
 
     // A new policy takes over once stock OpenSM would take it on this fabric too; until then it
     // is judged again at every heavy sweep (the fabric or its partitions may change).
-    std::unique_ptr<CompiledSweep> sweep;
-    bool promote = false;
-    // A refused candidate is judged again only on another fabric or other options.
-    const bool judgedAlready =
-        candidate_.refusedOn && sameFabric(*candidate_.refusedOn, fabric) && !optionsChanged_;
-    if (candidate_.policy && !judgedAlready) {
-        std::unique_ptr<CompiledSweep> trial;
-        Diagnostics diagnostics;
-        std::string failure;
-        try {
-            IBQOS_FAILPOINT_FOR("candidate-compile", candidate_.source->text());
-            trial = CompiledSweep::compile(candidate_.policy, fabric, original_, diagnostics);
-        } catch (const std::exception& e) {
-            failure = e.what();
-        } catch (...) {
-            failure = "unknown exception";
-        }
-        if (!trial) {
-            // Dropped until the file changes: the last good policy is compiled below instead.
-            log(OSM_LOG_ERROR, "0900",
-                "internal error compiling " + options_.policy + " (version " +
-                    std::to_string(candidate_.version) + "): " + failure +
-                    "; it is dropped until the file changes, " + lastGoodState());
-            noteRefusal(candidate_.hash, diagnostics, candidate_.source.get(),
-                        "internal error compiling the policy: " + failure);
-            candidate_ = {};
-        }
-        diagnostics.sort();
-        if (trial && diagnostics.openSmRejects()) {
-            candidate_.refusedOn = fabric;
-            if (!candidate_.refusalLogged) {
-                candidate_.refusalLogged = true;
-                log(OSM_LOG_ERROR, "0011",
-                    options_.policy +
-                        " is rejected, as stock OpenSM would drop it on this "
-                        "fabric (" +
-                        std::to_string(diagnostics.errorCount()) + " errors): " + lastGoodState() +
-                        "; it is judged again at every heavy sweep");
-                logDiagnostics(diagnostics, *candidate_.source);
-                noteRefusal(candidate_.hash, diagnostics, candidate_.source.get());
-            }
-        } else if (trial) {
-            if (!candidate_.diagnosticsLogged) {
-                candidate_.diagnosticsLogged = true;
-                logDiagnostics(diagnostics, *candidate_.source);
-                logStricterErrors(diagnostics);
-            }
-            sweep = std::move(trial);
-            promote = true;
-        }
-    }
+    std::unique_ptr<CompiledSweep> sweep = judgeCandidate(fabric);
+    const bool promote = sweep != nullptr;
     // The policy in force is compiled again only when the fabric or the options changed.
     const bool sameSubnet = sweep_ && sameFabric(compiledFabric_, fabric);
     const bool stale = !sameSubnet || compiledVersion_ != good_.version || optionsChanged_;
-    if (!sweep && good_.policy && stale) {
-        Diagnostics diagnostics;
-        sweep = CompiledSweep::compile(good_.policy, fabric, original_, diagnostics);
-        // Stock OpenSM would now drop the policy (and serve none); the plugin keeps it.
-        for (const Diagnostic& d : diagnostics.all()) {
-            if (!d.openSmRejects) continue;
-            std::string line = renderText(d, good_.source.get());
-            log(OSM_LOG_ERROR, "0014", "on this fabric: " + line.substr(0, line.find('\n')));
-        }
-    }
+    if (!sweep && good_.policy && stale) sweep = compileInForce(fabric);
     if (!sweep && !sweep_) {
         // No policy in force yet: the file says so (again, if the first write failed), and
         // OpenSM's errors about it, which follow, are announced.
@@ -501,18 +426,8 @@ void Plugin::heavySweepDone() {
             responder_.setSweep(sweep_.get(), false);
         }
         if (sweep && promote) {
-            LoadedPolicy previous = std::move(good_);
-            good_ = std::move(candidate_);
-            candidate_ = {};
-            log(OSM_LOG_INFO, "0010",
-                "policy " + options_.policy + " version " + std::to_string(good_.version) + " (" +
-                    hex(good_.hash, 16) + ") in force");
-            if (!status_.inForce || status_.hash != good_.hash) status_.since = unixNow();
-            status_.inForce = true;
-            status_.hash = good_.hash;
-            status_.version = good_.version;
+            promoteCandidate(*sweep);
             textChanged = true;
-            if (previous.policy) logChange(previous, *sweep);
         }
     }
 
@@ -520,6 +435,118 @@ void Plugin::heavySweepDone() {
         const std::string text(good_.source->text());
         publishStatus(&text);
     }
+    installSweep(std::move(sweep), sameSubnet, newText, nodes);
+    // What sweep_ was compiled from, once it is in place (a failure above compiles again).
+    if (sweep_ && compiledThisSweep_) {
+        compiledVersion_ = good_.version;
+        compiledFabric_ = std::move(fabric);
+        optionsChanged_ = false;
+    }
+    finish();
+}
+
+Fabric Plugin::readSubnet(std::vector<osm_node_t*>& nodes) {
+    // The subnet and the options are read, never changed, here: OpenSM's lock shared, so the
+    // SA goes on answering.
+    Fabric fabric;
+    bool optionsChanged = false;
+    {
+        OpenSmLock lock(*osm_, OpenSmLock::Mode::Shared);
+        IBQOS_FAILPOINT("sweep-read");
+        fabric = fabricFromSubnet(osm_->subn, &nodes);
+        optionsChanged = takeReloadedOptions();
+    }
+    if (optionsChanged) {
+        optionsChanged_ = true;
+        log(OSM_LOG_INFO, "0005",
+            "opensm.conf's QoS options changed; they are the new starting point");
+    }
+
+    predictPartitions(fabric);
+    judgedPartitions_ = partitionsKey(fabric);
+    return fabric;
+}
+
+std::unique_ptr<CompiledSweep> Plugin::judgeCandidate(const Fabric& fabric) {
+    // A refused candidate is judged again only on another fabric or other options.
+    const bool judgedAlready =
+        candidate_.refusedOn && sameFabric(*candidate_.refusedOn, fabric) && !optionsChanged_;
+    if (!candidate_.policy || judgedAlready) return nullptr;
+    std::unique_ptr<CompiledSweep> trial;
+    Diagnostics diagnostics;
+    std::string failure;
+    try {
+        IBQOS_FAILPOINT_FOR("candidate-compile", candidate_.source->text());
+        trial = CompiledSweep::compile(candidate_.policy, fabric, original_, diagnostics);
+    } catch (const std::exception& e) {
+        failure = e.what();
+    } catch (...) {
+        failure = "unknown exception";
+    }
+    if (!trial) {
+        // Dropped until the file changes: the last good policy is compiled instead.
+        log(OSM_LOG_ERROR, "0900",
+            "internal error compiling " + options_.policy + " (version " +
+                std::to_string(candidate_.version) + "): " + failure +
+                "; it is dropped until the file changes, " + lastGoodState());
+        noteRefusal(candidate_.hash, diagnostics, candidate_.source.get(),
+                    "internal error compiling the policy: " + failure);
+        candidate_ = {};
+        return nullptr;
+    }
+    diagnostics.sort();
+    if (diagnostics.openSmRejects()) {
+        candidate_.refusedOn = fabric;
+        if (!candidate_.refusalLogged) {
+            candidate_.refusalLogged = true;
+            log(OSM_LOG_ERROR, "0011",
+                options_.policy +
+                    " is rejected, as stock OpenSM would drop it on this "
+                    "fabric (" +
+                    std::to_string(diagnostics.errorCount()) + " errors): " + lastGoodState() +
+                    "; it is judged again at every heavy sweep");
+            logDiagnostics(diagnostics, *candidate_.source);
+            noteRefusal(candidate_.hash, diagnostics, candidate_.source.get());
+        }
+        return nullptr;
+    }
+    if (!candidate_.diagnosticsLogged) {
+        candidate_.diagnosticsLogged = true;
+        logDiagnostics(diagnostics, *candidate_.source);
+        logStricterErrors(diagnostics);
+    }
+    return trial;
+}
+
+std::unique_ptr<CompiledSweep> Plugin::compileInForce(const Fabric& fabric) {
+    Diagnostics diagnostics;
+    std::unique_ptr<CompiledSweep> sweep =
+        CompiledSweep::compile(good_.policy, fabric, original_, diagnostics);
+    // Stock OpenSM would now drop the policy (and serve none); the plugin keeps it.
+    for (const Diagnostic& d : diagnostics.all()) {
+        if (!d.openSmRejects) continue;
+        std::string line = renderText(d, good_.source.get());
+        log(OSM_LOG_ERROR, "0014", "on this fabric: " + line.substr(0, line.find('\n')));
+    }
+    return sweep;
+}
+
+void Plugin::promoteCandidate(const CompiledSweep& sweep) {
+    LoadedPolicy previous = std::move(good_);
+    good_ = std::move(candidate_);
+    candidate_ = {};
+    log(OSM_LOG_INFO, "0010",
+        "policy " + options_.policy + " version " + std::to_string(good_.version) + " (" +
+            hex(good_.hash, 16) + ") in force");
+    if (!status_.inForce || status_.hash != good_.hash) status_.since = unixNow();
+    status_.inForce = true;
+    status_.hash = good_.hash;
+    status_.version = good_.version;
+    if (previous.policy) logChange(previous, sweep);
+}
+
+void Plugin::installSweep(std::unique_ptr<CompiledSweep> sweep, bool sameSubnet, bool newText,
+                          const std::vector<osm_node_t*>& nodes) {
     std::unique_ptr<CompiledSweep> replaced;  // freed once OpenSM's lock is released
     {
         OpenSmLock lock(*osm_, OpenSmLock::Mode::Exclusive);
@@ -542,14 +569,6 @@ void Plugin::heavySweepDone() {
         }
         hooks_.setSweep(sweep_.get());
     }
-    replaced.reset();
-    // What sweep_ was compiled from, once it is in place (a failure above compiles again).
-    if (sweep_ && compiledThisSweep_) {
-        compiledVersion_ = good_.version;
-        compiledFabric_ = std::move(fabric);
-        optionsChanged_ = false;
-    }
-    finish();
 }
 
 void Plugin::applyClassOptions(const CompiledSweep& sweep) {

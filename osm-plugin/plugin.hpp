@@ -49,6 +49,20 @@ class Plugin {
     };
     void log(int level, const char* id, const std::string& message);
     void heavySweepDone();
+    // This sweep's fabric, read from OpenSM's subnet (nodes: OpenSM's node of each Fabric
+    // node) with the partitions its PKey setup will make; opensm.conf's options taken again.
+    Fabric readSubnet(std::vector<osm_node_t*>& nodes);
+    // The candidate policy compiled on this sweep's fabric when stock OpenSM would take it
+    // there; null when there is none, it was refused (logged and noted) or it failed.
+    std::unique_ptr<CompiledSweep> judgeCandidate(const Fabric& fabric);
+    // The policy in force compiled again on this sweep's fabric (what OpenSM would drop, logged).
+    std::unique_ptr<CompiledSweep> compileInForce(const Fabric& fabric);
+    // The candidate becomes the policy in force (logged, with what it changes, in the status).
+    void promoteCandidate(const CompiledSweep& sweep);
+    // Under OpenSM's lock: the class options, the hooks and the responder take the sweep (or
+    // keep the one in force when sweep is null).
+    void installSweep(std::unique_ptr<CompiledSweep> sweep, bool sameSubnet, bool newText,
+                      const std::vector<osm_node_t*>& nodes);
     void routingDone();
     void subnetUp();
     // Each diagnostic's first line (file:line:col: severity: [code] message) as IBQOS-0012.

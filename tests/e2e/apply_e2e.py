@@ -24,12 +24,13 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fabric"))
+import plugin_opensm  # noqa: E402
 import sa_requests  # noqa: E402
 import simfabric  # noqa: E402
 
 SM_HOST, SM_GUID = "Hca1", "0x100001"  # two-switch.net: Hca1's port is the SM's
 SOURCE, DESTINATION = 0x100001, 0x100004  # Hca1 and Hca2
-SERVICE = 0x10005
+SERVICE = plugin_opensm.SERVICE
 MARKER = "# refused by the test's failpoint"
 UNVERIFIED = "# its sweep fails at the test's failpoint"
 failures = []
@@ -45,44 +46,7 @@ def check(condition, message):
 def policy(sl, high_weight=64, extra=""):
     """Hca1 to Hca2 with ServiceID 0x10005 gets SL `sl`, everything else SL 0; Hca2's port gets a
     VLArb high table of its own (qos-setup, which only the plugin applies)."""
-    return f"""{extra}
-port-groups
-    port-group
-        name: first
-        port-guid: {SOURCE:#x}
-    end-port-group
-    port-group
-        name: second
-        port-guid: {DESTINATION:#x}
-    end-port-group
-end-port-groups
-qos-setup
-    vlarb-tables
-        vlarb-scope
-            group: second
-            vlarb-high: 0:{high_weight}
-        end-vlarb-scope
-    end-vlarb-tables
-end-qos-setup
-qos-levels
-    qos-level
-        name: default
-        sl: 0
-    end-qos-level
-    qos-level
-        name: chosen
-        sl: {sl}
-    end-qos-level
-end-qos-levels
-qos-match-rules
-    qos-match-rule
-        source: first
-        destination: second
-        service-id: {SERVICE:#x}
-        qos-level-name: chosen
-    end-qos-match-rule
-end-qos-match-rules
-"""
+    return plugin_opensm.two_group_policy(SOURCE, DESTINATION, sl, vlarb_high=high_weight, head=extra)
 
 
 def fnv1a(text):
@@ -101,19 +65,14 @@ def run(args, work):
     os.chmod(real, 0o640)
     path = os.path.join(work, "policy.conf")
     os.symlink(real, path)
-    points = os.path.join(work, "failpoints")
-    os.mkdir(points)
     net = os.path.join(os.path.abspath(args.root), "samples/fabrics/two-switch.net")
     with simfabric.SimFabric(net) as fabric:
         status_path = os.path.join(work, "status", "ibqos-status.json")
         os.mkdir(os.path.dirname(status_path))
-        options = {"event_plugin_name": "ibqos_osm_failpoints",
-                   "event_plugin_options": f"policy={path},status={status_path}"}
-        osm = fabric.start_opensm(options, SM_GUID, SM_HOST, plugin_dir=os.path.abspath(args.plugin_dir),
-                                  extra_env={"IBQOS_FAILPOINT_DIR": points})
-        osm.wait_for("IBQOS-0100", 1, 30)
-        ports = sa_requests.Ports(fabric.tool(["ibnetdiscover"], SM_HOST).stdout)
-        lid = {guid: base for base, (guid, _) in ports.endpoints.items()}
+        options = plugin_opensm.plugin_options(path, status_path, module="ibqos_osm_failpoints")
+        osm, points = plugin_opensm.start(fabric, work, options, SM_GUID, SM_HOST, args.plugin_dir,
+                                          failpoints=True)
+        lid = plugin_opensm.endpoint_lids(fabric, SM_HOST)
         pair = ("get", sa_requests.SERVICE_ID | sa_requests.SLID | sa_requests.DLID,
                 sa_requests.encode(service_id=SERVICE, slid=lid[SOURCE], dlid=lid[DESTINATION]))
         plain = ("get", sa_requests.SLID | sa_requests.DLID,

@@ -14,6 +14,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fabric"))
+import plugin_opensm  # noqa: E402
 import simfabric  # noqa: E402
 
 SM_HOST = "sm HCA-1"
@@ -127,10 +128,9 @@ def main():
         stock = read_tables(fabric, ports)
         osm.stop()
 
-        osm = fabric.start_opensm({"qos": "TRUE", "qos_high_limit": "255", "event_plugin_name": "ibqos_osm",
-                                   "event_plugin_options": "policy=" + policy},
-                                  SM_GUID, SM_HOST, name="plugin", plugin_dir=os.path.abspath(args.plugin_dir))
-        osm.wait_for("IBQOS-0010", 1, 30)
+        osm, _ = plugin_opensm.start(fabric, scratch,
+                                     {"qos": "TRUE", "qos_high_limit": "255", **plugin_opensm.plugin_options(policy)},
+                                     SM_GUID, SM_HOST, args.plugin_dir, ready="IBQOS-0010", name="plugin")
         # The tables of the policy in force go out at the sweep that puts it in force.
         osm.wait_for("SUBNET UP", 1, 30)
         plugin = read_tables(fabric, ports)

@@ -24,12 +24,13 @@ import tempfile
 import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fabric"))
+import plugin_opensm  # noqa: E402
 import sa_requests  # noqa: E402
 import simfabric  # noqa: E402
 
 SM_HOST, SM_GUID = "Hca1", "0x100001"  # two-switch.net: Hca1's port is the SM's
 SOURCE, DESTINATION = 0x100001, 0x100004  # Hca1 and Hca2
-SERVICE = 0x10005
+SERVICE = plugin_opensm.SERVICE
 failures = []
 
 
@@ -42,35 +43,7 @@ def check(condition, message):
 
 def policy(sl):
     """Hca1 to Hca2 with ServiceID 0x10005 gets SL `sl`; everything else SL 0."""
-    return f"""port-groups
-    port-group
-        name: first
-        port-guid: {SOURCE:#x}
-    end-port-group
-    port-group
-        name: second
-        port-guid: {DESTINATION:#x}
-    end-port-group
-end-port-groups
-qos-levels
-    qos-level
-        name: default
-        sl: 0
-    end-qos-level
-    qos-level
-        name: chosen
-        sl: {sl}
-    end-qos-level
-end-qos-levels
-qos-match-rules
-    qos-match-rule
-        source: first
-        destination: second
-        service-id: {SERVICE:#x}
-        qos-level-name: chosen
-    end-qos-match-rule
-end-qos-match-rules
-"""
+    return plugin_opensm.two_group_policy(SOURCE, DESTINATION, sl)
 
 
 class Probes:
@@ -116,16 +89,11 @@ def run(plugin_dir, probe, root, work):
     path = os.path.join(work, "policy.conf")
     with open(path, "w") as f:
         f.write(policy(2))
-    points = os.path.join(work, "failpoints")
-    os.mkdir(points)
     net = os.path.join(root, "samples/fabrics/two-switch.net")
     with simfabric.SimFabric(net, console=True) as fabric:
-        options = {"event_plugin_name": "ibqos_osm_failpoints", "event_plugin_options": "policy=" + path}
-        osm = fabric.start_opensm(options, SM_GUID, SM_HOST, plugin_dir=plugin_dir,
-                                  extra_env={"IBQOS_FAILPOINT_DIR": points})
-        osm.wait_for("IBQOS-0100", 1, 30)
-        ports = sa_requests.Ports(fabric.tool(["ibnetdiscover"], SM_HOST).stdout)
-        lid = {guid: base for base, (guid, _) in ports.endpoints.items()}
+        options = plugin_opensm.plugin_options(path, module="ibqos_osm_failpoints")
+        osm, points = plugin_opensm.start(fabric, work, options, SM_GUID, SM_HOST, plugin_dir, failpoints=True)
+        lid = plugin_opensm.endpoint_lids(fabric, SM_HOST)
         probes = Probes(lid[SOURCE], lid[DESTINATION])
 
         def ask(requests):
