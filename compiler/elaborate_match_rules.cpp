@@ -97,8 +97,81 @@ void Elaborator::qosUlps(const ast::Block& b) {
     }
 }
 
-void Elaborator::ulpLine(const ast::UlpLine& line) {
+namespace {
+
+// Whether a ULP takes a qualifier (none: '<ulp> : <sl>').
+bool ulpTakes(ast::Ulp ulp, ast::UlpQualifier k) {
     using ast::Ulp;
+    using ast::UlpQualifier;
+    switch (ulp) {
+        case Ulp::Default:
+            return k == UlpQualifier::None;
+        case Ulp::Any:
+            return k != UlpQualifier::None && k != UlpQualifier::PortNum;
+        case Ulp::Sdp:
+        case Ulp::Rds:
+        case Ulp::Iser:
+            return k == UlpQualifier::None || k == UlpQualifier::PortNum;
+        case Ulp::Srp:
+            return k == UlpQualifier::TargetPortGuid;
+        case Ulp::Ipoib:
+            return k == UlpQualifier::None || k == UlpQualifier::Pkey;
+        case Ulp::NfsRdma:
+        case Ulp::Lustre:
+        case Ulp::NvmeRdma:
+            return k == UlpQualifier::None;
+    }
+    return false;
+}
+
+// The forms a ULP's lines take, for a message: '<ulp> : <sl>' and
+// '<ulp>, <qualifier> <values> : <sl>'.
+std::string ulpForms(ast::Ulp ulp) {
+    using ast::Ulp;
+    using ast::UlpQualifier;
+    const std::string_view ulpName = ast::ulpWord(ulp);
+    auto bare = [](std::string_view name) { return "'" + std::string(name) + " : <sl>'"; };
+    auto qualified = [](std::string_view name, std::string_view qualifiers, const char* values) {
+        return "'" + std::string(name) + ", " + std::string(qualifiers) + " " + values + " : <sl>'";
+    };
+    switch (ulp) {
+        case Ulp::Default:
+            return bare(ulpName);
+        case Ulp::Any: {
+            std::string qualifiers;
+            for (size_t k = 0; k < std::size(ast::ulpQualifierWords); ++k) {
+                if (ulpTakes(ulp, static_cast<UlpQualifier>(k)))
+                    qualifiers +=
+                        (qualifiers.empty() ? "" : "|") + std::string(ast::ulpQualifierWords[k]);
+            }
+            return qualified(ulpName, qualifiers, "<values>");
+        }
+        case Ulp::Sdp:
+        case Ulp::Rds:
+        case Ulp::Iser:
+            return bare("<ulp>") + " or " +
+                   qualified("<ulp>", ast::ulpQualifierWord(UlpQualifier::PortNum), "<ports>");
+        case Ulp::Srp:
+            return qualified(ulpName, ast::ulpQualifierWord(UlpQualifier::TargetPortGuid),
+                             "<guids>");
+        case Ulp::Ipoib:
+            return bare(ulpName) + " or " +
+                   qualified(ulpName, ast::ulpQualifierWord(UlpQualifier::Pkey), "<pkeys>");
+        case Ulp::NfsRdma:
+        case Ulp::Lustre:
+        case Ulp::NvmeRdma:
+            // An extension word names one ServiceID; other ports are OpenSM's own form.
+            return bare(ulpName) + " (another port: " +
+                   qualified(ast::ulpWord(Ulp::Any), ast::ulpQualifierWord(UlpQualifier::ServiceId),
+                             "<ids>") +
+                   ")";
+    }
+    return "";
+}
+
+}  // namespace
+
+void Elaborator::ulpLine(const ast::UlpLine& line) {
     using ast::UlpQualifier;
     UlpEntry entry;
     entry.ulp = line.ulp;
@@ -107,78 +180,12 @@ void Elaborator::ulpLine(const ast::UlpLine& line) {
     if (!sl) return;
     entry.sl = static_cast<uint8_t>(*sl);
 
-    const std::string_view ulpName = ast::ulpWord(line.ulp);
     UlpQualifier q = line.condition ? line.condition->qualifier.kind : UlpQualifier::None;
     SourceLocation qualifierAt = line.condition ? at(line.condition->qualifier) : entry.location;
-    // The forms a ULP takes: '<ulp> : <sl>' and '<ulp>, <qualifier> <values> : <sl>'.
-    auto takes = [&](UlpQualifier k) {
-        switch (line.ulp) {
-            case Ulp::Default:
-                return k == UlpQualifier::None;
-            case Ulp::Any:
-                return k != UlpQualifier::None && k != UlpQualifier::PortNum;
-            case Ulp::Sdp:
-            case Ulp::Rds:
-            case Ulp::Iser:
-                return k == UlpQualifier::None || k == UlpQualifier::PortNum;
-            case Ulp::Srp:
-                return k == UlpQualifier::TargetPortGuid;
-            case Ulp::Ipoib:
-                return k == UlpQualifier::None || k == UlpQualifier::Pkey;
-            case Ulp::NfsRdma:
-            case Ulp::Lustre:
-            case Ulp::NvmeRdma:
-                return k == UlpQualifier::None;
-        }
-        return false;
-    };
-    if (!takes(q)) {
-        auto bare = [](std::string_view ulp) { return "'" + std::string(ulp) + " : <sl>'"; };
-        auto qualified = [](std::string_view ulp, std::string_view qualifiers, const char* values) {
-            return "'" + std::string(ulp) + ", " + std::string(qualifiers) + " " + values +
-                   " : <sl>'";
-        };
-        std::string forms;
-        switch (line.ulp) {
-            case Ulp::Default:
-                forms = bare(ulpName);
-                break;
-            case Ulp::Any: {
-                std::string qualifiers;
-                for (size_t k = 0; k < std::size(ast::ulpQualifierWords); ++k) {
-                    if (takes(static_cast<UlpQualifier>(k)))
-                        qualifiers += (qualifiers.empty() ? "" : "|") +
-                                      std::string(ast::ulpQualifierWords[k]);
-                }
-                forms = qualified(ulpName, qualifiers, "<values>");
-                break;
-            }
-            case Ulp::Sdp:
-            case Ulp::Rds:
-            case Ulp::Iser:
-                forms = bare("<ulp>") + " or " +
-                        qualified("<ulp>", ast::ulpQualifierWord(UlpQualifier::PortNum), "<ports>");
-                break;
-            case Ulp::Srp:
-                forms = qualified(ulpName, ast::ulpQualifierWord(UlpQualifier::TargetPortGuid),
-                                  "<guids>");
-                break;
-            case Ulp::Ipoib:
-                forms = bare(ulpName) + " or " +
-                        qualified(ulpName, ast::ulpQualifierWord(UlpQualifier::Pkey), "<pkeys>");
-                break;
-            case Ulp::NfsRdma:
-            case Ulp::Lustre:
-            case Ulp::NvmeRdma:
-                // An extension word names one ServiceID; other ports are OpenSM's own form.
-                forms = bare(ulpName) + " (another port: " +
-                        qualified(ast::ulpWord(Ulp::Any),
-                                  ast::ulpQualifierWord(UlpQualifier::ServiceId), "<ids>") +
-                        ")";
-                break;
-        }
+    if (!ulpTakes(line.ulp, q)) {
         error("ulp-form", qualifierAt,
-              "this is not a form of '" + std::string(ulpName) + "': write " + forms);
+              "this is not a form of '" + std::string(ast::ulpWord(line.ulp)) + "': write " +
+                  ulpForms(line.ulp));
         return;
     }
     entry.qualifier = q;

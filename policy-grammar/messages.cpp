@@ -2,6 +2,7 @@
 // Wording of syntax errors: what a misplaced or unknown line is, and what was expected instead.
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -101,6 +102,73 @@ std::vector<std::string_view> sectionKeywords() {
     return out;
 }
 
+// "a policy is made of the sections A, B and C".
+std::string sectionListText(const std::vector<std::string_view>& sections) {
+    std::string out = "a policy is made of the sections ";
+    for (size_t i = 0; i < sections.size(); ++i) {
+        if (i > 0) out += i + 1 == sections.size() ? " and " : ", ";
+        out += sections[i];
+    }
+    return out;
+}
+
+// A word with a colon ("sl: 3") that is no field where it stands.
+std::string strayFieldMessage(LineContext where, std::string_view word, const std::string& inBlock,
+                              const BodyWords& body) {
+    std::string kw(word);
+    auto owners = blocksWithField(word);
+    if (!owners.empty()) {
+        return "'" + kw + ":' does not belong " + inBlock + "; it is a field of " +
+               joinWords(owners, "");
+    }
+    if (!where.topLevel && where.block == BlockKind::QosUlps) return unknownUlp(word);
+    std::string message = "unknown field '" + kw + ":' " + inBlock;
+    if (body.fields.empty()) return message;
+    std::string_view guess = closest(word, body.fields);
+    if (!guess.empty()) return message + "; did you mean '" + std::string(guess) + ":'?";
+    return message + " (" + article(blockName(where.block)) + " " + blockName(where.block) +
+           " takes " + joinWords(body.fields, ":") + ")";
+}
+
+// A block's keyword where it cannot stand; nothing when the word opens or closes no block.
+std::optional<std::string> strayBlockWordMessage(LineContext where, std::string_view word,
+                                                 const std::string& inBlock) {
+    bool isClose = false;
+    const ast::BlockWords* w = findBlockWord(word, isClose);
+    if (!w) return std::nullopt;
+    if (isClose) {
+        if (where.topLevel)
+            return "'" + std::string(word) + "' closes nothing: no '" + w->open + "' is open";
+        return "'" + std::string(word) + "' does not close " + blockName(where.block) +
+               "; close it with '" + ast::closeKeyword(where.block) + "' first";
+    }
+    if (where.topLevel && w->parent)
+        return "'" + std::string(word) + "' must be inside a '" + ast::openKeyword(*w->parent) +
+               "' section";
+    std::string message = "'" + std::string(word) + "' cannot stand " + inBlock;
+    if (w->parent) message += "; it belongs in '" + std::string(ast::openKeyword(*w->parent)) + "'";
+    return message;
+}
+
+// Any other word inside a block: a guess among what the block takes, or what it takes.
+std::string strayWordMessage(LineContext where, std::string_view word, const std::string& inBlock,
+                             const BodyWords& body) {
+    std::vector<std::string_view> expected = body.fields;
+    for (std::string_view b : body.blocks) expected.push_back(b);
+    std::string_view guess = closest(word, expected);
+    if (!guess.empty())
+        return "unknown keyword '" + std::string(word) + "' " + inBlock + "; did you mean '" +
+               std::string(guess) + "'?";
+    std::string message = "unexpected '" + std::string(word) + "' " + inBlock;
+    if (!body.fields.empty())
+        return message + "; expected " + joinWords(body.fields, ":") + " or '" +
+               ast::closeKeyword(where.block) + "'";
+    if (!body.blocks.empty())
+        return message + "; expected " + joinWords(body.blocks, "") + " or '" +
+               ast::closeKeyword(where.block) + "'";
+    return message;
+}
+
 }  // namespace
 
 std::string strayLineMessage(LineContext where, std::string_view line) {
@@ -112,54 +180,17 @@ std::string strayLineMessage(LineContext where, std::string_view line) {
     bool hasColon = n > 0 && p < line.size() && line[p] == ':';
 
     std::vector<std::string_view> sections = sectionKeywords();
-    std::string sectionList = "a policy is made of the sections ";
-    for (size_t i = 0; i < sections.size(); ++i) {
-        if (i > 0) sectionList += i + 1 == sections.size() ? " and " : ", ";
-        sectionList += sections[i];
-    }
     if (n == 0 && !line.empty() && line[0] == '\r') return carriageReturnMessage("");
     if (n == 0) {
         std::string shown(line.substr(0, std::min<size_t>(line.size(), 20)));
-        return "unexpected '" + shown + "'" + (where.topLevel ? "; " + sectionList : "");
+        return "unexpected '" + shown + "'" +
+               (where.topLevel ? "; " + sectionListText(sections) : "");
     }
 
     BodyWords body = where.topLevel ? BodyWords{} : bodyWords(where.block);
     std::string inBlock = where.topLevel ? "outside any section" : "in " + blockName(where.block);
-
-    if (hasColon) {
-        std::string kw(word);
-        auto owners = blocksWithField(word);
-        if (!owners.empty()) {
-            return "'" + kw + ":' does not belong " + inBlock + "; it is a field of " +
-                   joinWords(owners, "");
-        }
-        if (!where.topLevel && where.block == BlockKind::QosUlps) return unknownUlp(word);
-        std::string message = "unknown field '" + kw + ":' " + inBlock;
-        if (!body.fields.empty()) {
-            std::string_view guess = closest(word, body.fields);
-            if (!guess.empty()) return message + "; did you mean '" + std::string(guess) + ":'?";
-            return message + " (" + article(blockName(where.block)) + " " + blockName(where.block) +
-                   " takes " + joinWords(body.fields, ":") + ")";
-        }
-        return message;
-    }
-
-    bool isClose = false;
-    if (const ast::BlockWords* w = findBlockWord(word, isClose)) {
-        if (isClose) {
-            if (where.topLevel)
-                return "'" + std::string(word) + "' closes nothing: no '" + w->open + "' is open";
-            return "'" + std::string(word) + "' does not close " + blockName(where.block) +
-                   "; close it with '" + ast::closeKeyword(where.block) + "' first";
-        }
-        if (where.topLevel && w->parent)
-            return "'" + std::string(word) + "' must be inside a '" + ast::openKeyword(*w->parent) +
-                   "' section";
-        std::string message = "'" + std::string(word) + "' cannot stand " + inBlock;
-        if (w->parent)
-            message += "; it belongs in '" + std::string(ast::openKeyword(*w->parent)) + "'";
-        return message;
-    }
+    if (hasColon) return strayFieldMessage(where, word, inBlock, body);
+    if (auto message = strayBlockWordMessage(where, word, inBlock)) return *message;
 
     if (!where.topLevel && where.block == BlockKind::QosUlps) {
         for (std::string_view ulp : ast::ulpWords) {
@@ -179,22 +210,9 @@ std::string strayLineMessage(LineContext where, std::string_view line) {
         if (!guess.empty())
             return "unknown section '" + std::string(word) + "'; did you mean '" +
                    std::string(guess) + "'?";
-        return "unexpected '" + std::string(word) + "'; " + sectionList;
+        return "unexpected '" + std::string(word) + "'; " + sectionListText(sections);
     }
-    std::vector<std::string_view> expected = body.fields;
-    for (std::string_view b : body.blocks) expected.push_back(b);
-    std::string_view guess = closest(word, expected);
-    if (!guess.empty())
-        return "unknown keyword '" + std::string(word) + "' " + inBlock + "; did you mean '" +
-               std::string(guess) + "'?";
-    std::string message = "unexpected '" + std::string(word) + "' " + inBlock;
-    if (!body.fields.empty())
-        return message + "; expected " + joinWords(body.fields, ":") + " or '" +
-               ast::closeKeyword(where.block) + "'";
-    if (!body.blocks.empty())
-        return message + "; expected " + joinWords(body.blocks, "") + " or '" +
-               ast::closeKeyword(where.block) + "'";
-    return message;
+    return strayWordMessage(where, word, inBlock, body);
 }
 
 std::string orphanBlockMessage(std::string_view line) {
