@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "compiler/bind.hpp"
-#include "compiler/reachability.hpp"
-#include "sa-matcher/policy_diff.hpp"
+#include "policy-space/policy_diff.hpp"
+#include "policy-space/reachability.hpp"
 #include "sa-matcher/qos_answer.hpp"
 #include "sa-matcher/reference_match.hpp"
 #include "tests/policy_families.hpp"
