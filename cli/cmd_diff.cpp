@@ -2,7 +2,6 @@
 // ibqos diff: what changes when NEW replaces OLD: the requests whose SA answer changes, and the
 // ports whose tables change (with a topology) or the qos-setup scopes that may change them.
 #include <algorithm>
-#include <cstdio>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -230,9 +229,8 @@ std::string sharesText(const std::vector<VlArbEntry>& entries) {
     std::string out;
     for (size_t vl = 0; vl < shares.size(); ++vl) {
         if (shares[vl] <= 0) continue;
-        char share[32];
-        std::snprintf(share, sizeof share, "%.3g%%", 100 * shares[vl]);
-        out += (out.empty() ? "VL" : ", VL") + std::to_string(vl) + " " + share;
+        out += (out.empty() ? "VL" : ", VL") + std::to_string(vl) + " " +
+               percentText(shares[vl], PercentForm::Short);
     }
     return out.empty() ? "none" : out;
 }
