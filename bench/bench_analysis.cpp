@@ -32,12 +32,12 @@
 #include "bench/policy_load.hpp"
 #include "bench/synthetic.hpp"
 #include "common/heap.hpp"
-#include "compiler/compile_policy.hpp"
 #include "compiler/fabric_compilation.hpp"
 #include "compiler/tables.hpp"
 #include "fabric/partitions.hpp"
 #include "fabric/topology.hpp"
-#include "sa-matcher/policy_diff.hpp"
+#include "policy-space/load_policy.hpp"
+#include "policy-space/policy_diff.hpp"
 #include "tests/policy_families.hpp"
 
 using namespace ibqos;

@@ -11,12 +11,13 @@
 #include "bench/harness.hpp"
 #include "bench/synthetic.hpp"
 #include "compiler/bind.hpp"
-#include "compiler/compile_policy.hpp"
 #include "compiler/fabric_compilation.hpp"
 #include "compiler/realizability.hpp"
 #include "compiler/tables.hpp"
 #include "fabric/partitions.hpp"
 #include "fabric/topology.hpp"
+#include "policy-space/load_policy.hpp"
+#include "policy-space/reachability.hpp"
 
 using namespace ibqos;
 
@@ -231,8 +232,8 @@ int main(int argc, char** argv) {
                 Policy p = loadPolicy(checkPolicy, d);
                 Fabric fabric = readTopology(topology, d);
                 readPartitions(nullptr, fabric, d);
-                auto compiled = FabricCompilation::compile(p, std::move(fabric), OpenSmConf{}, d,
-                                                           CompileStage::Reachability);
+                auto compiled = FabricCompilation::compile(p, std::move(fabric), OpenSmConf{}, d);
+                if (!d.hasErrors()) checkReachability(compiled->bound(), d, analysisBudgetFor(p));
                 if (d.hasErrors()) {
                     state.SkipWithError(("error: " + d.all()[0].message).c_str());
                     return;

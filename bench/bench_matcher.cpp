@@ -39,9 +39,9 @@
 
 #include "bench/harness.hpp"
 #include "bench/synthetic.hpp"
-#include "compiler/compile_policy.hpp"
 #include "compiler/fabric_compilation.hpp"
 #include "fabric/partitions.hpp"
+#include "policy-space/load_policy.hpp"
 #include "sa-matcher/classifier.hpp"
 #include "sa-matcher/reference_match.hpp"
 #include "tests/policy_families.hpp"

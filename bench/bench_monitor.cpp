@@ -24,11 +24,11 @@
 
 #include "bench/harness.hpp"
 #include "bench/synthetic.hpp"
-#include "compiler/compile_policy.hpp"
 #include "fabric/partitions.hpp"
 #include "monitor/exposition.hpp"
 #include "monitor/monitor.hpp"
 #include "monitor/perf_codec.hpp"
+#include "policy-space/load_policy.hpp"
 #include "tests/doubles/fake_pma.hpp"
 
 using namespace ibqos;

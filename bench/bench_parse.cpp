@@ -25,9 +25,9 @@
 #include "bench/policy_load.hpp"
 #include "common/heap.hpp"
 #include "common/text.hpp"
-#include "compiler/compile_policy.hpp"
 #include "compiler/passes.hpp"
 #include "policy-grammar/parse.hpp"
+#include "policy-space/load_policy.hpp"
 #include "tests/policy_families.hpp"
 
 using namespace ibqos;

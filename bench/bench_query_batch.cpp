@@ -33,10 +33,10 @@
 #include "bench/policy_load.hpp"
 #include "bench/synthetic.hpp"
 #include "cli/query_batch.hpp"
-#include "compiler/compile_policy.hpp"
 #include "compiler/fabric_compilation.hpp"
 #include "fabric/partitions.hpp"
 #include "fabric/topology.hpp"
+#include "policy-space/load_policy.hpp"
 #include "tests/policy_families.hpp"
 
 using namespace ibqos;

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "bench/harness.hpp"
-#include "compiler/compile_policy.hpp"
 #include "host-sched/sched/sched_simulated.hpp"
+#include "policy-space/load_policy.hpp"
 
 using namespace ibqos;
 

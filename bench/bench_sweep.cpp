@@ -9,10 +9,10 @@
 
 #include "bench/harness.hpp"
 #include "bench/synthetic.hpp"
-#include "compiler/compile_policy.hpp"
 #include "fabric/partitions.hpp"
 #include "osm-plugin/qos_mads.hpp"
 #include "osm-plugin/sweep.hpp"
+#include "policy-space/load_policy.hpp"
 
 using namespace ibqos;
 

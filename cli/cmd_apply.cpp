@@ -22,9 +22,9 @@
 #include "cli/sm_status.hpp"
 #include "common/json.hpp"
 #include "common/text.hpp"
-#include "compiler/compile_policy.hpp"
 #include "host-sched/sa-client/sa_wire.hpp"
 #include "host-sched/sa-client/umad_transport.hpp"
+#include "policy-space/load_policy.hpp"
 #include "sa-matcher/classifier.hpp"
 #include "sa-matcher/qos_answer.hpp"
 
@@ -465,7 +465,7 @@ int Apply::run() {
     const Fabric& fabric = live_->fabric();
     Policy newPolicy = loadPolicy(newSource, diagnostics_);
     auto newCompiled = FabricCompilation::compile(newPolicy, fabric, conf_, diagnostics_,
-                                                  CompileStage::Reachability);
+                                                  CompileStage::Realizability);
     if (diagnostics_.hasErrors()) return finishInvalid();
     if (newVersion == oldVersion)
         return finish("unchanged", ExitOk, "version " + newVersion + " is already in force");

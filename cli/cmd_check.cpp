@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "cli/commands.hpp"
-#include "compiler/compile_policy.hpp"
+#include "policy-space/load_policy.hpp"
+#include "policy-space/reachability.hpp"
 
 namespace ibqos::cli {
 
@@ -36,7 +37,11 @@ int check(const CheckOptions& o) {
     Diagnostics diagnostics;
     const std::optional<uint64_t> budget = analysisBudgetOption(o.analysisBudget);
     Policy policy = loadPolicy(inputs.load(o.policy), diagnostics, budget);
-    compileForFabric(policy, o.fabric, inputs, diagnostics, CompileStage::Reachability, budget);
+    auto compiled = compileForFabric(policy, o.fabric, inputs, diagnostics);
+    // What no request reaches says little about a policy with errors (dropped references).
+    if (compiled && !diagnostics.hasErrors())
+        checkReachability(compiled->bound(), diagnostics,
+                          budget.value_or(analysisBudgetFor(policy)));
     if (o.ignore.empty()) return emitDiagnostics(diagnostics, inputs, o.json);
     // Warnings and notes with an ignored code are left out; an error never is (OpenSM would
     // still act on it).

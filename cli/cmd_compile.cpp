@@ -5,8 +5,8 @@
 #include <memory>
 
 #include "cli/commands.hpp"
-#include "compiler/compile_policy.hpp"
 #include "compiler/emit.hpp"
+#include "policy-space/load_policy.hpp"
 
 namespace ibqos::cli {
 

@@ -2,7 +2,6 @@
 // ibqos diff: what changes when NEW replaces OLD: the requests whose SA answer changes, and the
 // ports whose tables change (with a topology) or the qos-setup scopes that may change them.
 #include <algorithm>
-#include <cstdio>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -14,11 +13,11 @@
 #include "cli/commands.hpp"
 #include "common/json.hpp"
 #include "common/text.hpp"
-#include "compiler/compile_policy.hpp"
 #include "compiler/emit.hpp"
 #include "compiler/vlarb_sim.hpp"
 #include "policy-grammar/keywords.hpp"
-#include "sa-matcher/policy_diff.hpp"
+#include "policy-space/load_policy.hpp"
+#include "policy-space/policy_diff.hpp"
 
 namespace ibqos::cli {
 
@@ -230,9 +229,8 @@ std::string sharesText(const std::vector<VlArbEntry>& entries) {
     std::string out;
     for (size_t vl = 0; vl < shares.size(); ++vl) {
         if (shares[vl] <= 0) continue;
-        char share[32];
-        std::snprintf(share, sizeof share, "%.3g%%", 100 * shares[vl]);
-        out += (out.empty() ? "VL" : ", VL") + std::to_string(vl) + " " + share;
+        out += (out.empty() ? "VL" : ", VL") + std::to_string(vl) + " " +
+               percentText(shares[vl], PercentForm::Short);
     }
     return out.empty() ? "none" : out;
 }
@@ -275,6 +273,201 @@ void writeTableChanges(std::ostream& out, const Fabric& fabric, const FabricTabl
 
 }  // namespace
 
+namespace {
+
+// One region in JSON, member by member (see appendRanges).
+std::string regionJson(const Fabric* fabric, const DiffRegion& r, const AnswerWriter& oldWriter,
+                       const AnswerWriter& newWriter) {
+    // The answers before and after as their writer prints them (a Json tree of each cost 85 %
+    // of the command on a diff of 3,000 regions).
+    std::string before, after;
+    oldWriter.writeForRegion(before, r.before, r.pkeyKnown, r.beforeRules);
+    newWriter.writeForRegion(after, r.after, r.pkeyKnown, r.afterRules);
+    std::vector<std::pair<std::string, std::string>> region = {
+        {"sources", endJson(fabric, r.sources, r.sourceKinds, r.anySource)},
+        {"destinations", endJson(fabric, r.destinations, r.destinationKinds, r.anyDestination)},
+        {"service_ids", rangesText(r.serviceIds)},
+        {"service_ids_hex", rangesText(r.serviceIds, true)},
+        {"qos_classes", rangesText(r.qosClasses)},
+        {"pkeys", rangesText(r.pkeys)},
+        {"port_pairs", fabric ? std::to_string(r.portPairs) : "null"},
+        {"old", std::move(before)},
+        {"new", std::move(after)}};
+    Json absent = Json::array();
+    for (int f = 0; f < 3; ++f) {
+        const FieldValues& v = f == 0 ? r.serviceIds : f == 1 ? r.qosClasses : r.pkeys;
+        if (v.absent) absent.push_back(fieldName(f));
+    }
+    if (!absent.empty()) region.emplace_back("absent", dumpJson(absent));
+    if (r.loopback != Loopback::Both)
+        region.emplace_back("loopback", r.loopback == Loopback::Only ? "\"only\"" : "\"excluded\"");
+    return dumpJsonObject(region);
+}
+
+// The ports whose tables change, in JSON: each port's tables before and after, and each table
+// that changes.
+Json portChangesJson(const Fabric& fabric, const FabricCompilation& oldCompiled,
+                     const FabricCompilation& newCompiled, const std::vector<TableChange>& ports) {
+    Json portList = Json::array();
+    for (const TableChange& c : ports) {
+        const PortTables& a = oldCompiled.tables().ports[c.before];
+        const PortTables& b = newCompiled.tables().ports[c.after];
+        Json old = portTablesJson(fabric, oldCompiled.tables(), a);
+        Json changes = Json::array();
+        for (const TableDifference& t : c.differences) {
+            changes.push_back(
+                {{"table", t.table}, {"old", tableJson(t.before)}, {"new", tableJson(t.after)}});
+        }
+        Json guid = old["guid"], number = old["port"];
+        portList.push_back({{"guid", std::move(guid)},
+                            {"port", std::move(number)},
+                            {"name", fabric.portName(a.port)},
+                            {"sl2vl", c.sl2vl},
+                            {"vlarb", c.vlarb},
+                            {"old", std::move(old)},
+                            {"new", portTablesJson(fabric, newCompiled.tables(), b)},
+                            {"changes", std::move(changes)}});
+    }
+    return portList;
+}
+
+// The qos-setup scopes that change (without a fabric), in JSON.
+Json scopeChangesJson(const Policy& oldPolicy, const Policy& newPolicy,
+                      const std::vector<ScopeChange>& scopes) {
+    Json scopeList = Json::array();
+    for (const ScopeChange& c : scopes) {
+        auto line = [&](const Policy& p, const std::optional<uint32_t>& i) -> Json {
+            if (!i) return nullptr;
+            return c.kind == ScopeChange::Kind::VlArb ? p.vlarbScopes[*i].location.line
+                                                      : p.sl2vlScopes[*i].location.line;
+        };
+        scopeList.push_back({{"kind", scopeKeyword(c.kind)},
+                             {"old_line", line(oldPolicy, c.before)},
+                             {"new_line", line(newPolicy, c.after)},
+                             {"changes", c.fields}});
+    }
+    return scopeList;
+}
+
+// The whole diff as one JSON object.
+void writeDiffJson(const Policy& oldPolicy, const Policy& newPolicy,
+                   const FabricCompilation* oldCompiled, const FabricCompilation* newCompiled,
+                   const PolicyDiff& d, const std::vector<TableChange>& ports, bool equivalent,
+                   std::ostream& out) {
+    const Fabric* fabric = oldCompiled ? &oldCompiled->fabric() : nullptr;
+    const AnswerWriter oldWriter(oldPolicy), newWriter(newPolicy);
+    // Each region dumped on its own as it is made, and the document joined from the parts
+    // (dumpJsonArray, dumpJsonObject): a large diff has tens of thousands of regions, too
+    // many to hold as one Json tree.
+    std::vector<std::string> regions;
+    regions.reserve(d.regions.size());
+    for (const DiffRegion& r : d.regions)
+        regions.push_back(regionJson(fabric, r, oldWriter, newWriter));
+    Json portList = Json::array();
+    if (fabric) portList = portChangesJson(*fabric, *oldCompiled, *newCompiled, ports);
+    out << dumpJsonObject({{"equivalent", dumpJson(equivalent)},
+                           {"regions", dumpJsonArray(regions)},
+                           {"ports", dumpJson(portList)},
+                           {"scopes", dumpJson(scopeChangesJson(oldPolicy, newPolicy, d.scopes))}})
+        << "\n";
+}
+
+// How answers change, once per change: the regions it covers (with more than one region).
+void writeAnswerChanges(std::ostream& out, const Policy& oldPolicy, const Policy& newPolicy,
+                        const std::vector<DiffRegion>& regions, const Fabric* fabric) {
+    std::map<std::pair<std::string, std::string>, std::pair<size_t, uint64_t>> byChange;
+    std::vector<std::pair<std::string, std::string>> order;
+    for (const DiffRegion& r : regions) {
+        // The PKey answered is named only where it changes.
+        const bool pkeyChanges =
+            r.pkeyKnown && (r.before.ok() != r.after.ok() || r.before.pkey != r.after.pkey);
+        auto text = [&](const Policy& policy, const PathAnswer& answer) {
+            std::string s = describeAnswer(policy, answer, pkeyChanges);
+            const std::string any = ", PKey as requested or the fabric's";
+            if (size_t at = s.find(any); at != std::string::npos) s.erase(at, any.size());
+            return s;
+        };
+        auto key = std::make_pair(text(oldPolicy, r.before), text(newPolicy, r.after));
+        auto [it, fresh] = byChange.emplace(key, std::make_pair(size_t{0}, uint64_t{0}));
+        if (fresh) order.push_back(key);
+        ++it->second.first;
+        it->second.second += r.portPairs;
+    }
+    out << "\nHow answers change:\n";
+    for (const auto& key : order) {
+        const auto& [count, pairs] = byChange[key];
+        out << "  " << count << (count == 1 ? " region" : " regions");
+        if (fabric) out << " (" << pairs << " port pairs)";
+        out << ": " << key.first << "  ->  " << key.second << "\n";
+    }
+}
+
+// Region number `number` for people: its ends, fields and paths, and its answers before and
+// after with the rules that decide them.
+void writeRegionText(std::ostream& out, size_t number, const DiffRegion& r, const Fabric* fabric,
+                     const Policy& oldPolicy, const Policy& newPolicy) {
+    out << "\nRegion " << number << ": from "
+        << endText(fabric, r.sources, r.sourceKinds, r.anySource) << "\n"
+        << "          to " << endText(fabric, r.destinations, r.destinationKinds, r.anyDestination)
+        << "\n"
+        << "          service-id " << describeValues(r.serviceIds, true) << ", qos-class "
+        << describeValues(r.qosClasses, false) << ", pkey " << describeValues(r.pkeys, true);
+    if (r.loopback == Loopback::Excluded) out << ", paths between two ports";
+    if (r.loopback == Loopback::Only) out << ", loopback paths only";
+    out << "\n  old: " << describeAnswer(oldPolicy, r.before, r.pkeyKnown) << "\n"
+        << "       decided by " << ruleNames(oldPolicy, r.beforeRules) << "\n"
+        << "  new: " << describeAnswer(newPolicy, r.after, r.pkeyKnown) << "\n"
+        << "       decided by " << ruleNames(newPolicy, r.afterRules) << "\n";
+}
+
+// The qos-setup scopes that change (without a fabric), one a line.
+void writeScopeChanges(std::ostream& out, const Policy& oldPolicy, const Policy& newPolicy,
+                       const std::vector<ScopeChange>& scopes) {
+    for (const ScopeChange& c : scopes) {
+        out << "\n"
+            << (scopeKeyword(c.kind)) << " (old " << scopeLine(oldPolicy, c, true) << ", new "
+            << scopeLine(newPolicy, c, false) << "): ";
+        if (!c.before) {
+            out << "added";
+        } else if (!c.after) {
+            out << "removed";
+        } else {
+            std::string fields;
+            for (const std::string& f : c.fields) fields += (fields.empty() ? "" : ", ") + f;
+            out << fields << " changed";
+        }
+        out << "\n";
+    }
+}
+
+// A diff that changes something, for people: the counts, how answers change, each region,
+// then the ports whose tables change (with a fabric) or the scopes (without).
+void writeDiffText(const Policy& oldPolicy, const Policy& newPolicy,
+                   const FabricCompilation* oldCompiled, const PolicyDiff& d,
+                   const std::vector<TableChange>& ports, std::ostream& out) {
+    const Fabric* fabric = oldCompiled ? &oldCompiled->fabric() : nullptr;
+    uint64_t pairs = 0;
+    for (const DiffRegion& r : d.regions) pairs += r.portPairs;
+    out << d.regions.size() << (d.regions.size() == 1 ? " region" : " regions")
+        << " of requests change answer";
+    if (fabric) out << " (" << pairs << " port pairs)";
+    if (fabric) {
+        out << "; " << ports.size() << (ports.size() == 1 ? " port" : " ports")
+            << " change tables.\n";
+    } else {
+        out << "; " << d.scopes.size()
+            << (d.scopes.size() == 1 ? " qos-setup scope changes" : " qos-setup scopes change")
+            << " (the tables of the ports they select may change).\n";
+    }
+    if (d.regions.size() > 1) writeAnswerChanges(out, oldPolicy, newPolicy, d.regions, fabric);
+    for (size_t i = 0; i < d.regions.size(); ++i)
+        writeRegionText(out, i + 1, d.regions[i], fabric, oldPolicy, newPolicy);
+    if (fabric) writeTableChanges(out, *fabric, oldCompiled->tables(), ports);
+    writeScopeChanges(out, oldPolicy, newPolicy, d.scopes);
+}
+
+}  // namespace
+
 std::optional<DiffOutcome> writeDiff(const Policy& oldPolicy, const Policy& newPolicy,
                                      const FabricCompilation* oldCompiled,
                                      const FabricCompilation* newCompiled,
@@ -288,159 +481,15 @@ std::optional<DiffOutcome> writeDiff(const Policy& oldPolicy, const Policy& newP
     std::vector<TableChange> ports;
     if (fabric) ports = changedTables(*fabric, oldCompiled->tables(), newCompiled->tables());
     const bool equivalent = d.regions.empty() && ports.empty() && d.scopes.empty();
-
     if (json) {
-        const AnswerWriter oldWriter(oldPolicy), newWriter(newPolicy);
-        // Each region dumped on its own as it is made, and the document joined from the parts
-        // (dumpJsonArray, dumpJsonObject): a large diff has tens of thousands of regions, too
-        // many to hold as one Json tree.
-        std::vector<std::string> regions;
-        regions.reserve(d.regions.size());
-        for (const DiffRegion& r : d.regions) {
-            // The answers before and after as their writer prints them (a Json tree of each
-            // cost 85 % of the command on a diff of 3,000 regions).
-            std::string before, after;
-            oldWriter.writeForRegion(before, r.before, r.pkeyKnown, r.beforeRules);
-            newWriter.writeForRegion(after, r.after, r.pkeyKnown, r.afterRules);
-            std::vector<std::pair<std::string, std::string>> region = {
-                {"sources", endJson(fabric, r.sources, r.sourceKinds, r.anySource)},
-                {"destinations",
-                 endJson(fabric, r.destinations, r.destinationKinds, r.anyDestination)},
-                {"service_ids", rangesText(r.serviceIds)},
-                {"service_ids_hex", rangesText(r.serviceIds, true)},
-                {"qos_classes", rangesText(r.qosClasses)},
-                {"pkeys", rangesText(r.pkeys)},
-                {"port_pairs", fabric ? std::to_string(r.portPairs) : "null"},
-                {"old", std::move(before)},
-                {"new", std::move(after)}};
-            Json absent = Json::array();
-            for (int f = 0; f < 3; ++f) {
-                const FieldValues& v = f == 0 ? r.serviceIds : f == 1 ? r.qosClasses : r.pkeys;
-                if (v.absent) absent.push_back(fieldName(f));
-            }
-            if (!absent.empty()) region.emplace_back("absent", dumpJson(absent));
-            if (r.loopback != Loopback::Both)
-                region.emplace_back("loopback",
-                                    r.loopback == Loopback::Only ? "\"only\"" : "\"excluded\"");
-            regions.push_back(dumpJsonObject(region));
-        }
-        Json portList = Json::array();
-        for (const TableChange& c : ports) {
-            const PortTables& a = oldCompiled->tables().ports[c.before];
-            const PortTables& b = newCompiled->tables().ports[c.after];
-            Json old = portTablesJson(*fabric, oldCompiled->tables(), a);
-            Json changes = Json::array();
-            for (const TableDifference& t : c.differences) {
-                changes.push_back({{"table", t.table},
-                                   {"old", tableJson(t.before)},
-                                   {"new", tableJson(t.after)}});
-            }
-            Json guid = old["guid"], number = old["port"];
-            portList.push_back({{"guid", std::move(guid)},
-                                {"port", std::move(number)},
-                                {"name", fabric->portName(a.port)},
-                                {"sl2vl", c.sl2vl},
-                                {"vlarb", c.vlarb},
-                                {"old", std::move(old)},
-                                {"new", portTablesJson(*fabric, newCompiled->tables(), b)},
-                                {"changes", std::move(changes)}});
-        }
-        Json scopeList = Json::array();
-        for (const ScopeChange& c : d.scopes) {
-            auto line = [&](const Policy& p, const std::optional<uint32_t>& i) -> Json {
-                if (!i) return nullptr;
-                return c.kind == ScopeChange::Kind::VlArb ? p.vlarbScopes[*i].location.line
-                                                          : p.sl2vlScopes[*i].location.line;
-            };
-            scopeList.push_back({{"kind", scopeKeyword(c.kind)},
-                                 {"old_line", line(oldPolicy, c.before)},
-                                 {"new_line", line(newPolicy, c.after)},
-                                 {"changes", c.fields}});
-        }
-        out << dumpJsonObject({{"equivalent", dumpJson(equivalent)},
-                               {"regions", dumpJsonArray(regions)},
-                               {"ports", dumpJson(portList)},
-                               {"scopes", dumpJson(scopeList)}})
-            << "\n";
+        writeDiffJson(oldPolicy, newPolicy, oldCompiled, newCompiled, d, ports, equivalent, out);
     } else if (equivalent) {
         out << "No change: every request gets the same answer"
             << (fabric ? " and every port keeps its tables"
                        : " and every qos-setup scope is the same, on every fabric")
             << ".\n";
     } else {
-        uint64_t pairs = 0;
-        for (const DiffRegion& r : d.regions) pairs += r.portPairs;
-        out << d.regions.size() << (d.regions.size() == 1 ? " region" : " regions")
-            << " of requests change answer";
-        if (fabric) out << " (" << pairs << " port pairs)";
-        if (fabric) {
-            out << "; " << ports.size() << (ports.size() == 1 ? " port" : " ports")
-                << " change tables.\n";
-        } else {
-            out << "; " << d.scopes.size()
-                << (d.scopes.size() == 1 ? " qos-setup scope changes" : " qos-setup scopes change")
-                << " (the tables of the ports they select may change).\n";
-        }
-        // How answers change, once per change: the regions it covers, then each region.
-        if (d.regions.size() > 1) {
-            std::map<std::pair<std::string, std::string>, std::pair<size_t, uint64_t>> byChange;
-            std::vector<std::pair<std::string, std::string>> order;
-            for (const DiffRegion& r : d.regions) {
-                // The PKey answered is named only where it changes.
-                const bool pkeyChanges =
-                    r.pkeyKnown && (r.before.ok() != r.after.ok() || r.before.pkey != r.after.pkey);
-                auto text = [&](const Policy& policy, const PathAnswer& answer) {
-                    std::string s = describeAnswer(policy, answer, pkeyChanges);
-                    const std::string any = ", PKey as requested or the fabric's";
-                    if (size_t at = s.find(any); at != std::string::npos) s.erase(at, any.size());
-                    return s;
-                };
-                auto key = std::make_pair(text(oldPolicy, r.before), text(newPolicy, r.after));
-                auto [it, fresh] = byChange.emplace(key, std::make_pair(size_t{0}, uint64_t{0}));
-                if (fresh) order.push_back(key);
-                ++it->second.first;
-                it->second.second += r.portPairs;
-            }
-            out << "\nHow answers change:\n";
-            for (const auto& key : order) {
-                const auto& [regions, pairs] = byChange[key];
-                out << "  " << regions << (regions == 1 ? " region" : " regions");
-                if (fabric) out << " (" << pairs << " port pairs)";
-                out << ": " << key.first << "  ->  " << key.second << "\n";
-            }
-        }
-        for (size_t i = 0; i < d.regions.size(); ++i) {
-            const DiffRegion& r = d.regions[i];
-            out << "\nRegion " << i + 1 << ": from "
-                << endText(fabric, r.sources, r.sourceKinds, r.anySource) << "\n"
-                << "          to "
-                << endText(fabric, r.destinations, r.destinationKinds, r.anyDestination) << "\n"
-                << "          service-id " << describeValues(r.serviceIds, true) << ", qos-class "
-                << describeValues(r.qosClasses, false) << ", pkey "
-                << describeValues(r.pkeys, true);
-            if (r.loopback == Loopback::Excluded) out << ", paths between two ports";
-            if (r.loopback == Loopback::Only) out << ", loopback paths only";
-            out << "\n  old: " << describeAnswer(oldPolicy, r.before, r.pkeyKnown) << "\n"
-                << "       decided by " << ruleNames(oldPolicy, r.beforeRules) << "\n"
-                << "  new: " << describeAnswer(newPolicy, r.after, r.pkeyKnown) << "\n"
-                << "       decided by " << ruleNames(newPolicy, r.afterRules) << "\n";
-        }
-        if (fabric) writeTableChanges(out, *fabric, oldCompiled->tables(), ports);
-        for (const ScopeChange& c : d.scopes) {
-            out << "\n"
-                << (scopeKeyword(c.kind)) << " (old " << scopeLine(oldPolicy, c, true) << ", new "
-                << scopeLine(newPolicy, c, false) << "): ";
-            if (!c.before) {
-                out << "added";
-            } else if (!c.after) {
-                out << "removed";
-            } else {
-                std::string fields;
-                for (const std::string& f : c.fields) fields += (fields.empty() ? "" : ", ") + f;
-                out << fields << " changed";
-            }
-            out << "\n";
-        }
+        writeDiffText(oldPolicy, newPolicy, oldCompiled, d, ports, out);
     }
     return DiffOutcome{equivalent, std::move(*found)};
 }
@@ -477,18 +526,21 @@ std::vector<std::unique_ptr<FabricCompilation>> compileSides(const Policy& oldPo
     return out;
 }
 
+// Errors in the inputs, reported as by ibqos check (in JSON: an error object).
+int inputErrors(const DiffOptions& o, Diagnostics& diagnostics, const Inputs& inputs) {
+    if (o.json)
+        emitErrorObject(diagnostics, inputs);
+    else
+        emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
+    return ExitUsage;  // diff(1)'s convention: 1 means "they differ"
+}
+
 int diff(const DiffOptions& o) {
     Inputs inputs;
     Diagnostics diagnostics;
     Policy oldPolicy = loadPolicy(inputs.load(o.before), diagnostics);
     Policy newPolicy = loadPolicy(inputs.load(o.after), diagnostics);
-    if (diagnostics.hasErrors()) {
-        if (o.json)
-            emitErrorObject(diagnostics, inputs);
-        else
-            emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
-        return ExitUsage;  // diff(1)'s convention: 1 means "they differ"
-    }
+    if (diagnostics.hasErrors()) return inputErrors(o, diagnostics, inputs);
     const std::optional<uint64_t> budget = analysisBudgetOption(o.analysisBudget);
     const std::pair<const char*, const Value*> perSide[] = {{"--old-opensm-conf", &o.oldOpensmConf},
                                                             {"--new-opensm-conf", &o.newOpensmConf},
@@ -509,13 +561,7 @@ int diff(const DiffOptions& o) {
     } catch (const InputError& e) {
         throw IoError{e.message};  // diff(1)'s convention: 1 means "they differ"
     }
-    if (diagnostics.hasErrors()) {
-        if (o.json)
-            emitErrorObject(diagnostics, inputs);
-        else
-            emitDiagnostics(diagnostics, inputs, false, Shown::ErrorsAndCounts);
-        return ExitUsage;  // diff(1)'s convention: 1 means "they differ"
-    }
+    if (diagnostics.hasErrors()) return inputErrors(o, diagnostics, inputs);
     std::optional<ElapsedNotice> notice;
     notice.emplace("ibqos diff: comparing the two policies' answers and tables");
     std::ostringstream text;

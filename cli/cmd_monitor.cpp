@@ -22,12 +22,12 @@
 #include "cli/commands.hpp"
 #include "cli/live_fabric.hpp"
 #include "common/json.hpp"
-#include "compiler/compile_policy.hpp"
 #include "compiler/drift.hpp"
 #include "monitor/exposition.hpp"
 #include "monitor/metrics_server.hpp"
 #include "monitor/monitor.hpp"
 #include "monitor/umad_pma_transport.hpp"
+#include "policy-space/load_policy.hpp"
 
 namespace ibqos::cli {
 

@@ -20,8 +20,8 @@
 #include "common/json.hpp"
 #include "common/text.hpp"
 #include "compiler/bind.hpp"
-#include "compiler/compile_policy.hpp"
 #include "ib/qos.hpp"
+#include "policy-space/load_policy.hpp"
 #include "sa-matcher/classifier.hpp"
 #include "sa-matcher/reference_match.hpp"
 

@@ -7,9 +7,9 @@
 #include "cli/live_fabric.hpp"
 #include "common/json.hpp"
 #include "common/text.hpp"
-#include "compiler/compile_policy.hpp"
 #include "compiler/drift.hpp"
 #include "compiler/emit.hpp"
+#include "policy-space/load_policy.hpp"
 
 namespace ibqos::cli {
 

@@ -144,23 +144,21 @@ OpenSmConf loadOpenSmConf(const Value& path, Inputs& inputs, Diagnostics& diagno
 
 std::vector<std::unique_ptr<FabricCompilation>> compileForFabric(
     const std::vector<const Policy*>& policies, const FabricOptions& options, Inputs& inputs,
-    Diagnostics& diagnostics, CompileStage upTo, std::optional<uint64_t> analysisBudget) {
+    Diagnostics& diagnostics, CompileStage upTo) {
     std::optional<Fabric> fabric = loadFabric(options, inputs, diagnostics);
     if (!fabric) return {};
     OpenSmConf conf = loadOpenSmConf(options.opensmConf, inputs, diagnostics);
     negotiateOperVls(*fabric, conf.maxOpVls);
     std::vector<std::unique_ptr<FabricCompilation>> out;
     for (const Policy* policy : policies)
-        out.push_back(
-            FabricCompilation::compile(*policy, *fabric, conf, diagnostics, upTo, analysisBudget));
+        out.push_back(FabricCompilation::compile(*policy, *fabric, conf, diagnostics, upTo));
     return out;
 }
 
 std::unique_ptr<FabricCompilation> compileForFabric(const Policy& policy,
                                                     const FabricOptions& options, Inputs& inputs,
-                                                    Diagnostics& diagnostics, CompileStage upTo,
-                                                    std::optional<uint64_t> analysisBudget) {
-    auto compiled = compileForFabric({&policy}, options, inputs, diagnostics, upTo, analysisBudget);
+                                                    Diagnostics& diagnostics, CompileStage upTo) {
+    auto compiled = compileForFabric({&policy}, options, inputs, diagnostics, upTo);
     return compiled.empty() ? nullptr : std::move(compiled.front());
 }
 

@@ -19,7 +19,7 @@
 #include "compiler/tables.hpp"
 #include "fabric/fabric.hpp"
 #include "fabric/opensm_conf.hpp"
-#include "sa-matcher/policy_diff.hpp"
+#include "policy-space/policy_diff.hpp"
 
 namespace ibqos::cli {
 
@@ -109,13 +109,11 @@ OpenSmConf loadOpenSmConf(const Value& path, Inputs& inputs, Diagnostics& diagno
 // stage.
 std::unique_ptr<FabricCompilation> compileForFabric(
     const Policy& policy, const FabricOptions& options, Inputs& inputs, Diagnostics& diagnostics,
-    CompileStage upTo = CompileStage::Realizability,
-    std::optional<uint64_t> analysisBudget = std::nullopt);
+    CompileStage upTo = CompileStage::Realizability);
 // The same for several policies on one fabric, whose files are read once.
 std::vector<std::unique_ptr<FabricCompilation>> compileForFabric(
     const std::vector<const Policy*>& policies, const FabricOptions& options, Inputs& inputs,
-    Diagnostics& diagnostics, CompileStage upTo,
-    std::optional<uint64_t> analysisBudget = std::nullopt);
+    Diagnostics& diagnostics, CompileStage upTo);
 
 // --analysis-budget STEPS|unlimited: the work budget of the policy-space analyses (nullopt:
 // not given; 0: unlimited). Throws UsageError for anything else.

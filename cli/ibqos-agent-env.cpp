@@ -8,9 +8,9 @@
 #include "cli/ibqos-agent-commands.hpp"
 #include "common/json.hpp"
 #include "common/text.hpp"
-#include "compiler/compile_policy.hpp"
 #include "ib/qos.hpp"
-#include "sa-matcher/request_sls.hpp"
+#include "policy-space/load_policy.hpp"
+#include "policy-space/request_sls.hpp"
 
 namespace ibqos::cli {
 

@@ -5,7 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/ibqos-agent-commands.hpp"
-#include "compiler/compile_policy.hpp"
+#include "policy-space/load_policy.hpp"
 
 namespace ibqos::cli {
 

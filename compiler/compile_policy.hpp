@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: MIT
-// compilePolicy: the checks that need no fabric, from syntax tree to Policy.
+// The checks that need no fabric, from syntax tree to Policy: the passes before and after the
+// dead-rule analysis, which the policy space runs between them (policy-space/load_policy.hpp).
 #pragma once
-
-#include <cstdint>
-#include <optional>
 
 #include "common/diagnostics.hpp"
 #include "common/source.hpp"
@@ -12,21 +10,14 @@
 
 namespace ibqos {
 
-// Gives a parsed policy its meaning and reports every problem found without a fabric:
-// values out of range, missing or repeated fields, unresolved and duplicate names, a missing
-// default level, shadowed rules, the host scheduling tree. The Policy is always consistent.
-// The tree is consumed block by block, so a large file never has both forms in memory at once.
-// analysisBudget bounds the work of the dead-rule analysis (decision-diagram steps; 0: no
-// bound); nullopt is the default, which grows with the policy's size (analysisBudgetFor).
-Policy compilePolicy(ast::PolicyFile&& file, const SourceFile& source, Diagnostics& diagnostics,
-                     std::optional<uint64_t> analysisBudget = std::nullopt);
+// Gives a parsed policy its meaning (passes 1-3): values out of range, missing or repeated
+// fields, qos-ulps lowered to match rules, unresolved and duplicate names, a missing default
+// level. The tree is consumed block by block, so a large file never has both forms in memory
+// at once. The dead-rule analysis comes next (policy-space/reachability.hpp), then finishPolicy.
+Policy resolvePolicy(ast::PolicyFile&& file, const SourceFile& source, Diagnostics& diagnostics);
 
-// Parses and compiles a policy file in one step.
-Policy loadPolicy(const SourceFile& source, Diagnostics& diagnostics,
-                  std::optional<uint64_t> analysisBudget = std::nullopt);
-
-// The default work budget of the policy-space analyses for a policy: proportional to the
-// size of its text, so that `ibqos check` keeps its throughput on every policy.
-uint64_t analysisBudgetFor(const Policy& policy);
+// The passes after the dead-rule analysis (5-6): qos-setup and the host scheduling tree; a
+// qos-setup section that is not applied is emptied. The Policy is then consistent.
+void finishPolicy(Policy& policy, const SourceFile& source, Diagnostics& diagnostics);
 
 }  // namespace ibqos

@@ -39,6 +39,11 @@ struct ArbitrationSetup {
 std::vector<ArbitrationSetup> arbitrationSetups(const BoundPolicy& bound,
                                                 const FabricTables& tables);
 
+// A share of the link (0 to 1) as a percentage: in a column, one decimal, 6 wide (" 25.0%",
+// the shares table), or short, three significant digits ("25%", "33.3%": ibqos diff's lines).
+enum class PercentForm : uint8_t { Column, Short };
+std::string percentText(double share, PercentForm form);
+
 // The long-run share of each VL for every distinct arbitration setup: a table, and an SVG bar
 // chart of the same.
 std::string emitSharesText(const BoundPolicy& bound, const FabricTables& tables);

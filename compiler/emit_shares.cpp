@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Long-run VL shares of every distinct arbitration setup, as a table and as an SVG bar chart.
+// Long-run VL shares of every distinct arbitration setup, as a table and as an SVG bar chart;
+// a share as a percentage, for them and for ibqos diff.
 #include <cstdio>
 #include <map>
 #include <string>
@@ -50,13 +51,13 @@ std::vector<ArbitrationSetup> arbitrationSetups(const BoundPolicy& bound,
     return setups;
 }
 
-namespace {
-
-std::string percent(double v) {
-    char buf[16];
-    std::snprintf(buf, sizeof buf, "%5.1f%%", v * 100);
+std::string percentText(double share, PercentForm form) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, form == PercentForm::Column ? "%5.1f%%" : "%.3g%%", share * 100);
     return buf;
 }
+
+namespace {
 
 std::string portsLabel(const Fabric& fabric, const FabricTables& tables, const ArbitrationSetup& s,
                        size_t max) {
@@ -93,10 +94,11 @@ std::string emitSharesText(const BoundPolicy& bound, const FabricTables& tables)
         for (unsigned vl = 0; vl < ib::DataVlCount; ++vl) {
             if (s.shares[vl] == 0 && s.intended[vl] == 0) continue;
             out += "   " + std::string(vl < 10 ? " " : "") + std::to_string(vl) + "  " +
-                   percent(s.shares[vl]);
+                   percentText(s.shares[vl], PercentForm::Column);
             if (s.hasIntended) {
-                out += "   " + percent(s.intended[vl]) + "                       " +
-                       percent(lowTotal > 0 ? lowOnly[vl] / lowTotal : 0);
+                out += "   " + percentText(s.intended[vl], PercentForm::Column) +
+                       "                       " +
+                       percentText(lowTotal > 0 ? lowOnly[vl] / lowTotal : 0, PercentForm::Column);
             }
             out += "\n";
         }

@@ -4,8 +4,6 @@
 
 #include <chrono>
 
-#include "compiler/compile_policy.hpp"
-#include "compiler/reachability.hpp"
 #include "compiler/realizability.hpp"
 #include "policy-grammar/keywords.hpp"
 
@@ -62,9 +60,10 @@ FabricTables tablesNeverWorseThanStock(const BoundPolicy& bound, const OpenSmCon
 
 }  // namespace
 
-std::unique_ptr<FabricCompilation> FabricCompilation::compile(
-    const Policy& policy, Fabric fabric, OpenSmConf conf, Diagnostics& diagnostics,
-    CompileStage upTo, std::optional<uint64_t> analysisBudget) {
+std::unique_ptr<FabricCompilation> FabricCompilation::compile(const Policy& policy, Fabric fabric,
+                                                              OpenSmConf conf,
+                                                              Diagnostics& diagnostics,
+                                                              CompileStage upTo) {
     std::unique_ptr<FabricCompilation> c(new FabricCompilation());
     c->fabric_ = std::move(fabric);
     c->conf_ = std::move(conf);
@@ -79,9 +78,6 @@ std::unique_ptr<FabricCompilation> FabricCompilation::compile(
     start = std::chrono::steady_clock::now();
     checkRealizability(c->bound_, c->tables_, diagnostics);
     c->timings_.realizability = secondsSince(start);
-    // What no request reaches says little about a policy with errors (dropped references).
-    if (upTo == CompileStage::Realizability || diagnostics.hasErrors()) return c;
-    checkReachability(c->bound_, diagnostics, analysisBudget.value_or(analysisBudgetFor(policy)));
     return c;
 }
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // FabricCompilation: a policy compiled for one fabric, and the one place that runs the fabric
 // stage (bind, then tables, then realizability) for ibqos check, compile, query and verify,
-// the OpenSM plugin and the benchmarks.
+// the OpenSM plugin and the benchmarks. (ibqos check then asks the policy space what no request
+// of the fabric reaches: policy-space/reachability.hpp.)
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 
 #include "common/diagnostics.hpp"
 #include "compiler/bind.hpp"
@@ -18,18 +18,16 @@
 namespace ibqos {
 
 // How far a compilation goes: binding only (all the SA's answers need), every port's tables,
-// the realizability checks too, or also what no request of the fabric reaches (ibqos check).
-enum class CompileStage : uint8_t { Bind, Tables, Realizability, Reachability };
+// or the realizability checks too.
+enum class CompileStage : uint8_t { Bind, Tables, Realizability };
 
 class FabricCompilation {
   public:
     // Compiles the policy for the fabric, which the compilation keeps; problems go to
-    // diagnostics. The policy is borrowed: it must outlive the compilation. analysisBudget
-    // bounds the reachability analysis (0: no bound; nullopt: analysisBudgetFor(policy)).
+    // diagnostics. The policy is borrowed: it must outlive the compilation.
     static std::unique_ptr<FabricCompilation> compile(
         const Policy& policy, Fabric fabric, OpenSmConf conf, Diagnostics& diagnostics,
-        CompileStage upTo = CompileStage::Realizability,
-        std::optional<uint64_t> analysisBudget = std::nullopt);
+        CompileStage upTo = CompileStage::Realizability);
     // The bound policy points into the fabric: a compilation stays where it was made.
     FabricCompilation(const FabricCompilation&) = delete;
     FabricCompilation& operator=(const FabricCompilation&) = delete;

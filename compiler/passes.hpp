@@ -71,12 +71,7 @@ void elaboratePolicy(ast::PolicyFile&& file, const Reporter& report, Policy& pol
 void lowerUlps(const std::vector<UlpEntry>& ulps, const Reporter& report, Policy& policy);
 // 3. Duplicate names, references to levels, groups and scheduling parents, the default level.
 void resolveNames(const Reporter& report, const Gaps& gaps, Policy& policy);
-// 4. Warns about match rules that can never match because an earlier rule always wins, and
-//    marks them (MatchRule::shadowed). workBudget bounds the decision diagrams (0: no bound).
-void findShadowedRules(const Reporter& report, Policy& policy, uint64_t workBudget);
-// 4b. Levels no rule that can match names (but the default) and port-groups no rule or qos-setup
-// scope uses: on every fabric, so without a topology. Marks the levels `unused`.
-void findUnused(const Reporter& report, Policy& policy);
+// 4 and 4b, the dead-rule analysis, are the policy space's: policy-space/reachability.hpp.
 // 5. The qos-setup section: what OpenSM ignores, and the bandwidth extension's arithmetic. A
 //    section with an error OpenSM does not check is not applied (OpenSM applies none).
 void checkQosSetup(const Reporter& report, Policy& policy);

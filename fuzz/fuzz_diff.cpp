@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "compiler/compile_policy.hpp"
 #include "compiler/fabric_compilation.hpp"
 #include "fuzz/sample_fabric.hpp"
-#include "sa-matcher/policy_diff.hpp"
+#include "policy-space/load_policy.hpp"
+#include "policy-space/policy_diff.hpp"
 #include "sa-matcher/qos_answer.hpp"
 #include "sa-matcher/reference_match.hpp"
 

@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "common/text.hpp"
-#include "compiler/compile_policy.hpp"
 #include "compiler/fabric_compilation.hpp"
 #include "monitor/exposition.hpp"
 #include "monitor/metrics_server.hpp"
+#include "policy-space/load_policy.hpp"
 #include "tests/doubles/fake_fabric.hpp"
 
 using namespace ibqos;

@@ -9,9 +9,9 @@
 #include <string>
 
 #include "compiler/fabric_compilation.hpp"
-#include "compiler/compile_policy.hpp"
 #include "fabric/partitions.hpp"
 #include "fabric/topology.hpp"
+#include "policy-space/load_policy.hpp"
 #include "sa-matcher/classifier.hpp"
 #include "sa-matcher/path_request.hpp"
 #include "sa-matcher/qos_answer.hpp"

@@ -15,7 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "compiler/compile_policy.hpp"
 #include "fabric/partitions.hpp"
 #include "fabric/topology.hpp"
 #include "ib/mad.hpp"
@@ -23,6 +22,7 @@
 #include "ib/qos.hpp"
 #include "osm-plugin/path_responder.hpp"
 #include "osm-plugin/sweep.hpp"
+#include "policy-space/load_policy.hpp"
 #include "tests/doubles/fake_opensm.hpp"
 
 namespace {

@@ -6,12 +6,12 @@
 #include <string>
 
 #include "compiler/bind.hpp"
-#include "compiler/compile_policy.hpp"
 #include "compiler/emit.hpp"
 #include "compiler/fabric_compilation.hpp"
 #include "compiler/realizability.hpp"
 #include "compiler/tables.hpp"
 #include "fuzz/sample_fabric.hpp"
+#include "policy-space/load_policy.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ibqos::SourceFile source("fuzz.conf", std::string(reinterpret_cast<const char*>(data), size));

@@ -15,13 +15,13 @@
 #include <tuple>
 
 #include "common/text.hpp"
-#include "compiler/compile_policy.hpp"
 #include "fabric/opensm_subnet.hpp"
 #include "fabric/partitions.hpp"
 #include "osm-plugin/failpoint.hpp"
 #include "osm-plugin/opensm_cache.hpp"
 #include "osm-plugin/opensm_lock.hpp"
-#include "sa-matcher/policy_diff.hpp"
+#include "policy-space/load_policy.hpp"
+#include "policy-space/policy_diff.hpp"
 
 namespace ibqos::osm {
 

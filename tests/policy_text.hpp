@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "compiler/compile_policy.hpp"
 #include "policy-grammar/parse.hpp"
+#include "policy-space/load_policy.hpp"
 
 namespace ibqos::test {
 

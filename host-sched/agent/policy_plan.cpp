@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "common/source.hpp"
-#include "compiler/compile_policy.hpp"
+#include "policy-space/load_policy.hpp"
 
 namespace ibqos::host {
 

@@ -174,6 +174,12 @@ defined_only_in("the fabric stage (computeTables, checkRealizability calls)",
                 r"\b(?:computeTables|checkRealizability)\s*\((?!const)",
                 {"compiler/fabric_compilation.cpp", "compiler/tables.cpp",
                  "compiler/realizability.cpp"}, everywhere)
+# The pass list: the compiler's two halves are run, with the dead-rule analysis between them, in
+# one place only (tests included).
+defined_only_in("the pass list (resolvePolicy, finishPolicy calls)",
+                r"\b(?:resolvePolicy|finishPolicy)\s*\(", {"compiler/compile_policy.cpp",
+                                                          "policy-space/load_policy.cpp"},
+                everywhere)
 # The PathRecord codec: rdma-core's layouts are read in ib/ only, the codec defined once.
 defined_only_in("rdma-core's PathRecord and SA layouts", r"\b(?:ibv_path_record|umad_sa_packet)\b",
                 {"ib/mad.hpp", "ib/path_record.cpp"})

@@ -18,11 +18,11 @@
 #include <string>
 #include <thread>
 
-#include "compiler/compile_policy.hpp"
 #include "compiler/fabric_compilation.hpp"
 #include "monitor/exposition.hpp"
 #include "monitor/metrics_server.hpp"
 #include "monitor/monitor.hpp"
+#include "policy-space/load_policy.hpp"
 #include "tests/doubles/fake_fabric.hpp"
 
 using namespace ibqos;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Oracles for the policy-space analyses that share nothing with their engine (the decision
-// diagrams of compiler/request_space): on every policy family of tests/policy_families.hpp, with
+// diagrams of policy-space/request_space): on every policy family of tests/policy_families.hpp, with
 // and without qos-ulps, the shadowed-rule, unreachable-rule and unreachable-level verdicts and
 // the regions of ibqos diff are checked request by request against OpenSM's rule-by-rule scan
 // (sa-matcher/reference_match) and the SA's answer (answerPath), over every request the
@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "compiler/bind.hpp"
-#include "compiler/reachability.hpp"
-#include "sa-matcher/policy_diff.hpp"
+#include "policy-space/policy_diff.hpp"
+#include "policy-space/reachability.hpp"
 #include "sa-matcher/qos_answer.hpp"
 #include "sa-matcher/reference_match.hpp"
 #include "tests/policy_families.hpp"

@@ -10,7 +10,7 @@
 
 #include "compiler/bind.hpp"
 #include "ib/path_record.hpp"
-#include "sa-matcher/policy_diff.hpp"
+#include "policy-space/policy_diff.hpp"
 
 namespace ibqos {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // DecisionDiagram: reduced ordered binary decision diagrams over bit variables, for the analyses
-// of a policy's request space (compiler/request_space.hpp).
+// of a policy's request space (policy-space/request_space.hpp).
 #pragma once
 
 #include <cstddef>

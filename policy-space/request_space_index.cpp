@@ -3,7 +3,7 @@
 // one bitset per dimension (the rules its field values, its source and its destination
 // satisfy). The analyses ask it once per request they try, so a request costs a few passes
 // over one bit per rule, whatever the rules' ranges look like.
-#include "compiler/request_space.hpp"
+#include "policy-space/request_space.hpp"
 
 #include <algorithm>
 #include <bit>

@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "compiler/bind.hpp"
-#include "compiler/decision_diagram.hpp"
 #include "compiler/policy.hpp"
 #include "compiler/range_set.hpp"
 #include "ib/qos.hpp"
+#include "policy-space/decision_diagram.hpp"
 
 namespace ibqos {
 
@@ -342,6 +342,10 @@ class RequestSpace {
     void saveRule(size_t p, uint32_t r, Ref f);
     Ref restoreRule(size_t p, uint32_t r);
     void addFieldCuts(const Cuts& extra);
+    // On a fabric: the ports' classes (classes_, classOf_), refined by every policy's groups
+    // and the tags; then each group's classes (groupClasses_, groupClassBits_).
+    void classifyPorts(const std::vector<uint32_t>& portTags);
+    void indexGroupClasses();
     void addDimension(Dimension d);
     void addPortDimensions(Ends end);
     void indexRules();

@@ -13,8 +13,8 @@
 
 #include "compiler/bind.hpp"
 #include "compiler/range_set.hpp"
-#include "compiler/request_space.hpp"
 #include "fabric/node_type.hpp"
+#include "policy-space/request_space.hpp"
 #include "sa-matcher/qos_answer.hpp"
 
 namespace ibqos {

@@ -4,7 +4,7 @@
 // Nodes are hash-consed in an open-addressing table that doubles at half load; operation
 // results go to a direct-mapped memo that grows with the nodes (a lost entry only costs a
 // recomputation). Every recursive step counts against the work budget.
-#include "compiler/decision_diagram.hpp"
+#include "policy-space/decision_diagram.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -2,9 +2,9 @@
 // requestSls: the policy cut to the requests of one kind (the rules they can match, with the
 // field conditions that then always hold dropped), and the regions of the requests it answers,
 // found as the difference from the same policy with every level's SL made one no path has: the
-// diff's exact regions (sa-matcher/policy_diff.cpp) hold every request the policy answers, and
+// diff's exact regions (policy-space/policy_diff.cpp) hold every request the policy answers, and
 // each has one answer. The regions are then cut to CA ports at both ends and grouped by SL.
-#include "sa-matcher/request_sls.hpp"
+#include "policy-space/request_sls.hpp"
 
 #include <algorithm>
 #include <map>

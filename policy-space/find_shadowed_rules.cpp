@@ -16,8 +16,8 @@
 #include <string>
 
 #include "compiler/passes.hpp"
-#include "compiler/reachability.hpp"
-#include "compiler/request_space.hpp"
+#include "policy-space/reachability.hpp"
+#include "policy-space/request_space.hpp"
 
 namespace ibqos::passes {
 
