@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Oracles for the policy-space analyses that share nothing with their engine (the decision
-// diagrams of policy-space/request_space): on every policy family of tests/policy_families.hpp, with
-// and without qos-ulps, the shadowed-rule, unreachable-rule and unreachable-level verdicts and
+// diagrams of policy-space/request_space): on every policy family of tests/policy_families.hpp,
+// with and without qos-ulps, the shadowed-rule, unreachable-rule and unreachable-level verdicts and
 // the regions of ibqos diff are checked request by request against OpenSM's rule-by-rule scan
 // (sa-matcher/reference_match) and the SA's answer (answerPath), over every request the
 // policies can tell apart: both ends of every elementary interval of the values the policies
