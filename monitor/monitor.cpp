@@ -215,7 +215,15 @@ const Report& Monitor::scrape() {
     }
     for (PortReport& p : report.ports) judge(p, report.ports);
 
-    // Findings: node by node, then port by port, in fabric order.
+    addFindings(report);
+    remember(report);
+    report_ = std::move(report);
+    return report_;
+}
+
+// Findings: node by node, then port by port, in fabric order.
+void Monitor::addFindings(Report& report) const {
+    const std::vector<NodeTarget>& targets = collector_.targets();
     const Fabric& f = fabric();
     for (uint32_t t = 0; t < targets.size(); ++t) {
         const NodeStatus& status = collector_.status(t);
@@ -226,48 +234,7 @@ const Report& Monitor::scrape() {
              "the PMA of " + node.description + " (" + hex(node.guid, 16) + ") did not answer (" +
                  status.problem + "): its ports are skipped in this scrape"});
     }
-    for (const PortReport& p : report.ports) {
-        const std::string name = f.portName(p.port);
-        uint32_t node = f.ports[p.port].node;
-        if (!p.saturated.empty()) {
-            std::string list;
-            for (const std::string& c : p.saturated) list += (list.empty() ? "" : ", ") + c;
-            report.findings.push_back(
-                {Finding::Kind::CounterSaturated, p.port, node, -1, -1, 0, 0,
-                 name + ": " + list +
-                     " reached the counter's maximum in the last "
-                     "interval: judged with what it counted up to it" +
-                     (p.saturatedStays ? "; it stays there until something clears it "
-                                         "(--reset-counters)"
-                                       : "; it is cleared after each read, so the "
-                                         "next interval is judged afresh")});
-        }
-        if (p.judged) {
-            for (unsigned vl = 0; vl < ib::DataVlCount; ++vl) {
-                const VlShare& v = p.vls[vl];
-                // A VL whose count saturated got at least what is known: never found below.
-                if (!v.competing || v.lowerBound || v.achieved + options_.margin >= v.intended)
-                    continue;
-                report.findings.push_back(
-                    {Finding::Kind::VlBelowShare, p.port, node, static_cast<int>(vl), -1,
-                     v.achieved, v.intended,
-                     "VL " + std::to_string(vl) + " of " + name + " got " + percent(v.achieved) +
-                         " of the link while the port was congested; its arbitration intends " +
-                         percent(v.intended) + " (margin " + percent(options_.margin) + ")"});
-            }
-        }
-        for (unsigned sl = 0; sl < ib::SlCount; ++sl) {
-            if (!intent_.levelsOfSl(sl).empty()) continue;
-            const Delta& rcv = p.slRcvBytes[sl];
-            const Delta& xmit = p.slXmitBytes[sl];
-            double bytes = std::max(rcv.ok() ? rcv.value : 0, xmit.ok() ? xmit.value : 0);
-            if (bytes <= 0) continue;
-            report.findings.push_back(
-                {Finding::Kind::SlWithoutLevel, p.port, node, -1, static_cast<int>(sl), 0, 0,
-                 name + " carried " + decimal(bytes) + " bytes on SL " + std::to_string(sl) +
-                     ", which no qos-level of the policy uses"});
-        }
-    }
+    for (const PortReport& p : report.ports) addPortFindings(p, report);
     for (const Drift& d : drift_) {
         report.findings.push_back(
             {Finding::Kind::TablesDiffer, d.port, f.ports[d.port].node, -1, -1, 0, 0,
@@ -275,9 +242,50 @@ const Report& Monitor::scrape() {
                  ", the policy compiles to " + tableText(d.expected) +
                  " (shares are judged against the compiled tables)"});
     }
-    remember(report);
-    report_ = std::move(report);
-    return report_;
+}
+
+void Monitor::addPortFindings(const PortReport& p, Report& report) const {
+    const Fabric& f = fabric();
+    const std::string name = f.portName(p.port);
+    uint32_t node = f.ports[p.port].node;
+    if (!p.saturated.empty()) {
+        std::string list;
+        for (const std::string& c : p.saturated) list += (list.empty() ? "" : ", ") + c;
+        report.findings.push_back(
+            {Finding::Kind::CounterSaturated, p.port, node, -1, -1, 0, 0,
+             name + ": " + list +
+                 " reached the counter's maximum in the last "
+                 "interval: judged with what it counted up to it" +
+                 (p.saturatedStays ? "; it stays there until something clears it "
+                                     "(--reset-counters)"
+                                   : "; it is cleared after each read, so the "
+                                     "next interval is judged afresh")});
+    }
+    if (p.judged) {
+        for (unsigned vl = 0; vl < ib::DataVlCount; ++vl) {
+            const VlShare& v = p.vls[vl];
+            // A VL whose count saturated got at least what is known: never found below.
+            if (!v.competing || v.lowerBound || v.achieved + options_.margin >= v.intended)
+                continue;
+            report.findings.push_back(
+                {Finding::Kind::VlBelowShare, p.port, node, static_cast<int>(vl), -1, v.achieved,
+                 v.intended,
+                 "VL " + std::to_string(vl) + " of " + name + " got " + percent(v.achieved) +
+                     " of the link while the port was congested; its arbitration intends " +
+                     percent(v.intended) + " (margin " + percent(options_.margin) + ")"});
+        }
+    }
+    for (unsigned sl = 0; sl < ib::SlCount; ++sl) {
+        if (!intent_.levelsOfSl(sl).empty()) continue;
+        const Delta& rcv = p.slRcvBytes[sl];
+        const Delta& xmit = p.slXmitBytes[sl];
+        double bytes = std::max(rcv.ok() ? rcv.value : 0, xmit.ok() ? xmit.value : 0);
+        if (bytes <= 0) continue;
+        report.findings.push_back(
+            {Finding::Kind::SlWithoutLevel, p.port, node, -1, static_cast<int>(sl), 0, 0,
+             name + " carried " + decimal(bytes) + " bytes on SL " + std::to_string(sl) +
+                 ", which no qos-level of the policy uses"});
+    }
 }
 
 void Monitor::remember(const Report& report) {

@@ -57,6 +57,9 @@ class Monitor {
     PortReport portReport(uint32_t target, const PortTarget& port, uint64_t scrape);
     void judge(PortReport& out, const std::vector<PortReport>& reports);
     void remember(const Report& report);
+    // What a scrape found: nodes whose PMA did not answer, each port's findings, table drift.
+    void addFindings(Report& report) const;
+    void addPortFindings(const PortReport& p, Report& report) const;
 
     PmaTransport& transport_;
     std::unique_ptr<FabricCompilation> compiled_;

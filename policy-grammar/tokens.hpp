@@ -282,6 +282,9 @@ struct TextToken : x3::parser<TextToken> {
     TextMode mode;
     bool openSmReads;
 
+    // One scan of the value's characters that keeps both readings, and where an embedded "use:"
+    // starts, as it goes: kept whole (91 lines) because its pieces share that state and the
+    // scan is the parser's busiest loop.
     template <typename It, typename Ctx, typename RCtx, typename Attr>
     bool parse(It& first, It const& last, Ctx const& ctx, RCtx&, Attr& attr) const {
         x3::skip_over(first, last, ctx);
