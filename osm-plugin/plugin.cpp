@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Plugin: reload, compile and apply at each heavy sweep; the log.
+// Plugin: reload, compile and apply at each heavy sweep (its log lines: plugin_log.cpp; the
+// qos_* options it sets: plugin_qos_options.cpp).
 #include "osm-plugin/plugin.hpp"
 
 #include <sys/stat.h>
@@ -12,7 +13,6 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <tuple>
 
 #include "common/text.hpp"
 #include "fabric/opensm_subnet.hpp"
@@ -21,39 +21,10 @@
 #include "osm-plugin/opensm_cache.hpp"
 #include "osm-plugin/opensm_lock.hpp"
 #include "policy-space/load_policy.hpp"
-#include "policy-space/policy_diff.hpp"
 
 namespace ibqos::osm {
 
 namespace {
-
-osm_qos_options_t& optionsOf(osm_subn_opt_t& opt, PortClass c) {
-    switch (c) {
-        case PortClass::Ca:
-            return opt.qos_ca_options;
-        case PortClass::Router:
-            return opt.qos_rtr_options;
-        case PortClass::SwitchPort0:
-            return opt.qos_sw0_options;
-        case PortClass::SwitchExternal:
-            return opt.qos_swe_options;
-    }
-    return opt.qos_options;
-}
-
-bool sameOption(const char* current, const std::string& set) { return current && set == current; }
-
-bool sameOptionSet(const QosOptionSet& a, const QosOptionSet& b) {
-    return std::tie(a.maxVls, a.highLimit, a.vlarbHigh, a.vlarbLow, a.sl2vl) ==
-           std::tie(b.maxVls, b.highLimit, b.vlarbHigh, b.vlarbLow, b.sl2vl);
-}
-
-// Whether two readings of opensm.conf give the same table options.
-bool sameQosOptions(const OpenSmConf& a, const OpenSmConf& b) {
-    return a.maxOpVls == b.maxOpVls && sameOptionSet(a.all, b.all) && sameOptionSet(a.ca, b.ca) &&
-           sameOptionSet(a.router, b.router) && sameOptionSet(a.switchPort0, b.switchPort0) &&
-           sameOptionSet(a.switchExternal, b.switchExternal);
-}
 
 // The plain policy while no policy is in force: no default level, so OpenSM serves without a
 // policy, as stock OpenSM does with a policy it drops (its ERR AC10 and AC04). No valid policy
@@ -63,9 +34,6 @@ constexpr const char* NoPolicyText =
     "# ibqos: no policy is in force yet. This file has no default qos-level on purpose: OpenSM\n"
     "# logs ERR AC10 and AC04 for it and answers PathRecords as with no policy, until the ibqos\n"
     "# plugin puts its policy in force here (IBQOS-0010).\n";
-
-constexpr PortClass AllClasses[] = {PortClass::Ca, PortClass::Router, PortClass::SwitchPort0,
-                                    PortClass::SwitchExternal};
 
 }  // namespace
 
@@ -134,10 +102,6 @@ Plugin::~Plugin() {
     log(OSM_LOG_INFO, "0003", "ibqos plugin unloaded");
 }
 
-void Plugin::log(int level, const char* id, const std::string& message) {
-    osm_log(&osm_->log, static_cast<osm_log_level_t>(level), "IBQOS-%s: %s\n", id, message.c_str());
-}
-
 void Plugin::report(osm_epi_event_id_t event, void* data) noexcept {
     try {
         switch (event) {
@@ -175,61 +139,6 @@ void Plugin::report(osm_epi_event_id_t event, void* data) noexcept {
     }
 }
 
-std::string Plugin::lastGoodState() const {
-    return good_.policy ? "the last good policy (version " + std::to_string(good_.version) +
-                              ") stays in force"
-                        : "no policy is in force yet";
-}
-
-void Plugin::logChange(const LoadedPolicy& previous, const CompiledSweep& sweep) {
-    // The previous policy on this fabric; the request space is compared up to a work bound,
-    // as this runs in OpenSM's sweep (about a second at most).
-    constexpr uint64_t WorkBudget = 10'000'000;
-    Diagnostics ignored;
-    auto old = FabricCompilation::compile(*previous.policy, sweep.fabric(), original_, ignored,
-                                          CompileStage::Tables);
-    const size_t ports = changedTables(sweep.fabric(), old->tables(), sweep.tables()).size();
-    const std::optional<PolicyDiff> diff = diffPolicies(old->bound(), sweep.bound(), WorkBudget);
-    const std::vector<DiffRegion>* regions = diff ? &diff->regions : nullptr;
-    std::string what = "version " + std::to_string(good_.version) + " replaces version " +
-                       std::to_string(previous.version) + ": ";
-    if (!regions) {
-        what += "the requests were not compared (past the comparison's work bound)";
-    } else {
-        uint64_t pairs = 0;
-        size_t slChanges = 0;
-        for (const DiffRegion& r : *regions) {
-            pairs += r.portPairs;
-            slChanges += r.before.ok() != r.after.ok() || r.before.sl != r.after.sl;
-        }
-        what += std::to_string(regions->size()) + " regions of requests change answer (" +
-                std::to_string(pairs) + " port pairs; " + std::to_string(slChanges) +
-                " regions change status or SL)";
-    }
-    log(OSM_LOG_INFO, "0017", what + ", " + std::to_string(ports) + " ports change tables");
-    if (!regions || !osm_log_is_active(&osm_->log, OSM_LOG_VERBOSE)) return;
-    for (size_t i = 0; i < regions->size(); ++i) {
-        const DiffRegion& r = (*regions)[i];
-        log(OSM_LOG_VERBOSE, "0019",
-            "region " + std::to_string(i + 1) + ": " + std::to_string(r.sources.size()) +
-                " sources, " + std::to_string(r.destinations.size()) +
-                " destinations, service-id " + describeValues(r.serviceIds, true) + ", qos-class " +
-                describeValues(r.qosClasses, false) + ", pkey " + describeValues(r.pkeys, true) +
-                ": " + describeAnswer(*previous.policy, r.before) + " -> " +
-                describeAnswer(*good_.policy, r.after));
-    }
-}
-
-void Plugin::logStricterErrors(const Diagnostics& diagnostics) {
-    if (!diagnostics.hasErrors()) return;
-    log(OSM_LOG_INFO, "0018",
-        std::to_string(diagnostics.errorCount()) +
-            " errors only ibqos reports (stock OpenSM accepts them, see docs/compatibility.md): "
-            "the policy keeps OpenSM's meaning; a qos-setup section with such an error, or a "
-            "scope that would drop or starve a level's SL, is not applied (opensm.conf's tables "
-            "there)");
-}
-
 void Plugin::predictPartitions(Fabric& fabric) {
     const char* path = opt_->partition_config_file ? opt_->partition_config_file
                                                    : OSM_DEFAULT_PARTITION_CONFIG_FILE;
@@ -255,14 +164,6 @@ void Plugin::predictPartitions(Fabric& fabric) {
                 " has errors: OpenSM ignores it and makes every port a full member of the "
                 "Default partition alone; the policy is judged against that");
         logDiagnostics(diagnostics, *source);
-    }
-}
-
-void Plugin::logDiagnostics(const Diagnostics& diagnostics, const SourceFile& source) {
-    for (const Diagnostic& d : diagnostics.all()) {
-        std::string line = renderText(d, &source);
-        log(d.severity == Severity::Error ? OSM_LOG_ERROR : OSM_LOG_INFO, "0012",
-            line.substr(0, line.find('\n')));
     }
 }
 
@@ -348,27 +249,6 @@ bool Plugin::writeGeneratedPolicy(const std::string& text) {
     }
     log(OSM_LOG_VERBOSE, "0020",
         "wrote " + options_.generated + " (" + std::to_string(text.size()) + " bytes)");
-    return true;
-}
-
-bool Plugin::takeReloadedOptions() {
-    bool reread = false;
-    for (PortClass c : AllClasses) {
-        const auto& set = lastSet_[static_cast<size_t>(c)];
-        const osm_qos_options_t& now = optionsOf(*opt_, c);
-        if (set && !(sameOption(now.vlarb_high, set->vlarbHigh) &&
-                     sameOption(now.vlarb_low, set->vlarbLow) &&
-                     sameOption(now.sl2vl, set->sl2vl) && now.high_limit == set->highLimit)) {
-            reread = true;
-        }
-    }
-    if (!reread) return false;
-    // OpenSM rescans opensm.conf at every heavy sweep and puts its options back in place of
-    // ibqos's: they are set again this sweep, and only a real change is news.
-    lastSet_ = {};
-    OpenSmConf now = confFromOptions(*opt_);
-    if (sameQosOptions(now, original_)) return false;
-    original_ = std::move(now);
     return true;
 }
 
@@ -571,39 +451,6 @@ void Plugin::installSweep(std::unique_ptr<CompiledSweep> sweep, bool sameSubnet,
     }
 }
 
-void Plugin::applyClassOptions(const CompiledSweep& sweep) {
-    osm_subn_opt_t* file = opt_->file_opts;
-    for (PortClass c : AllClasses) {
-        std::optional<ClassOptions> wanted = sweep.classOptions(c);
-        auto& set = lastSet_[static_cast<size_t>(c)];
-        if (!wanted || (set && *set == *wanted)) continue;
-        osm_qos_options_t& options = optionsOf(*opt_, c);
-        osm_qos_options_t* inFile = file ? &optionsOf(*file, c) : nullptr;
-        // OpenSM keeps an option and its copy as read from opensm.conf (file_opts) as one
-        // string; its rescan frees the option and forgets the copy. So ibqos's string takes
-        // both places and the one it replaces is freed once: nothing leaks, nothing is freed
-        // twice.
-        auto replace = [](char*& current, char** copy, const std::string& value) {
-            char* old = current;
-            char* oldCopy = copy ? *copy : nullptr;
-            current = strdup(value.c_str());
-            if (copy) *copy = current;
-            std::free(old);
-            if (oldCopy != old) std::free(oldCopy);
-        };
-        options.high_limit = wanted->highLimit;
-        replace(options.vlarb_high, inFile ? &inFile->vlarb_high : nullptr, wanted->vlarbHigh);
-        replace(options.vlarb_low, inFile ? &inFile->vlarb_low : nullptr, wanted->vlarbLow);
-        replace(options.sl2vl, inFile ? &inFile->sl2vl : nullptr, wanted->sl2vl);
-        if (inFile) inFile->high_limit = wanted->highLimit;
-        set = wanted;
-        log(OSM_LOG_VERBOSE, "0022",
-            std::string(portClassPrefix(c)) + "* options set: high_limit " +
-                std::to_string(wanted->highLimit) + ", vlarb_high " + wanted->vlarbHigh +
-                ", vlarb_low " + wanted->vlarbLow + ", sl2vl " + wanted->sl2vl);
-    }
-}
-
 void Plugin::routingDone() {
     // osm_qos_setup() has parsed the plain policy on disk: the responder answers again, from
     // the sweep whose plain policy that is (a failure between the write and the switch leaves
@@ -667,48 +514,6 @@ void Plugin::subnetUp() {
         sweep_->overriddenPorts(), hooks_.calls(), expectedMads_, workMs_, sweepMs,
         compiledThisSweep_ ? "compiled" : "policy, options and fabric unchanged: nothing compiled");
     log(OSM_LOG_INFO, "0100", buf);
-}
-
-void Plugin::logResponderCounts() {
-    ResponderCounts c = responder_.takeCounts();
-    status_.answered += c.answered;
-    status_.records += c.records;
-    for (size_t i = 0; i < DelegatedKinds; ++i) {
-        if (c.delegated[i])
-            status_.delegated[delegatedName(static_cast<Delegated>(i))] += c.delegated[i];
-    }
-    std::string left;
-    uint64_t delegated = 0;
-    for (size_t i = 0; i < DelegatedKinds; ++i) {
-        if (!c.delegated[i]) continue;
-        delegated += c.delegated[i];
-        left += std::string(left.empty() ? " (" : ", ") + delegatedName(static_cast<Delegated>(i)) +
-                " " + std::to_string(c.delegated[i]);
-    }
-    log(OSM_LOG_INFO, "0101",
-        "since the last sweep: " + std::to_string(c.answered) +
-            " PathRecord requests answered by ibqos (" + std::to_string(c.records) + " records), " +
-            std::to_string(delegated) + " left to OpenSM's handler" +
-            (left.empty() ? "" : left + ")"));
-}
-
-void Plugin::publishStatus(const std::string* textInForce) {
-    if (publisher_) publisher_->publish(status_, textInForce);
-}
-
-void Plugin::noteRefusal(uint64_t hash, const Diagnostics& diagnostics, const SourceFile* source,
-                         const std::string& why) {
-    PluginStatus::Refusal refusal;
-    refusal.hash = hash;
-    refusal.at = unixNow();
-    if (!why.empty()) refusal.diagnostics.push_back(why);
-    for (const Diagnostic& d : diagnostics.all()) {
-        if (d.severity != Severity::Error) continue;
-        std::string line = renderText(d, source);
-        refusal.diagnostics.push_back(line.substr(0, line.find('\n')));
-    }
-    status_.refused = std::move(refusal);
-    publishStatus();
 }
 
 }  // namespace ibqos::osm
