@@ -340,6 +340,14 @@ defined_only_in("JSON written by hand", r'"[^"\n]*\\"[a-z_]+\\"\s*:',
                 {"compiler/emit_tables.cpp", "cli/answer_json.hpp"})
 defined_only_in("the JSON printers", definition("dumpJson", "jsonNumber"), {"common/json.cpp"},
                 everywhere)
+# The option groups (FabricOptions, LocalPortOptions, addAnalysisBudget): each option of a group
+# is declared once, by its owner, for every command that takes it.
+group_options = ["topology", "partitions", "sm", "vls", "port-caps", "opensm-conf", "hca", "port",
+                 "analysis-budget"]
+defined_only_in("an option of a shared group declared by a command (use its owner)",
+                r'\b(?:add_option|add_flag|addValue)\s*\([^;]*?"--(?:%s)"' % "|".join(
+                    map(re.escape, group_options)),
+                {"cli/commands.cpp", "cli/command_line.cpp"})
 defined_only_in("text and hash helpers", definition("fnv1a", "parseNumber", "hex"),
                 {"common/text.hpp"}, everywhere)
 defined_only_in("OpenSM's QoS MAD counts",
