@@ -238,8 +238,6 @@ class Answerer {
     }
 };
 
-Json errorJson(const std::string& message) { return {{"status", "error"}, {"message", message}}; }
-
 int runBatch(const RequestAnswerer& answerer, const Fabric& fabric, const std::string& path) {
     std::ifstream file;
     // Standard input through a buffer of its own descriptor: read as it comes, in pieces.
@@ -286,7 +284,7 @@ int query(const QueryOptions& o) {
         if (port == NoPort) {
             std::string message = std::string("--") + name + ": " + error;
             if (o.json) {
-                std::cout << dumpJson(errorJson(message)) << '\n';
+                std::cout << dumpJson(errorObject(message)) << '\n';
             } else {
                 std::cerr << "ibqos query: " << message << "\n";
             }

@@ -163,7 +163,7 @@ bool answerBatch(const RequestAnswerer& answerer, const Fabric& fabric, std::str
             answerer.write(text, answerer.answer(*q));
         } else {
             answeredAll = false;
-            text += dumpJson(Json{{"status", "error"}, {"message", error}});
+            text += dumpJson(errorObject(error));
         }
         text += '\n';
         if (text.size() >= (1 << 16)) flush();

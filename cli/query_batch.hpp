@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/answer_json.hpp"
+#include "common/json.hpp"
 #include "compiler/bind.hpp"
 #include "fabric/fabric.hpp"
 #include "sa-matcher/classifier.hpp"
@@ -69,6 +70,11 @@ class RequestAnswerer {
     PkeyTables pkeys_;
     AnswerWriter writer_;
 };
+
+// The object a request that cannot be answered gets: {"status": "error", "message": ...}.
+inline Json errorObject(const std::string& message) {
+    return {{"status", "error"}, {"message", message}};
+}
 
 // Answers every line of in on out, a JSON object a line, in order; a line that cannot be read
 // gives {"status": "error", "message": ...}. What is answered is written out before the reader
