@@ -273,10 +273,8 @@ CommandRun runCommand(const char* self, const std::vector<std::string>& args, un
         if (i == 0 || status != 0) out.status = status;
     }
     if (cpu.empty()) return out;
-    std::sort(cpu.begin(), cpu.end());
-    std::sort(wall.begin(), wall.end());
-    out.cpu = cpu[cpu.size() / 2];
-    out.wall = wall[wall.size() / 2];
+    out.cpu = median(std::move(cpu));
+    out.wall = median(std::move(wall));
     return out;
 }
 

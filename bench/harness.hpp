@@ -12,6 +12,7 @@
 #include <benchmark/benchmark.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -40,6 +41,12 @@ void setGrowth(benchmark::State& state, Json& params, const std::string& counter
 std::map<std::string, double> runMeasuringChild(const char* self,
                                                 const std::vector<std::string>& args,
                                                 const std::map<std::string, std::string>& env);
+
+// The middle value of a non-empty list (the upper of the two middle ones).
+inline double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
 
 // A command run once, as /usr/bin/time -v reports it (wait4's rusage): CPU and wall seconds,
 // peak resident memory, exit status.

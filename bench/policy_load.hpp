@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// What the policy benchmarks share: CPU time, medians, and loading a policy as `ibqos check`
+// What the policy benchmarks share: CPU time and loading a policy as `ibqos check`
 // does without the dead-rule analysis (its cost is its own, under a budget of its own).
 #pragma once
 
@@ -23,11 +23,6 @@ inline double cpuSeconds() {
     timespec t{};
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-}
-
-inline double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
 }
 
 // Seconds of CPU time loading took.
